@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian machine (root): browsers, Rust wasm toolchain, npm dev tools.
+# Every step checks before it installs, so a second run takes seconds. See ../shared/TOOLCHAIN.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WASM_BINDGEN_VERSION=$(sed -n 's/^wasm-bindgen = "=\(.*\)".*/\1/p' Cargo.toml)
+WASM_PACK_VERSION=0.15.1
+GECKODRIVER_VERSION=0.37.1
+export PATH="$HOME/.cargo/bin:$PATH"
+
+say() { printf '\n== setup: %s\n' "$*"; }
+
+missing_pkgs=()
+[ -x /usr/bin/chromium ] || missing_pkgs+=(chromium)
+[ -x /usr/bin/chromedriver ] || missing_pkgs+=(chromium-driver)
+[ -x /usr/bin/firefox-esr ] || missing_pkgs+=(firefox-esr)
+if [ ${#missing_pkgs[@]} -gt 0 ]; then
+  say "apt-get install ${missing_pkgs[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing_pkgs[@]}" fonts-dejavu-core
+fi
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  say "rustup target add wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
+
+if ! wasm-pack --version 2>/dev/null | grep -qx "wasm-pack $WASM_PACK_VERSION"; then
+  say "cargo install wasm-pack $WASM_PACK_VERSION"
+  cargo install --locked wasm-pack --version "$WASM_PACK_VERSION"
+fi
+if ! geckodriver --version 2>/dev/null | head -1 | grep -q "geckodriver $GECKODRIVER_VERSION"; then
+  say "cargo install geckodriver $GECKODRIVER_VERSION"
+  cargo install --locked geckodriver --version "$GECKODRIVER_VERSION"
+fi
+# Must equal the wasm-bindgen pinned in Cargo.toml. No --locked: its lockfile names a crate this registry lacks.
+if ! wasm-bindgen --version 2>/dev/null | grep -qx "wasm-bindgen $WASM_BINDGEN_VERSION"; then
+  say "cargo install wasm-bindgen-cli $WASM_BINDGEN_VERSION"
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+fi
+
+# npm dev tools: binaryen (the wasm-opt that works; never Debian's), playwright-core (drives Debian's chromium).
+if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] || [ package.json -nt node_modules/.setup-stamp ]; then
+  say "npm install"
+  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+  touch node_modules/.setup-stamp
+fi
+say "ready"

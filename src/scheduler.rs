@@ -1,0 +1,340 @@
+//! The lock manager of the Web Locks spec, sections 2 and 4, as a pure state machine.
+//!
+//! It knows nothing of JS, promises or tasks: a [`LockRequest`] carries an id, the client that made it, a
+//! name and a mode, and every algorithm returns the [`Decision`]s the caller must carry out (invoke a
+//! callback with a lock, invoke it with `null`, reject a stolen lock's released promise). The same
+//! manager runs in a lone context (issue 2) and in the arbiter of an origin (the coordination protocol).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::rc::Rc;
+
+/// Identifies a request, and the lock it becomes once granted (a lock is a granted request).
+pub type RequestId = u64;
+
+/// The spec's `LockMode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum LockMode {
+    Exclusive,
+    Shared,
+}
+
+impl LockMode {
+    /// The WebIDL enum value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LockMode::Exclusive => "exclusive",
+            LockMode::Shared => "shared",
+        }
+    }
+}
+
+/// A pending lock request (spec 2.5), without the parts that live in JS (callback, promise, signal).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockRequest {
+    pub id: RequestId,
+    pub client_id: Rc<str>,
+    pub name: Rc<str>,
+    pub mode: LockMode,
+}
+
+/// What the caller must do after an algorithm ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Request `id` was granted: it is now a held lock; invoke its callback with a `Lock`.
+    Granted(RequestId),
+    /// `ifAvailable` request `id` was not grantable: invoke its callback with `null` (spec 4.1 step 3.5.1).
+    NotAvailable(RequestId),
+    /// Held lock `id` was stolen: reject its released promise with an `AbortError` (spec 4.1 step 3.4.1).
+    Stolen(RequestId),
+}
+
+/// One row of a snapshot: the spec's `LockInfo`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockInfo {
+    pub name: Rc<str>,
+    pub mode: LockMode,
+    pub client_id: Rc<str>,
+}
+
+/// The spec's `LockManagerSnapshot`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    pub held: Vec<LockInfo>,
+    pub pending: Vec<LockInfo>,
+}
+
+/// Per resource name: the lock request queue and a summary of the held locks of that name.
+#[derive(Debug, Default)]
+struct Resource {
+    queue: VecDeque<LockRequest>,
+    /// Position of this name in the lock request queue map (an ordered map, spec 2.5).
+    map_order: u64,
+    held_exclusive: u32,
+    held_shared: u32,
+}
+
+/// A held lock: the request it came from and its position in the held lock set.
+#[derive(Debug)]
+struct HeldLock {
+    request: LockRequest,
+    order: u64,
+}
+
+/// A lock manager (spec 2.2): the held lock set and the lock request queue map.
+///
+/// The held lock set is an ordered set; it is kept as `held_order` (grant order) plus `held` (by id).
+/// Names whose queue is empty and that hold no lock are dropped from the map, so memory follows the
+/// live state; a name that comes back is appended at the end of the map, as a new key would be.
+#[derive(Debug, Default)]
+pub struct LockManager {
+    resources: HashMap<Rc<str>, Resource>,
+    held: HashMap<RequestId, HeldLock>,
+    held_order: BTreeMap<u64, RequestId>,
+    pending_index: HashMap<RequestId, Rc<str>>,
+    next_order: u64,
+}
+
+/// Outcome of [`LockManager::request_lock`] when the arguments break the manager's own rules.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RequestError {
+    /// The id is already pending or held.
+    DuplicateId(RequestId),
+}
+
+impl LockManager {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn tick(&mut self) -> u64 {
+        self.next_order += 1;
+        self.next_order
+    }
+
+    /// Spec 2.5, "get the lock request queue": the resource for `name`, created (and so appended to the
+    /// map's order) when missing.
+    fn resource_mut(&mut self, name: &Rc<str>) -> &mut Resource {
+        if !self.resources.contains_key(name) {
+            let order = self.tick();
+            self.resources.insert(
+                name.clone(),
+                Resource {
+                    map_order: order,
+                    ..Resource::default()
+                },
+            );
+        }
+        self.resources.get_mut(name).expect("just inserted")
+    }
+
+    fn forget_if_idle(&mut self, name: &str) {
+        if let Some(r) = self.resources.get(name)
+            && r.queue.is_empty()
+            && r.held_exclusive == 0
+            && r.held_shared == 0
+        {
+            self.resources.remove(name);
+        }
+    }
+
+    /// Spec 2.5, "grantable": `request` (queued or about to be) can be granted now.
+    fn is_grantable(resource: &Resource, request_id: RequestId, mode: LockMode) -> bool {
+        if let Some(first) = resource.queue.front()
+            && first.id != request_id
+        {
+            return false;
+        }
+        match mode {
+            LockMode::Exclusive => resource.held_exclusive == 0 && resource.held_shared == 0,
+            LockMode::Shared => resource.held_exclusive == 0,
+        }
+    }
+
+    /// Spec 4.1, "request a lock", step 3 (the part run on the lock task queue).
+    ///
+    /// `steal` and `if_available` are the options of that name; the caller has already rejected the
+    /// combinations that request() forbids (steps 5 to 9).
+    pub fn request_lock(
+        &mut self,
+        request: LockRequest,
+        if_available: bool,
+        steal: bool,
+    ) -> Result<Vec<Decision>, RequestError> {
+        if self.held.contains_key(&request.id) || self.pending_index.contains_key(&request.id) {
+            return Err(RequestError::DuplicateId(request.id));
+        }
+        let mut decisions = Vec::new();
+        let name = request.name.clone();
+        if steal {
+            // Step 3.4: release every held lock of this name, rejecting their released promises.
+            let stolen: Vec<RequestId> = self
+                .held_order
+                .values()
+                .copied()
+                .filter(|id| *self.held[id].request.name == *name)
+                .collect();
+            for id in stolen {
+                self.remove_held(id);
+                decisions.push(Decision::Stolen(id));
+            }
+            self.pending_index.insert(request.id, name.clone());
+            self.resource_mut(&name).queue.push_front(request);
+        } else {
+            // Step 3.5.
+            let resource = self.resource_mut(&name);
+            if if_available && !Self::is_grantable(resource, request.id, request.mode) {
+                decisions.push(Decision::NotAvailable(request.id));
+                self.forget_if_idle(&name);
+                return Ok(decisions);
+            }
+            self.pending_index.insert(request.id, name.clone());
+            self.resource_mut(&name).queue.push_back(request);
+        }
+        // Step 3.6.
+        self.process_lock_request_queue(&name, &mut decisions);
+        Ok(decisions)
+    }
+
+    /// Spec 4.2, "release the lock": remove lock `id` from the held lock set and process its queue.
+    ///
+    /// Releasing a lock that is not held (already stolen, or never granted) changes nothing but still
+    /// processes the queue, as the spec's steps do; it returns no decision in that case.
+    pub fn release_lock(&mut self, id: RequestId) -> Vec<Decision> {
+        let mut decisions = Vec::new();
+        if let Some(name) = self.remove_held(id) {
+            self.process_lock_request_queue(&name, &mut decisions);
+            self.forget_if_idle(&name);
+        }
+        decisions
+    }
+
+    /// Spec 4.3, "abort the request": remove request `id` from its queue and process that queue.
+    ///
+    /// Returns `None` if `id` was not pending (already granted, or unknown): the caller then knows the
+    /// abort lost the race with a grant.
+    pub fn abort_request(&mut self, id: RequestId) -> Option<Vec<Decision>> {
+        let name = self.pending_index.remove(&id)?;
+        let mut decisions = Vec::new();
+        let resource = self.resources.get_mut(&name).expect("pending name has a queue");
+        resource.queue.retain(|r| r.id != id);
+        self.process_lock_request_queue(&name, &mut decisions);
+        self.forget_if_idle(&name);
+        Some(decisions)
+    }
+
+    /// Spec 4.4, "process the lock request queue" for `name`: grant from the head while grantable.
+    fn process_lock_request_queue(&mut self, name: &Rc<str>, decisions: &mut Vec<Decision>) {
+        loop {
+            let Some(resource) = self.resources.get_mut(name) else {
+                return;
+            };
+            let Some(head) = resource.queue.front() else {
+                return;
+            };
+            if !Self::is_grantable(resource, head.id, head.mode) {
+                return;
+            }
+            let request = resource.queue.pop_front().expect("head exists");
+            match request.mode {
+                LockMode::Exclusive => resource.held_exclusive += 1,
+                LockMode::Shared => resource.held_shared += 1,
+            }
+            self.pending_index.remove(&request.id);
+            let order = self.tick();
+            let id = request.id;
+            self.held_order.insert(order, id);
+            self.held.insert(id, HeldLock { request, order });
+            decisions.push(Decision::Granted(id));
+        }
+    }
+
+    /// Removes a held lock from the held lock set; returns its name if it was held.
+    fn remove_held(&mut self, id: RequestId) -> Option<Rc<str>> {
+        let lock = self.held.remove(&id)?;
+        self.held_order.remove(&lock.order);
+        let resource = self
+            .resources
+            .get_mut(&lock.request.name)
+            .expect("held name has a resource");
+        match lock.request.mode {
+            LockMode::Exclusive => resource.held_exclusive -= 1,
+            LockMode::Shared => resource.held_shared -= 1,
+        }
+        Some(lock.request.name)
+    }
+
+    /// Spec 2.6, "terminate remaining locks and requests" for `client_id`: abort its requests, then
+    /// release its locks. Returns the decisions for the other clients' requests.
+    pub fn terminate_client(&mut self, client_id: &str) -> Vec<Decision> {
+        let mut decisions = Vec::new();
+        let pending: Vec<RequestId> = self
+            .resources
+            .values()
+            .flat_map(|r| r.queue.iter())
+            .filter(|r| &*r.client_id == client_id)
+            .map(|r| r.id)
+            .collect();
+        for id in pending {
+            if let Some(mut d) = self.abort_request(id) {
+                decisions.append(&mut d);
+            }
+        }
+        let held: Vec<RequestId> = self
+            .held_order
+            .values()
+            .copied()
+            .filter(|id| &*self.held[id].request.client_id == client_id)
+            .collect();
+        for id in held {
+            decisions.append(&mut self.release_lock(id));
+        }
+        decisions
+    }
+
+    /// Spec 4.5, "snapshot the lock state": pending requests in queue-map order, then held locks in
+    /// held-set order.
+    pub fn snapshot_lock_state(&self) -> Snapshot {
+        let mut queues: Vec<&Resource> = self.resources.values().collect();
+        queues.sort_by_key(|r| r.map_order);
+        let info = |r: &LockRequest| LockInfo {
+            name: r.name.clone(),
+            mode: r.mode,
+            client_id: r.client_id.clone(),
+        };
+        Snapshot {
+            pending: queues.iter().flat_map(|r| r.queue.iter()).map(info).collect(),
+            held: self
+                .held_order
+                .values()
+                .map(|id| info(&self.held[id].request))
+                .collect(),
+        }
+    }
+
+    /// The held lock `id`, if it is held.
+    pub fn held_lock(&self, id: RequestId) -> Option<&LockRequest> {
+        self.held.get(&id).map(|h| &h.request)
+    }
+
+    /// Whether request `id` is waiting in a queue.
+    pub fn is_pending(&self, id: RequestId) -> bool {
+        self.pending_index.contains_key(&id)
+    }
+
+    /// Ids of the held locks, in held-set order.
+    pub fn held_ids(&self) -> impl Iterator<Item = RequestId> + '_ {
+        self.held_order.values().copied()
+    }
+
+    /// Pending requests of every queue, in queue-map order.
+    pub fn pending_requests(&self) -> Vec<&LockRequest> {
+        let mut queues: Vec<&Resource> = self.resources.values().collect();
+        queues.sort_by_key(|r| r.map_order);
+        queues.iter().flat_map(|r| r.queue.iter()).collect()
+    }
+
+    /// True when nothing is held or pending: the state a context must be in to stay quiet.
+    pub fn is_idle(&self) -> bool {
+        self.held.is_empty() && self.pending_index.is_empty()
+    }
+}

@@ -1,0 +1,6 @@
+//! The wasm-bindgen edge: converts values between JS and the pure core, and carries out its decisions.
+//! Nothing here decides anything; see `docs/ARCHITECTURE.md` for the contract with `js/lock_api.js`.
+
+mod engine;
+
+pub use engine::Engine;
