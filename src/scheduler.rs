@@ -215,7 +215,10 @@ impl LockManager {
     pub fn abort_request(&mut self, id: RequestId) -> Option<Vec<Decision>> {
         let name = self.pending_index.remove(&id)?;
         let mut decisions = Vec::new();
-        let resource = self.resources.get_mut(&name).expect("pending name has a queue");
+        let resource = self
+            .resources
+            .get_mut(&name)
+            .expect("pending name has a queue");
         resource.queue.retain(|r| r.id != id);
         self.process_lock_request_queue(&name, &mut decisions);
         self.forget_if_idle(&name);
@@ -265,19 +268,27 @@ impl LockManager {
 
     /// Spec 2.6, "terminate remaining locks and requests" for `client_id`: abort its requests, then
     /// release its locks. Returns the decisions for the other clients' requests.
+    ///
+    /// All of the client's requests leave their queues before any queue is processed, so none of them
+    /// can be granted half-way through (the spec's sequential steps would grant and at once release it).
     pub fn terminate_client(&mut self, client_id: &str) -> Vec<Decision> {
-        let mut decisions = Vec::new();
-        let pending: Vec<RequestId> = self
-            .resources
-            .values()
-            .flat_map(|r| r.queue.iter())
-            .filter(|r| &*r.client_id == client_id)
-            .map(|r| r.id)
-            .collect();
-        for id in pending {
-            if let Some(mut d) = self.abort_request(id) {
-                decisions.append(&mut d);
+        let mut touched: Vec<Rc<str>> = Vec::new();
+        let mut removed: Vec<RequestId> = Vec::new();
+        for (name, resource) in self.resources.iter_mut() {
+            let before = removed.len();
+            resource.queue.retain(|r| {
+                let mine = &*r.client_id == client_id;
+                if mine {
+                    removed.push(r.id);
+                }
+                !mine
+            });
+            if removed.len() != before {
+                touched.push(name.clone());
             }
+        }
+        for id in removed {
+            self.pending_index.remove(&id);
         }
         let held: Vec<RequestId> = self
             .held_order
@@ -286,7 +297,14 @@ impl LockManager {
             .filter(|id| &*self.held[id].request.client_id == client_id)
             .collect();
         for id in held {
-            decisions.append(&mut self.release_lock(id));
+            if let Some(name) = self.remove_held(id) {
+                touched.push(name);
+            }
+        }
+        let mut decisions = Vec::new();
+        for name in &touched {
+            self.process_lock_request_queue(name, &mut decisions);
+            self.forget_if_idle(name);
         }
         decisions
     }
@@ -302,7 +320,11 @@ impl LockManager {
             client_id: r.client_id.clone(),
         };
         Snapshot {
-            pending: queues.iter().flat_map(|r| r.queue.iter()).map(info).collect(),
+            pending: queues
+                .iter()
+                .flat_map(|r| r.queue.iter())
+                .map(info)
+                .collect(),
             held: self
                 .held_order
                 .values()
