@@ -1,0 +1,524 @@
+// The Web Locks API as scripts see it: the `LockManager` and `Lock` interfaces, WebIDL conversions,
+// promises, tasks and abort signals, on top of an Engine (the wasm lock manager; contract in
+// docs/ARCHITECTURE.md). Spec references ("4.1 step 3") are to the W3C Web Locks draft.
+//
+// This module is self-contained on purpose (no imports): the Rust browser tests load this very file as
+// a wasm-bindgen snippet. It touches no global until `installLockApi` is called.
+
+// Sink kinds (mirrored from src/wasm/engine.rs).
+const EFFECT_GRANTED = 1;
+const EFFECT_NOT_AVAILABLE = 2;
+const EFFECT_STOLEN = 3;
+const EFFECT_SNAPSHOT = 4;
+
+// Where a request stands.
+const WAITING_FOR_ENGINE = 0; // converted and validated, queued until the engine has loaded
+const PENDING = 1; // in the engine's queue
+const GRANTED = 2; // held; the callback task is queued
+const NOT_AVAILABLE = 3; // ifAvailable miss; the callback task (with null) is queued
+const CALLED = 4; // the callback ran; waiting for its promise to settle
+const FINISHED = 5; // nothing more to do (aborted before the grant, released, or released unused)
+
+// Intrinsics captured at load, so scripts that later patch `Promise` or `EventTarget` cannot derail us.
+const NativePromise = Promise;
+const promiseResolve = Promise.resolve.bind(Promise);
+const promiseReject = Promise.reject.bind(Promise);
+const promiseThen = Promise.prototype.then;
+const getOwnDescriptor = Object.getOwnPropertyDescriptor;
+const defineProperty = Object.defineProperty;
+const NativeDOMException = typeof DOMException === 'function' ? DOMException : undefined;
+const abortSignalPrototype = typeof AbortSignal === 'function' ? AbortSignal.prototype : undefined;
+const signalAborted = abortSignalPrototype && getOwnDescriptor(abortSignalPrototype, 'aborted')?.get;
+const signalReason = abortSignalPrototype && getOwnDescriptor(abortSignalPrototype, 'reason')?.get;
+const eventTargetPrototype = typeof EventTarget === 'function' ? EventTarget.prototype : undefined;
+const addEventListener = eventTargetPrototype?.addEventListener;
+const removeEventListener = eventTargetPrototype?.removeEventListener;
+
+function domException(message, name) {
+  if (NativeDOMException !== undefined) return new NativeDOMException(message, name);
+  const e = new Error(message);
+  e.name = name;
+  return e;
+}
+
+function illegalInvocation() {
+  return new TypeError('Illegal invocation');
+}
+
+/** True if `value` is a real AbortSignal (a brand check through the native getter, not `instanceof`). */
+function isAbortSignal(value) {
+  if (typeof value !== 'object' || value === null || signalAborted === undefined) return false;
+  try {
+    signalAborted.call(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The signal's abort reason; `AbortError` where the platform predates `reason`. */
+function abortReason(signal) {
+  const reason = signalReason !== undefined ? signalReason.call(signal) : undefined;
+  return reason !== undefined ? reason : domException('The operation was aborted.', 'AbortError');
+}
+
+// `new Promise(captureResolvers)` without a closure per promise.
+let capturedResolve;
+let capturedReject;
+function captureResolvers(resolve, reject) {
+  capturedResolve = resolve;
+  capturedReject = reject;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Tasks. Lock callbacks run in a new task (spec 4.1 step 3.5.1, 4.4 step 14), never in a microtask:
+// one MessageChannel shared by every API object carries one message per task; the records themselves
+// wait in a FIFO array, so queueing a task allocates nothing but the message.
+
+let taskPort = null;
+const taskQueue = [];
+let taskHead = 0;
+
+function runNextTask() {
+  const record = taskQueue[taskHead];
+  taskQueue[taskHead++] = undefined;
+  if (taskHead === taskQueue.length) {
+    taskQueue.length = 0;
+    taskHead = 0;
+    taskPort.unref?.(); // Node: an idle port must not keep the process alive
+  }
+  record.runTask();
+}
+
+function queueTask(record) {
+  if (taskPort === null) {
+    if (typeof MessageChannel === 'function') {
+      const channel = new MessageChannel();
+      channel.port1.onmessage = runNextTask;
+      taskPort = channel.port2;
+      taskPort.unref?.();
+      channel.port1.unref?.();
+    } else {
+      taskPort = { postMessage: () => setTimeout(runNextTask, 0) };
+    }
+  }
+  if (taskQueue.length === 0) taskPort.ref?.();
+  taskQueue.push(record);
+  taskPort.postMessage(undefined);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Interface objects as WebIDL makes them: a function that throws when called or constructed, a
+// non-writable `prototype`, enumerable operations and accessors, and `Symbol.toStringTag`.
+
+function defineInterface(interfaceObject, prototype, name) {
+  defineProperty(interfaceObject, 'name', { value: name }); // survives minifiers that rename functions
+  interfaceObject.prototype = prototype;
+  defineProperty(interfaceObject, 'prototype', { writable: false, enumerable: false, configurable: false });
+  delete prototype.constructor; // re-added below, after the members, in the order browsers list them
+  for (const key of Object.getOwnPropertyNames(prototype)) defineProperty(prototype, key, { enumerable: true });
+  defineProperty(prototype, 'constructor', {
+    value: interfaceObject,
+    writable: true,
+    enumerable: false,
+    configurable: true,
+  });
+  defineProperty(prototype, Symbol.toStringTag, {
+    value: name,
+    writable: false,
+    enumerable: false,
+    configurable: true,
+  });
+}
+
+/** A function that throws as WebIDL interface objects without a constructor do. */
+function illegalConstructor(name) {
+  return function () {
+    throw new TypeError(new.target === undefined ? 'Illegal constructor' : `Failed to construct '${name}': Illegal constructor`);
+  };
+}
+
+// Error messages carry the prefix Chromium gives them, so they read the same as the native ones.
+const REQUEST_FAILED = "Failed to execute 'request' on 'LockManager': ";
+
+function requestTypeError(message) {
+  return new TypeError(REQUEST_FAILED + message);
+}
+
+function requestNotSupported(message) {
+  return domException(REQUEST_FAILED + message, 'NotSupportedError');
+}
+
+/** WebIDL ToString for DOMString arguments; a Symbol throws (as `${}` would) with a readable message. */
+function toDOMString(value, context) {
+  if (typeof value === 'symbol') throw requestTypeError(`${context}Cannot convert a Symbol value to a string`);
+  return typeof value === 'string' ? value : `${value}`;
+}
+
+/**
+ * Create one context's Web Locks API. `makeEngine(clientId, sink)` returns an Engine or a promise of
+ * one; calls made before it is ready are queued and replayed in order. Touches no global.
+ * Returns `{ locks, LockManager, Lock, clientId, ready }`; `ready` settles when the engine has loaded.
+ */
+export function createLockApi(makeEngine) {
+  const clientId = newClientId();
+  let engine = null;
+  let loadError = null;
+  let backlog = []; // records made before the engine was ready, in call order
+  let nextId = 1;
+  const requests = new Map(); // id -> LockRequestRecord, until the engine no longer knows it
+  const queries = new Map(); // id -> QueryRecord
+
+  const Lock = illegalConstructor('Lock');
+
+  class LockObject {
+    #name;
+    #mode;
+    constructor(name, mode) {
+      this.#name = name;
+      this.#mode = mode;
+    }
+    get name() {
+      if (typeof this !== 'object' || this === null || !(#name in this)) throw illegalInvocation();
+      return this.#name;
+    }
+    get mode() {
+      if (typeof this !== 'object' || this === null || !(#mode in this)) throw illegalInvocation();
+      return this.#mode;
+    }
+  }
+  defineInterface(Lock, LockObject.prototype, 'Lock');
+
+  /** A request and the parts of it that live in JS: callback, promise, signal (spec 2.5). */
+  class LockRequestRecord {
+    constructor(id, name, mode, ifAvailable, steal, callback, signal, resolve, reject) {
+      this.id = id;
+      this.name = name;
+      this.mode = mode;
+      this.ifAvailable = ifAvailable;
+      this.steal = steal;
+      this.callback = callback;
+      this.signal = signal;
+      this.resolve = resolve;
+      this.reject = reject;
+      this.state = WAITING_FOR_ENGINE;
+      this.stolen = false;
+    }
+
+    send() {
+      this.state = PENDING;
+      requests.set(this.id, this);
+      engine.request(this.id, this.name, this.mode === 'exclusive', this.ifAvailable, this.steal);
+    }
+
+    /** The signal's abort event: "signal to abort the request" (spec 4.3). */
+    handleEvent() {
+      const state = this.state;
+      if (state === WAITING_FOR_ENGINE) {
+        this.state = FINISHED;
+      } else if (state === PENDING) {
+        if (engine.abort(this.id)) {
+          this.state = FINISHED;
+          requests.delete(this.id);
+        }
+        // else the grant is on its way: the callback task will see the aborted signal and release.
+      } else if (state !== GRANTED) {
+        return;
+      }
+      this.reject(abortReason(this.signal));
+    }
+
+    runTask() {
+      const callback = this.callback;
+      this.callback = null;
+      if (this.state === NOT_AVAILABLE) {
+        // Spec 4.1 step 3.5.1: invoke the callback with null; resolve the promise with its result.
+        this.state = FINISHED;
+        let result;
+        try {
+          result = promiseResolve(callback(null));
+        } catch (e) {
+          result = promiseReject(e);
+        }
+        this.resolve(result);
+        return;
+      }
+      // Spec 4.4 step 14.
+      const signal = this.signal;
+      if (signal !== null) {
+        if (signalAborted.call(signal)) {
+          this.finish();
+          return;
+        }
+        removeEventListener.call(signal, 'abort', this);
+        this.signal = null;
+      }
+      this.state = CALLED;
+      let waiting;
+      try {
+        waiting = promiseResolve(callback(new LockObject(this.name, this.mode)));
+      } catch (e) {
+        waiting = promiseReject(e);
+      }
+      // Spec 2.4: when the waiting promise settles, release the lock, then settle the released promise.
+      promiseThen.call(
+        waiting,
+        (value) => {
+          this.finish();
+          this.resolve(value);
+        },
+        (error) => {
+          this.finish();
+          this.reject(error);
+        },
+      );
+    }
+
+    /** Release the lock (spec 4.2) unless it was stolen, and forget the request. */
+    finish() {
+      this.state = FINISHED;
+      if (!this.stolen) {
+        requests.delete(this.id);
+        engine.release(this.id);
+      }
+    }
+  }
+
+  class QueryRecord {
+    constructor(id, resolve, reject) {
+      this.id = id;
+      this.resolve = resolve;
+      this.reject = reject;
+    }
+    send() {
+      queries.set(this.id, this);
+      engine.query(this.id);
+    }
+  }
+
+  function sink(kind, id, payload) {
+    if (kind === EFFECT_SNAPSHOT) {
+      const query = queries.get(id);
+      if (query !== undefined) {
+        queries.delete(id);
+        query.resolve(payload);
+      }
+      return;
+    }
+    const record = requests.get(id);
+    if (record === undefined) return;
+    if (kind === EFFECT_GRANTED) {
+      record.state = GRANTED;
+      queueTask(record);
+    } else if (kind === EFFECT_NOT_AVAILABLE) {
+      record.state = NOT_AVAILABLE;
+      requests.delete(id);
+      queueTask(record);
+    } else if (kind === EFFECT_STOLEN) {
+      record.stolen = true;
+      requests.delete(id);
+      record.reject(domException("Lock broken by another request with the 'steal' option.", 'AbortError'));
+    }
+  }
+
+  /** Send `record` to the engine now, or queue it until the engine is ready. */
+  function submit(record) {
+    if (engine !== null) {
+      record.send();
+    } else {
+      backlog.push(record);
+    }
+  }
+
+  const LockManager = illegalConstructor('LockManager');
+
+  class LockManagerObject {
+    #brand = true;
+
+    query() {
+      try {
+        if (typeof this !== 'object' || this === null || !(#brand in this)) {
+          throw new TypeError("Failed to execute 'query' on 'LockManager': Illegal invocation");
+        }
+        if (loadError !== null) throw loadError;
+        const promise = new NativePromise(captureResolvers);
+        submit(new QueryRecord(nextId++, capturedResolve, capturedReject));
+        return promise;
+      } catch (e) {
+        return promiseReject(e);
+      }
+    }
+
+    // WebIDL overloads: request(name, callback) and request(name, options, callback).
+    request(name, options, callback) {
+      try {
+        if (typeof this !== 'object' || this === null || !(#brand in this)) throw requestTypeError('Illegal invocation');
+        const argc = arguments.length;
+        if (argc < 2) throw requestTypeError(`2 arguments required, but only ${argc} present.`);
+        name = toDOMString(name, '');
+        let mode = 'exclusive';
+        let ifAvailable = false;
+        let steal = false;
+        let signal = null;
+        if (argc === 2) {
+          callback = options;
+        } else if (options !== undefined && options !== null) {
+          // LockOptions dictionary: members in lexicographic order.
+          if (typeof options !== 'object' && typeof options !== 'function') {
+            throw requestTypeError("The provided value is not of type 'LockOptions'.");
+          }
+          let value = options.ifAvailable;
+          if (value !== undefined) ifAvailable = !!value;
+          value = options.mode;
+          if (value !== undefined) {
+            mode = toDOMString(value, "Failed to read the 'mode' property from 'LockOptions': ");
+            if (mode !== 'exclusive' && mode !== 'shared') {
+              throw requestTypeError(
+                `Failed to read the 'mode' property from 'LockOptions': The provided value '${mode}' is not a valid enum value of type LockMode.`,
+              );
+            }
+          }
+          value = options.signal;
+          if (value !== undefined) {
+            if (!isAbortSignal(value)) {
+              throw requestTypeError("Failed to read the 'signal' property from 'LockOptions': Failed to convert value to 'AbortSignal'.");
+            }
+            signal = value;
+          }
+          value = options.steal;
+          if (value !== undefined) steal = !!value;
+        }
+        if (typeof callback !== 'function') {
+          throw requestTypeError(`parameter ${argc === 2 ? 2 : 3} is not of type 'Function'.`);
+        }
+        // Steps 5 to 9.
+        if (name.charCodeAt(0) === 0x2d) {
+          throw requestNotSupported("Names cannot start with '-'.");
+        }
+        if (steal && ifAvailable) {
+          throw requestNotSupported("The 'steal' and 'ifAvailable' options cannot be used together.");
+        }
+        if (steal && mode !== 'exclusive') {
+          throw requestNotSupported("The 'steal' option may only be used with 'exclusive' locks.");
+        }
+        if (signal !== null && (steal || ifAvailable)) {
+          throw requestNotSupported(`The 'signal' and '${steal ? 'steal' : 'ifAvailable'}' options cannot be used together.`);
+        }
+        if (signal !== null && signalAborted.call(signal)) return promiseReject(abortReason(signal));
+        if (loadError !== null) throw loadError;
+
+        const promise = new NativePromise(captureResolvers);
+        const record = new LockRequestRecord(
+          nextId++,
+          name,
+          mode,
+          ifAvailable,
+          steal,
+          callback,
+          signal,
+          capturedResolve,
+          capturedReject,
+        );
+        if (signal !== null) addEventListener.call(signal, 'abort', record);
+        submit(record);
+        return promise;
+      } catch (e) {
+        return promiseReject(e);
+      }
+    }
+
+  }
+  defineProperty(LockManagerObject.prototype.request, 'length', { value: 2 });
+  defineInterface(LockManager, LockManagerObject.prototype, 'LockManager');
+
+  const locks = new LockManagerObject();
+
+  function engineReady(loaded) {
+    engine = loaded;
+    const queued = backlog;
+    backlog = null;
+    for (const record of queued) {
+      if (record.state === FINISHED) continue; // aborted while waiting for the engine
+      try {
+        record.send();
+      } catch (e) {
+        record.reject(e);
+      }
+    }
+  }
+
+  function engineFailed(error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    loadError = new Error(`weblocks: the lock engine (WebAssembly) failed to load, so no lock can be granted: ${reason}`, {
+      cause: error,
+    });
+    const queued = backlog;
+    backlog = null;
+    for (const record of queued) {
+      if (record.state !== FINISHED) record.reject(loadError);
+    }
+    throw loadError;
+  }
+
+  let ready;
+  try {
+    const made = makeEngine(clientId, sink);
+    if (made !== null && typeof made === 'object' && typeof made.then === 'function') {
+      ready = promiseThen.call(promiseResolve(made), engineReady, engineFailed);
+    } else {
+      engineReady(made);
+      ready = promiseResolve();
+    }
+  } catch (e) {
+    ready = promiseResolve().then(() => engineFailed(e));
+  }
+  promiseThen.call(ready, undefined, () => {}); // failures surface on the calls; `ready` is optional
+
+  return { locks, LockManager, Lock, clientId, ready };
+}
+
+/**
+ * Install `api` (from `createLockApi`) as `navigator.locks` and the global `LockManager` and `Lock`,
+ * only where `navigator.locks` is missing. Returns true if it installed.
+ */
+export function installLockApi(api, globalObject = globalThis) {
+  const navigator = globalObject.navigator;
+  if (navigator === undefined || navigator === null || navigator.locks) return false;
+  const { locks } = api;
+  const target = Object.getPrototypeOf(navigator) ?? navigator; // Navigator.prototype or WorkerNavigator.prototype
+  const accessors = {
+    get locks() {
+      if (this !== navigator) throw illegalInvocation();
+      return locks;
+    },
+  };
+  defineProperty(target, 'locks', {
+    get: getOwnDescriptor(accessors, 'locks').get,
+    set: undefined,
+    enumerable: true,
+    configurable: true,
+  });
+  for (const name of ['LockManager', 'Lock']) {
+    defineProperty(globalObject, name, { value: api[name], writable: true, enumerable: false, configurable: true });
+  }
+  return true;
+}
+
+/** A random UUID v4 string. Uses `crypto.getRandomValues`, which (unlike `randomUUID`) plain http has. */
+export function newClientId() {
+  const bytes = new Uint8Array(16);
+  const crypto = globalThis.crypto;
+  if (crypto !== undefined && typeof crypto.getRandomValues === 'function') {
+    crypto.getRandomValues(bytes);
+  } else {
+    for (let i = 0; i < 16; i++) bytes[i] = (Math.random() * 256) | 0;
+  }
+  bytes[6] = (bytes[6] & 0x0f) | 0x40;
+  bytes[8] = (bytes[8] & 0x3f) | 0x80;
+  let hex = '';
+  for (let i = 0; i < 16; i++) {
+    hex += (bytes[i] + 0x100).toString(16).slice(1);
+    if (i === 3 || i === 5 || i === 7 || i === 9) hex += '-';
+  }
+  return hex;
+}

@@ -1,0 +1,18 @@
+// The Web Locks API backed by the wasm Engine: `createWasmLockApi(wasmSource)` starts loading the wasm
+// asynchronously and returns the API at once (calls made meanwhile are queued by lock_api.js).
+// `wasmSource` is what wasm-bindgen's init accepts (bytes, a URL, a Response...); by default the
+// `weblocks_bg.wasm` next to the glue. Shared by the ESM entry (index.js) and the classic build.
+import init, { Engine } from '../pkg/weblocks.js';
+import { createLockApi, installLockApi } from './lock_api.js';
+
+export function createWasmLockApi(wasmSource) {
+  const api = createLockApi(async (clientId, sink) => {
+    await init(wasmSource === undefined ? undefined : { module_or_path: wasmSource });
+    return new Engine(clientId, sink);
+  });
+  return {
+    ...api,
+    /** Install as `navigator.locks`, `LockManager`, `Lock` where `navigator.locks` is missing. */
+    install: (globalObject = globalThis) => installLockApi(api, globalObject),
+  };
+}
