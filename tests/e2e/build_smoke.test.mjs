@@ -1,0 +1,186 @@
+// The classic-script build (dist/weblocks.polyfill.js, from `npm run build`) in headless Chromium: in a
+// page and in dedicated, shared and service workers where the native API was removed first, it installs
+// `navigator.locks`, `LockManager` and `Lock` with the same property shapes as Chromium's native ones,
+// adds exactly one other global (`weblocks`), and locks can be requested and queried. It also loads from
+// an unrelated path and from file://, and leaves a native implementation alone.
+//
+// Run: npm run build && node --test tests/e2e/build_smoke.test.mjs
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { repoRoot, startServer } from './server.mjs';
+import { launchChromium, openPage } from './browser.mjs';
+
+const polyfillFile = path.join(repoRoot, 'dist', 'weblocks.polyfill.js');
+// Served under an unrelated, deeper path too: the build must not depend on where it lives.
+const polyfillPath = '/some/other/place/weblocks.polyfill.js';
+const fixtures = 'tests/e2e/fixtures/';
+const workerPath = `/${fixtures}build_smoke_worker.js?polyfill=${encodeURIComponent(polyfillPath)}`;
+
+/** What `buildSmoke.exercise()` (fixtures/build_smoke_checks.js) returns when the API works. */
+const expectedUse = {
+  granted: {
+    name: 'smoke',
+    mode: 'exclusive',
+    isLock: true,
+    held: ['smoke:exclusive', 'other:shared'],
+    heldByThisContext: true,
+  },
+  ifAvailableMiss: null,
+  after: { held: 0, pending: 0 },
+  sameObject: true,
+  instance: true,
+};
+
+let server;
+let browser;
+
+before(async () => {
+  assert.ok(fs.existsSync(polyfillFile), `${polyfillFile} is missing: run \`npm run build\` first`);
+  server = await startServer({ routes: { [polyfillPath]: 'dist/weblocks.polyfill.js' } });
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** In the page: remove the native API, load the build with a <script> tag from `src`, use it. */
+function installInPage() {
+  return async (src) => {
+    const nativeShape = 'locks' in navigator ? buildSmoke.shape() : null;
+    const hadNative = buildSmoke.removeNative();
+    const before = new Set(Object.getOwnPropertyNames(self));
+    await new Promise((resolve, reject) => {
+      const script = document.createElement('script');
+      script.src = src;
+      script.onload = resolve;
+      script.onerror = () => reject(new Error(`could not load ${src}`));
+      document.head.append(script);
+    });
+    const added = Object.getOwnPropertyNames(self).filter((n) => !before.has(n)).sort();
+    return { hadNative, nativeShape, added, shape: buildSmoke.shape(), result: await buildSmoke.exercise() };
+  };
+}
+
+function assertInstalled(report) {
+  assert.equal(report.error, undefined);
+  assert.equal(report.hadNative, true, 'the native API was there and was removed, so the test proves something');
+  assert.deepEqual(report.added, ['Lock', 'LockManager', 'weblocks']);
+  assert.deepEqual(report.shape, report.nativeShape, 'installed shapes equal the native ones');
+  assert.deepEqual(report.result, expectedUse);
+}
+
+test('page: installs where navigator.locks was removed, with native shapes; request and query work', { timeout: 30_000 }, async () => {
+  const page = await openPage(browser);
+  await page.goto(server.url + fixtures + 'build_smoke.html');
+  const report = await page.evaluate(installInPage(), polyfillPath);
+  assertInstalled(report);
+  assert.equal(report.shape.navigatorLocks.get, 'function get locks/0');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('page: leaves a native navigator.locks alone; the ponyfill object still works', { timeout: 30_000 }, async () => {
+  const page = await openPage(browser);
+  await page.goto(server.url + fixtures + 'build_smoke.html');
+  const report = await page.evaluate(async (src) => {
+    const getter = Object.getOwnPropertyDescriptor(Navigator.prototype, 'locks').get;
+    const native = { locks: navigator.locks, LockManager: self.LockManager, Lock: self.Lock };
+    await new Promise((resolve, reject) => {
+      const script = document.createElement('script');
+      script.src = src;
+      script.onload = resolve;
+      script.onerror = () => reject(new Error(`could not load ${src}`));
+      document.head.append(script);
+    });
+    return {
+      sameGetter: Object.getOwnPropertyDescriptor(Navigator.prototype, 'locks').get === getter,
+      sameObjects: navigator.locks === native.locks && self.LockManager === native.LockManager && self.Lock === native.Lock,
+      ponyfillIsSeparate: weblocks.locks !== navigator.locks && !(weblocks.locks instanceof native.LockManager),
+      installAgain: weblocks.install(),
+      ponyfillWorks: await weblocks.locks.request('p', (lock) => `${lock.name}:${lock.mode}:${lock instanceof weblocks.Lock}`),
+    };
+  }, polyfillPath);
+  assert.deepEqual(report, {
+    sameGetter: true,
+    sameObjects: true,
+    ponyfillIsSeparate: true,
+    installAgain: false,
+    ponyfillWorks: 'p:exclusive:true',
+  });
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('page on file://: the build loads from a file URL and installs', { timeout: 30_000 }, async () => {
+  const page = await openPage(browser);
+  await page.goto(pathToFileURL(path.join(repoRoot, fixtures, 'build_smoke.html')).href);
+  const report = await page.evaluate(installInPage(), pathToFileURL(polyfillFile).href);
+  assert.deepEqual(report.added, ['Lock', 'LockManager', 'weblocks']);
+  assert.deepEqual(report.result, expectedUse);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('dedicated worker: importScripts installs the polyfill; request and query work', { timeout: 30_000 }, async () => {
+  const page = await openPage(browser);
+  await page.goto(server.url + fixtures + 'build_smoke.html');
+  const report = await page.evaluate(
+    (url) =>
+      new Promise((resolve, reject) => {
+        const worker = new Worker(url);
+        worker.onerror = (e) => reject(new Error(`worker error: ${e.message}`));
+        worker.onmessage = (e) => resolve(e.data);
+        worker.postMessage('run');
+      }),
+    workerPath,
+  );
+  assertInstalled(report);
+  assert.equal(report.shape.navigatorLocks.get, 'function get locks/0');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('shared worker: importScripts installs the polyfill; request and query work', { timeout: 30_000 }, async () => {
+  const page = await openPage(browser);
+  await page.goto(server.url + fixtures + 'build_smoke.html');
+  const report = await page.evaluate(
+    (url) =>
+      new Promise((resolve, reject) => {
+        const worker = new SharedWorker(url);
+        worker.onerror = () => reject(new Error('shared worker failed to start'));
+        worker.port.onmessage = (e) => resolve(e.data);
+        worker.port.postMessage('run');
+      }),
+    workerPath,
+  );
+  assertInstalled(report);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('service worker: importScripts installs the polyfill; request and query work', { timeout: 30_000 }, async () => {
+  const page = await openPage(browser);
+  await page.goto(server.url + fixtures + 'build_smoke.html');
+  const report = await page.evaluate(async (url) => {
+    const registration = await navigator.serviceWorker.register(url, { scope: './sw-scope/' });
+    try {
+      const worker = registration.installing ?? registration.waiting ?? registration.active;
+      if (worker.state !== 'activated') {
+        await new Promise((resolve) => worker.addEventListener('statechange', () => worker.state === 'activated' && resolve()));
+      }
+      const answer = new Promise((resolve) => navigator.serviceWorker.addEventListener('message', (e) => resolve(e.data), { once: true }));
+      worker.postMessage('run');
+      return await answer;
+    } finally {
+      await registration.unregister();
+    }
+  }, workerPath);
+  assertInstalled(report);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
