@@ -1,0 +1,63 @@
+//! Why a lease operation failed. JS sees these as a `LockError` whose `code` is [`LeaseError::code`].
+
+use std::fmt;
+
+/// A failed lease operation. Every variant maps to one stable `code` string (see `docs/LEASES.md`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum LeaseError {
+    /// An argument is malformed: an empty or too long type or id, a ttl or increment that is not a positive
+    /// finite number of milliseconds or exceeds the maximum, a string that is not a `LockId`.
+    InvalidArgument(String),
+    /// `tryLock`: another holder has a live lease on this (type, id); it expires at `expires_at_ms`.
+    AlreadyLocked { expires_at_ms: f64 },
+    /// No lease exists for this `LockId`'s (type, id): it was released, or expired and was cleaned up.
+    NotFound,
+    /// The lease of this `LockId` still exists but has expired (nobody has taken it over yet).
+    Expired { expires_at_ms: f64 },
+    /// The lease of this `LockId` expired or was released, and another holder now has a lease on the same
+    /// (type, id). The stale `LockId` can neither check, extend nor release it.
+    TakenOver,
+    /// The store failed (IndexedDB unavailable, quota, a corrupt record...). Only stores raise it.
+    Storage(String),
+}
+
+impl LeaseError {
+    /// The stable code JS sees as `LockError.code`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            LeaseError::InvalidArgument(_) => "InvalidArgument",
+            LeaseError::AlreadyLocked { .. } => "AlreadyLocked",
+            LeaseError::NotFound => "NotFound",
+            LeaseError::Expired { .. } => "Expired",
+            LeaseError::TakenOver => "TakenOver",
+            LeaseError::Storage(_) => "StorageError",
+        }
+    }
+
+    /// When the lease the error is about expires or expired, if the error is about one.
+    pub fn expires_at_ms(&self) -> Option<f64> {
+        match self {
+            LeaseError::AlreadyLocked { expires_at_ms } | LeaseError::Expired { expires_at_ms } => {
+                Some(*expires_at_ms)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for LeaseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LeaseError::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
+            LeaseError::AlreadyLocked { .. } => f.write_str("already locked by another holder"),
+            LeaseError::NotFound => {
+                f.write_str("no such lease (released, or expired and cleaned up)")
+            }
+            LeaseError::Expired { .. } => f.write_str("the lease has expired"),
+            LeaseError::TakenOver => f.write_str("the lease was taken over by another holder"),
+            LeaseError::Storage(why) => write!(f, "lease storage failed: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for LeaseError {}

@@ -1,0 +1,66 @@
+//! A lease's key, (type, id) as in the seed (`tryLock("domain.Article", "10")`), and the argument limits.
+
+use super::error::LeaseError;
+
+/// Longest accepted type or id, in UTF-8 bytes.
+pub const MAX_KEY_PART_BYTES: usize = 1024;
+
+/// Longest accepted ttl or extension, and the longest a lease can have left at any time: 24 hours.
+pub const MAX_TTL_MS: f64 = 24.0 * 60.0 * 60.0 * 1000.0;
+
+/// What is locked: a type ("domain.Article") and an id within it ("10"). Both are non-empty.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LeaseKey {
+    lease_type: String,
+    id: String,
+}
+
+impl LeaseKey {
+    /// Validate and build a key: both parts non-empty and at most [`MAX_KEY_PART_BYTES`] long.
+    pub fn new(
+        lease_type: impl Into<String>,
+        id: impl Into<String>,
+    ) -> Result<LeaseKey, LeaseError> {
+        let (lease_type, id) = (lease_type.into(), id.into());
+        check_part("type", &lease_type)?;
+        check_part("id", &id)?;
+        Ok(LeaseKey { lease_type, id })
+    }
+
+    pub fn lease_type(&self) -> &str {
+        &self.lease_type
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+fn check_part(what: &str, value: &str) -> Result<(), LeaseError> {
+    if value.is_empty() {
+        return Err(LeaseError::InvalidArgument(format!(
+            "{what} must be a non-empty string"
+        )));
+    }
+    if value.len() > MAX_KEY_PART_BYTES {
+        return Err(LeaseError::InvalidArgument(format!(
+            "{what} must be at most {MAX_KEY_PART_BYTES} bytes in UTF-8"
+        )));
+    }
+    Ok(())
+}
+
+/// Validate a duration in milliseconds (a ttl or an extension): finite, > 0 and at most [`MAX_TTL_MS`].
+pub fn check_duration_ms(what: &str, ms: f64) -> Result<f64, LeaseError> {
+    if !ms.is_finite() || ms <= 0.0 {
+        return Err(LeaseError::InvalidArgument(format!(
+            "{what} must be a positive finite number of milliseconds"
+        )));
+    }
+    if ms > MAX_TTL_MS {
+        return Err(LeaseError::InvalidArgument(format!(
+            "{what} must be at most {MAX_TTL_MS} ms (24 hours)"
+        )));
+    }
+    Ok(ms)
+}

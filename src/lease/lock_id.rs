@@ -1,0 +1,67 @@
+//! The `LockId` a holder keeps (in a form field, in `sessionStorage`...): the lease's key and its token.
+//!
+//! Text form: `<type>/<id>/<token>`, where `%` and `/` inside type and id are written `%25` and `%2F`, and the
+//! token is 32 hex digits, e.g. `domain.Article/10/3f0c...e1`. Carrying the key lets a store find the lease
+//! by its (type, id) primary key, and tell a stale `LockId` (the key now has another token: `TakenOver`)
+//! from a forgotten one (no record: `NotFound`). Callers treat it as opaque.
+
+use std::fmt;
+
+use super::error::LeaseError;
+use super::key::LeaseKey;
+use super::token::Token;
+
+/// Identifies one lease: which (type, id) and the token that proves holding it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockId {
+    pub key: LeaseKey,
+    pub token: Token,
+}
+
+impl LockId {
+    /// Parse the text form; anything else is an `InvalidArgument`.
+    pub fn parse(text: &str) -> Result<LockId, LeaseError> {
+        let invalid = || LeaseError::InvalidArgument("not a lockId returned by tryLock".into());
+        let (key_text, token_text) = text.rsplit_once('/').ok_or_else(invalid)?;
+        let token = Token::parse_hex(token_text).ok_or_else(invalid)?;
+        let (type_text, id_text) = key_text.split_once('/').ok_or_else(invalid)?;
+        let lease_type = unescape(type_text).ok_or_else(invalid)?;
+        let id = unescape(id_text).ok_or_else(invalid)?;
+        let key = LeaseKey::new(lease_type, id).map_err(|_| invalid())?;
+        Ok(LockId { key, token })
+    }
+}
+
+impl fmt::Display for LockId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}/{}/{}",
+            escape(self.key.lease_type()),
+            escape(self.key.id()),
+            self.token
+        )
+    }
+}
+
+fn escape(part: &str) -> String {
+    part.replace('%', "%25").replace('/', "%2F")
+}
+
+/// The inverse of `escape`; `None` for a `/` or any `%` escape other than `%25` and `%2F`.
+fn unescape(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(['%', '/']) {
+        out.push_str(&rest[..at]);
+        let escaped = rest.get(at..at + 3)?;
+        out.push(match escaped {
+            "%25" => '%',
+            "%2F" => '/',
+            _ => return None,
+        });
+        rest = &rest[at + 3..];
+    }
+    out.push_str(rest);
+    Some(out)
+}

@@ -1,0 +1,182 @@
+//! The seed's four operations as pure decisions over the one record they concern.
+//!
+//! A store runs an [`Operation`] atomically: read the record at [`Operation::key`], call
+//! [`Operation::decide`] with it and the current time, carry out the [`Write`], report the [`Outcome`].
+//! An operation that fails writes nothing.
+
+use super::error::LeaseError;
+use super::key::{LeaseKey, MAX_TTL_MS, check_duration_ms};
+use super::lock_id::LockId;
+use super::record::{LeaseInfo, LeaseRecord};
+use super::token::Token;
+
+/// A validated request. Build it with the constructors, which check the arguments.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Operation {
+    /// Take the lease on `key` for `ttl_ms` unless someone holds a live one; the new lease gets `token`.
+    TryLock {
+        key: LeaseKey,
+        ttl_ms: f64,
+        token: Token,
+    },
+    /// Succeed only while the lease of this `LockId` is live.
+    Check(LockId),
+    /// Remove the lease of this `LockId` (live or expired, as long as nobody took it over).
+    Release(LockId),
+    /// Push the expiry of a live lease `inc_ms` later (the seed: `expiration + inc`), capped at
+    /// [`MAX_TTL_MS`] from now.
+    Extend { lock_id: LockId, inc_ms: f64 },
+}
+
+/// What the caller gets back.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// `TryLock` succeeded: the holder's `LockId` and the lease.
+    Acquired { lock_id: LockId, info: LeaseInfo },
+    /// `Check` or `Extend` succeeded: the lease as it now is.
+    Held(LeaseInfo),
+    /// `Release` succeeded.
+    Released,
+}
+
+/// The store change a decision asks for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Write {
+    Nothing,
+    /// Insert or replace the record at its key.
+    Put(LeaseRecord),
+    Delete(LeaseKey),
+}
+
+/// A successful decision: the outcome and the write that makes it true.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    pub outcome: Outcome,
+    pub write: Write,
+}
+
+impl Operation {
+    /// `tryLock(type, id, { ttlMs })` with the token for the new lease (from 16 random bytes).
+    pub fn try_lock(
+        lease_type: &str,
+        id: &str,
+        ttl_ms: f64,
+        token: Token,
+    ) -> Result<Operation, LeaseError> {
+        let key = LeaseKey::new(lease_type, id)?;
+        let ttl_ms = check_duration_ms("ttlMs", ttl_ms)?;
+        Ok(Operation::TryLock { key, ttl_ms, token })
+    }
+
+    pub fn check(lock_id: &str) -> Result<Operation, LeaseError> {
+        Ok(Operation::Check(LockId::parse(lock_id)?))
+    }
+
+    pub fn release(lock_id: &str) -> Result<Operation, LeaseError> {
+        Ok(Operation::Release(LockId::parse(lock_id)?))
+    }
+
+    pub fn extend(lock_id: &str, inc_ms: f64) -> Result<Operation, LeaseError> {
+        let lock_id = LockId::parse(lock_id)?;
+        let inc_ms = check_duration_ms("incMs", inc_ms)?;
+        Ok(Operation::Extend { lock_id, inc_ms })
+    }
+
+    /// The one record this operation reads and may write.
+    pub fn key(&self) -> &LeaseKey {
+        match self {
+            Operation::TryLock { key, .. } => key,
+            Operation::Check(lock_id)
+            | Operation::Release(lock_id)
+            | Operation::Extend { lock_id, .. } => &lock_id.key,
+        }
+    }
+
+    /// Decide, given the record currently stored at [`Self::key`] and the time.
+    pub fn decide(
+        &self,
+        current: Option<&LeaseRecord>,
+        now_ms: f64,
+    ) -> Result<Decision, LeaseError> {
+        match self {
+            Operation::TryLock { key, ttl_ms, token } => {
+                if let Some(held) = current.filter(|r| !r.is_expired(now_ms)) {
+                    return Err(LeaseError::AlreadyLocked {
+                        expires_at_ms: held.expires_at_ms,
+                    });
+                }
+                // An expired record is replaced here: that is the lazy clean-up of its key.
+                let record = LeaseRecord {
+                    key: key.clone(),
+                    token: *token,
+                    expires_at_ms: now_ms + ttl_ms,
+                };
+                Ok(Decision {
+                    outcome: Outcome::Acquired {
+                        lock_id: record.lock_id(),
+                        info: record.info(),
+                    },
+                    write: Write::Put(record),
+                })
+            }
+            Operation::Check(lock_id) => {
+                let record = live(held_by(current, lock_id)?, now_ms)?;
+                Ok(Decision {
+                    outcome: Outcome::Held(record.info()),
+                    write: Write::Nothing,
+                })
+            }
+            Operation::Release(lock_id) => {
+                held_by(current, lock_id)?;
+                Ok(Decision {
+                    outcome: Outcome::Released,
+                    write: Write::Delete(lock_id.key.clone()),
+                })
+            }
+            Operation::Extend { lock_id, inc_ms } => {
+                let record = live(held_by(current, lock_id)?, now_ms)?;
+                let expires_at_ms = (record.expires_at_ms + inc_ms).min(now_ms + MAX_TTL_MS);
+                let extended = LeaseRecord {
+                    expires_at_ms,
+                    ..record.clone()
+                };
+                Ok(Decision {
+                    outcome: Outcome::Held(extended.info()),
+                    write: Write::Put(extended),
+                })
+            }
+        }
+    }
+}
+
+/// The record if it belongs to `lock_id`: `NotFound` without one, `TakenOver` if it has another token.
+fn held_by<'a>(
+    current: Option<&'a LeaseRecord>,
+    lock_id: &LockId,
+) -> Result<&'a LeaseRecord, LeaseError> {
+    match current {
+        None => Err(LeaseError::NotFound),
+        Some(record) if record.token != lock_id.token => Err(LeaseError::TakenOver),
+        Some(record) => Ok(record),
+    }
+}
+
+fn live(record: &LeaseRecord, now_ms: f64) -> Result<&LeaseRecord, LeaseError> {
+    if record.is_expired(now_ms) {
+        return Err(LeaseError::Expired {
+            expires_at_ms: record.expires_at_ms,
+        });
+    }
+    Ok(record)
+}
+
+/// `list()`: the live leases among `records` (in their order), and the keys of the expired ones, which the
+/// store deletes in the same transaction (the lazy clean-up).
+pub fn list_live(records: &[LeaseRecord], now_ms: f64) -> (Vec<LeaseInfo>, Vec<LeaseKey>) {
+    let (expired, live): (Vec<&LeaseRecord>, Vec<&LeaseRecord>) =
+        records.iter().partition(|r| r.is_expired(now_ms));
+    (
+        live.into_iter().map(LeaseRecord::info).collect(),
+        expired.into_iter().map(|r| r.key.clone()).collect(),
+    )
+}

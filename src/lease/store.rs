@@ -1,0 +1,127 @@
+//! The storage seam: [`LeaseStore`] keeps records by key; [`Leases`] runs the operations on one.
+//!
+//! A store only keeps rows; every decision is [`Operation::decide`]'s. The contract: while [`Leases::run`]
+//! reads a key, decides and writes, no other run may touch that key (one thread owns a `Leases`; a store
+//! shared between processes wraps each run in a transaction). The browser's IndexedDB store cannot
+//! implement this synchronous trait (its reads complete in callbacks), so the wasm edge runs the same
+//! read-decide-write steps inside one `readwrite` transaction instead (`src/wasm/lease_idb.rs`).
+
+use std::collections::BTreeMap;
+
+use super::error::LeaseError;
+use super::key::LeaseKey;
+use super::lock_id::LockId;
+use super::operation::{Operation, Outcome, Write, list_live};
+use super::record::{LeaseInfo, LeaseRecord};
+use super::token::Token;
+
+/// Rows keyed by (type, id), like the seed's `locks` table.
+pub trait LeaseStore {
+    fn get(&self, key: &LeaseKey) -> Result<Option<LeaseRecord>, LeaseError>;
+    /// Insert or replace the row at `record.key`.
+    fn put(&mut self, record: LeaseRecord) -> Result<(), LeaseError>;
+    fn delete(&mut self, key: &LeaseKey) -> Result<(), LeaseError>;
+    /// Every row, in key order.
+    fn records(&self) -> Result<Vec<LeaseRecord>, LeaseError>;
+}
+
+/// A store in memory, for tests and for contexts that need no persistence.
+#[derive(Debug, Default)]
+pub struct MemoryLeaseStore {
+    rows: BTreeMap<LeaseKey, LeaseRecord>,
+}
+
+impl LeaseStore for MemoryLeaseStore {
+    fn get(&self, key: &LeaseKey) -> Result<Option<LeaseRecord>, LeaseError> {
+        Ok(self.rows.get(key).cloned())
+    }
+
+    fn put(&mut self, record: LeaseRecord) -> Result<(), LeaseError> {
+        self.rows.insert(record.key.clone(), record);
+        Ok(())
+    }
+
+    fn delete(&mut self, key: &LeaseKey) -> Result<(), LeaseError> {
+        self.rows.remove(key);
+        Ok(())
+    }
+
+    fn records(&self) -> Result<Vec<LeaseRecord>, LeaseError> {
+        Ok(self.rows.values().cloned().collect())
+    }
+}
+
+/// The seed's `LockManager` over a [`LeaseStore`], with the clock and the randomness passed in.
+#[derive(Debug, Default)]
+pub struct Leases<S> {
+    store: S,
+}
+
+impl<S: LeaseStore> Leases<S> {
+    pub fn new(store: S) -> Leases<S> {
+        Leases { store }
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Run one operation: read its key, decide, write.
+    pub fn run(&mut self, operation: &Operation, now_ms: f64) -> Result<Outcome, LeaseError> {
+        let current = self.store.get(operation.key())?;
+        let decision = operation.decide(current.as_ref(), now_ms)?;
+        match decision.write {
+            Write::Nothing => {}
+            Write::Put(record) => self.store.put(record)?,
+            Write::Delete(key) => self.store.delete(&key)?,
+        }
+        Ok(decision.outcome)
+    }
+
+    pub fn try_lock(
+        &mut self,
+        lease_type: &str,
+        id: &str,
+        ttl_ms: f64,
+        token: Token,
+        now_ms: f64,
+    ) -> Result<LockId, LeaseError> {
+        match self.run(&Operation::try_lock(lease_type, id, ttl_ms, token)?, now_ms)? {
+            Outcome::Acquired { lock_id, .. } => Ok(lock_id),
+            other => unreachable!("tryLock decided {other:?}"),
+        }
+    }
+
+    pub fn check_lock(&mut self, lock_id: &str, now_ms: f64) -> Result<LeaseInfo, LeaseError> {
+        held_info(self.run(&Operation::check(lock_id)?, now_ms)?)
+    }
+
+    pub fn release_lock(&mut self, lock_id: &str, now_ms: f64) -> Result<(), LeaseError> {
+        self.run(&Operation::release(lock_id)?, now_ms).map(drop)
+    }
+
+    pub fn extend_lock_expiration(
+        &mut self,
+        lock_id: &str,
+        inc_ms: f64,
+        now_ms: f64,
+    ) -> Result<LeaseInfo, LeaseError> {
+        held_info(self.run(&Operation::extend(lock_id, inc_ms)?, now_ms)?)
+    }
+
+    /// The live leases in key order; expired rows are deleted on the way.
+    pub fn list(&mut self, now_ms: f64) -> Result<Vec<LeaseInfo>, LeaseError> {
+        let (live, expired) = list_live(&self.store.records()?, now_ms);
+        for key in &expired {
+            self.store.delete(key)?;
+        }
+        Ok(live)
+    }
+}
+
+fn held_info(outcome: Outcome) -> Result<LeaseInfo, LeaseError> {
+    match outcome {
+        Outcome::Held(info) => Ok(info),
+        other => unreachable!("check/extend decided {other:?}"),
+    }
+}
