@@ -2,5 +2,7 @@
 //! Nothing here decides anything; see `docs/ARCHITECTURE.md` for the contract with `js/lock_api.js`.
 
 mod engine;
+mod lease_idb;
+mod lease_store;
 
 pub use engine::Engine;
