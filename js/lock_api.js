@@ -62,6 +62,36 @@ function abortReason(signal) {
   return reason !== undefined ? reason : domException('The operation was aborted.', 'AbortError');
 }
 
+// Names. A DOMString may hold lone surrogates, which the engine's Rust strings cannot: such a name goes
+// to the engine escaped ('%' and each lone surrogate as '%xxxx') behind a leading '-', a prefix that
+// request() never lets through (step 5), so escaped names cannot collide with real ones.
+const isWellFormed = String.prototype.isWellFormed;
+const LONE_SURROGATE = /\p{Cs}/u; // in a /u pattern, only unpaired surrogates are code points of class Cs
+const ESCAPED_IN_ENGINE_NAME = /%|\p{Cs}/gu;
+const ESCAPE_SEQUENCE = /%([0-9a-f]{4})/g;
+
+function escapeCodeUnit(c) {
+  return `%${(c.charCodeAt(0) + 0x10000).toString(16).slice(1)}`;
+}
+
+function unescapeCodeUnit(_, hex) {
+  return String.fromCharCode(parseInt(hex, 16));
+}
+
+/** The name as the engine sees it: unchanged unless it holds lone surrogates. */
+function toEngineName(name) {
+  if (isWellFormed !== undefined ? isWellFormed.call(name) : !LONE_SURROGATE.test(name)) return name;
+  return `-${name.replace(ESCAPED_IN_ENGINE_NAME, escapeCodeUnit)}`;
+}
+
+/** Undo `toEngineName` in the LockInfo dictionaries of a snapshot, in place. */
+function restoreNames(lockInfos) {
+  for (const info of lockInfos) {
+    const name = info.name;
+    if (name.charCodeAt(0) === 0x2d) info.name = name.slice(1).replace(ESCAPE_SEQUENCE, unescapeCodeUnit);
+  }
+}
+
 // `new Promise(captureResolvers)` without a closure per promise.
 let capturedResolve;
 let capturedReject;
@@ -208,7 +238,7 @@ export function createLockApi(makeEngine) {
     send() {
       this.state = PENDING;
       requests.set(this.id, this);
-      engine.request(this.id, this.name, this.mode === 'exclusive', this.ifAvailable, this.steal);
+      engine.request(this.id, toEngineName(this.name), this.mode === 'exclusive', this.ifAvailable, this.steal);
     }
 
     /** The signal's abort event: "signal to abort the request" (spec 4.3). */
@@ -301,6 +331,8 @@ export function createLockApi(makeEngine) {
       const query = queries.get(id);
       if (query !== undefined) {
         queries.delete(id);
+        restoreNames(payload.held);
+        restoreNames(payload.pending);
         query.resolve(payload);
       }
       return;
