@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Sets up the machine (idempotent) and runs every test: lint, host tests, release build, browser tests in
+# Chromium and Firefox, end-to-end tests. Ends with one summary line "N passed, M failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh || { echo "setup failed"; exit 1; }
+export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+logs=$(mktemp -d)
+failed_steps=()
+step() {
+  local name=$1; shift
+  printf '\n== test: %s\n' "$name"
+  local start=$SECONDS
+  if "$@" 2>&1 | tee "$logs/$name.log"; then
+    printf '== test: %s ok (%ss)\n' "$name" $((SECONDS - start))
+  else
+    printf '== test: %s FAILED (%ss)\n' "$name" $((SECONDS - start))
+    failed_steps+=("$name")
+  fi
+}
+
+step fmt cargo fmt --check
+step clippy-host cargo clippy --all-targets -- -D warnings
+step clippy-wasm cargo clippy --target wasm32-unknown-unknown --lib -- -D warnings
+step cargo-test cargo test
+step build npm run build
+step wasm-chrome wasm-pack test --headless --chrome --mode no-install
+step wasm-firefox wasm-pack test --headless --firefox --mode no-install
+step e2e node --test --test-concurrency=1 tests/e2e/
+
+# Sum what each runner reported: cargo's "test result: ... N passed; M failed" and node's "# pass N"/"# fail N".
+passed=0; failed=0
+for f in "$logs"/*.log; do
+  p=$(grep -hoE 'test result: [a-zA-Z]+\. [0-9]+ passed' "$f" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+  q=$(grep -hoE '; [0-9]+ failed;' "$f" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
+  np=$(grep -hE '^# pass [0-9]+' "$f" | awk '{s+=$3} END {print s+0}')
+  nf=$(grep -hE '^# fail [0-9]+' "$f" | awk '{s+=$3} END {print s+0}')
+  passed=$((passed + p + np)); failed=$((failed + q + nf))
+done
+rm -rf "$logs"
+echo
+if [ ${#failed_steps[@]} -gt 0 ]; then
+  echo "failed steps: ${failed_steps[*]}"
+  [ "$failed" -gt 0 ] || failed=${#failed_steps[@]}
+fi
+echo "$passed passed, $failed failed"
+[ ${#failed_steps[@]} -eq 0 ]
