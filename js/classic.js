@@ -4,7 +4,10 @@
 import wasmBytes from '../pkg/weblocks_bg.wasm';
 import { createWasmLockApi } from './wasm_lock_api.js';
 
-const api = createWasmLockApi(wasmBytes);
+// Loaded a second time in the same context, it reuses the first instance: one lock manager per context.
+const previous = globalThis.weblocks;
+const isWeblocks = (api) => typeof api === 'object' && api !== null && typeof api.LockManager === 'function' && api.locks instanceof api.LockManager;
+const api = isWeblocks(previous) ? previous : createWasmLockApi(wasmBytes);
 api.install();
 
 export const { locks, LockManager, Lock, clientId, ready, install } = api;

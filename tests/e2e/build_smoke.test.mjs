@@ -54,13 +54,7 @@ function installInPage() {
     const nativeShape = 'locks' in navigator ? buildSmoke.shape() : null;
     const hadNative = buildSmoke.removeNative();
     const before = new Set(Object.getOwnPropertyNames(self));
-    await new Promise((resolve, reject) => {
-      const script = document.createElement('script');
-      script.src = src;
-      script.onload = resolve;
-      script.onerror = () => reject(new Error(`could not load ${src}`));
-      document.head.append(script);
-    });
+    await buildSmoke.loadScript(src);
     const added = Object.getOwnPropertyNames(self).filter((n) => !before.has(n)).sort();
     return { hadNative, nativeShape, added, shape: buildSmoke.shape(), result: await buildSmoke.exercise() };
   };
@@ -90,13 +84,7 @@ test('page: leaves a native navigator.locks alone; the ponyfill object still wor
   const report = await page.evaluate(async (src) => {
     const getter = Object.getOwnPropertyDescriptor(Navigator.prototype, 'locks').get;
     const native = { locks: navigator.locks, LockManager: self.LockManager, Lock: self.Lock };
-    await new Promise((resolve, reject) => {
-      const script = document.createElement('script');
-      script.src = src;
-      script.onload = resolve;
-      script.onerror = () => reject(new Error(`could not load ${src}`));
-      document.head.append(script);
-    });
+    await buildSmoke.loadScript(src);
     return {
       sameGetter: Object.getOwnPropertyDescriptor(Navigator.prototype, 'locks').get === getter,
       sameObjects: navigator.locks === native.locks && self.LockManager === native.LockManager && self.Lock === native.Lock,
@@ -112,6 +100,25 @@ test('page: leaves a native navigator.locks alone; the ponyfill object still wor
     installAgain: false,
     ponyfillWorks: 'p:exclusive:true',
   });
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('page: loading the build twice keeps one instance (one lock manager per context)', { timeout: 30_000 }, async () => {
+  const page = await openPage(browser);
+  await page.goto(server.url + fixtures + 'build_smoke.html');
+  const report = await page.evaluate(async (src) => {
+    buildSmoke.removeNative();
+    await buildSmoke.loadScript(src);
+    const first = { weblocks: self.weblocks, locks: navigator.locks, LockManager: self.LockManager };
+    await buildSmoke.loadScript(src);
+    return {
+      sameExports: self.weblocks.locks === first.weblocks.locks && self.weblocks.clientId === first.weblocks.clientId,
+      sameInstalled: navigator.locks === first.locks && self.LockManager === first.LockManager,
+      stillWorks: await navigator.locks.request('twice', (lock) => lock.name),
+    };
+  }, polyfillPath);
+  assert.deepEqual(report, { sameExports: true, sameInstalled: true, stillWorks: 'twice' });
   assert.deepEqual(page.errors, []);
   await page.close();
 });
