@@ -39,12 +39,23 @@ impl Engine {
     }
 
     /// Request a lock (spec 4.1 step 3). Decisions reach the sink before this returns.
-    pub fn request(&mut self, id: f64, name: String, exclusive: bool, if_available: bool, steal: bool) -> Result<(), JsError> {
+    pub fn request(
+        &mut self,
+        id: f64,
+        name: String,
+        exclusive: bool,
+        if_available: bool,
+        steal: bool,
+    ) -> Result<(), JsError> {
         let request = LockRequest {
             id: id as u64,
             client_id: self.client_id.clone(),
             name: name.into(),
-            mode: if exclusive { LockMode::Exclusive } else { LockMode::Shared },
+            mode: if exclusive {
+                LockMode::Exclusive
+            } else {
+                LockMode::Shared
+            },
         };
         let decisions = self
             .manager
@@ -74,9 +85,12 @@ impl Engine {
     /// Snapshot the lock state (spec 4.5); the snapshot reaches the sink as `(4, queryId, snapshot)`.
     pub fn query(&mut self, query_id: f64) {
         let snapshot = snapshot_to_js(&self.manager.snapshot_lock_state());
-        let _ = self
-            .sink
-            .call3(&JsValue::NULL, &EFFECT_SNAPSHOT.into(), &query_id.into(), &snapshot);
+        let _ = self.sink.call3(
+            &JsValue::NULL,
+            &EFFECT_SNAPSHOT.into(),
+            &query_id.into(),
+            &snapshot,
+        );
     }
 }
 
@@ -100,9 +114,10 @@ fn lock_infos_to_js(infos: &[LockInfo]) -> Array {
         .iter()
         .map(|info| {
             let o = Object::new();
-            let _ = Reflect::set(&o, &"name".into(), &JsValue::from_str(&info.name));
-            let _ = Reflect::set(&o, &"mode".into(), &info.mode.as_str().into());
+            // WebIDL dictionaries convert to objects with their members in lexicographic order.
             let _ = Reflect::set(&o, &"clientId".into(), &JsValue::from_str(&info.client_id));
+            let _ = Reflect::set(&o, &"mode".into(), &info.mode.as_str().into());
+            let _ = Reflect::set(&o, &"name".into(), &JsValue::from_str(&info.name));
             JsValue::from(o)
         })
         .collect()
