@@ -5,7 +5,15 @@
 import init, { Engine } from '../pkg/weblocks.js';
 import { createLockApi, installLockApi } from './lock_api.js';
 
-export function createWasmLockApi(wasmSource) {
+// Where the wasm comes from when `createWasmLockApi` is given none: the glue's default (undefined) unless
+// an entry sets another first (index_node.js: the bytes read with node:fs, since Node cannot fetch file:).
+let defaultWasmSource;
+
+export function setDefaultWasmSource(wasmSource) {
+  defaultWasmSource = wasmSource;
+}
+
+export function createWasmLockApi(wasmSource = defaultWasmSource) {
   const api = createLockApi(async (clientId, sink) => {
     await init(wasmSource === undefined ? undefined : { module_or_path: wasmSource });
     return new Engine(clientId, sink);
