@@ -25,7 +25,8 @@ export function packTarball(dir) {
 }
 
 /**
- * Make a temporary app directory: copy the fixture `tests/fixtures/apps/<fixture>` into it, pack the
+ * Make a temporary app directory: copy the fixture `tests/fixtures/apps/<fixture>` into it (and
+ * `tests/fixtures/apps/shared/` into its `shared/`), pack the
  * repository and `npm install` the tarball there (offline: the package has no dependencies).
  * Returns `{ dir, tarball, remove }`.
  */
@@ -34,6 +35,7 @@ export function makeApp(fixture) {
   const remove = () => fs.rmSync(dir, { recursive: true, force: true });
   try {
     fs.cpSync(path.join(fixturesRoot, fixture), dir, { recursive: true });
+    fs.cpSync(path.join(fixturesRoot, 'shared'), path.join(dir, 'shared'), { recursive: true });
     const tarball = packTarball(dir);
     npm(['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--no-package-lock', tarball], dir);
     const installed = path.join(dir, 'node_modules', 'weblocks');
