@@ -1,0 +1,92 @@
+// `npm run sizes`: the bytes a page loads for each way of using weblocks, raw and gzip -9, from the
+// current build (pkg/, dist/: run `npm run build` first). Prints a Markdown table.
+//   - ESM package, unbundled: every module `import 'weblocks'` pulls in (as published), plus the wasm;
+//   - ESM package, bundled: the same modules as one minified bundle (esbuild --minify), plus the wasm;
+//   - classic script: dist/weblocks.polyfill.js, one file with the wasm embedded.
+// `--check`: exit 1 if the classic script is over its budget (CLASSIC_BUDGET_GZIP, issue 4: < 40 KB gzipped).
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const CLASSIC_BUDGET_GZIP = 40_000;
+
+// `gzip -9` itself where it is installed (its deflate differs a little from Node's zlib), else zlib level 9.
+function gzipSize(data) {
+  const gzip = spawnSync('gzip', ['-9c'], { input: data, maxBuffer: 64 << 20 });
+  return gzip.status === 0 ? gzip.stdout.length : zlib.gzipSync(data, { level: 9 }).length;
+}
+const measure = (data) => ({ raw: data.length, gzip: gzipSize(data) });
+const read = (file) => fs.readFileSync(path.join(root, file));
+
+/** The JS modules `import 'weblocks'` loads in a browser (the package's default entry), in load order. */
+async function esmModules() {
+  const result = await esbuild.build({
+    entryPoints: [path.join(root, 'js', 'index.js')],
+    bundle: true,
+    write: false,
+    format: 'esm',
+    metafile: true,
+    logLevel: 'silent',
+  });
+  return Object.keys(result.metafile.inputs);
+}
+
+async function minifiedBundle() {
+  const result = await esbuild.build({
+    entryPoints: [path.join(root, 'js', 'index.js')],
+    bundle: true,
+    write: false,
+    format: 'esm',
+    minify: true,
+    legalComments: 'none',
+    target: 'es2022',
+    logLevel: 'silent',
+  });
+  return Buffer.from(result.outputFiles[0].contents);
+}
+
+/** Rows `{ what, raw, gzip }` of the three ways; each group ends with its total. */
+export async function measureSizes() {
+  for (const file of ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'dist/weblocks.polyfill.js']) {
+    if (!fs.existsSync(path.join(root, file))) throw new Error(`${file} is missing: run \`npm run build\` first`);
+  }
+  const wasm = measure(read('pkg/weblocks_bg.wasm'));
+  const modules = (await esmModules()).map((file) => ({ what: file, ...measure(read(file)) }));
+  const sum = (rows) => rows.reduce((t, r) => ({ raw: t.raw + r.raw, gzip: t.gzip + r.gzip }), { raw: 0, gzip: 0 });
+  const unbundled = [...modules, { what: 'pkg/weblocks_bg.wasm', ...wasm }];
+  const bundled = [{ what: 'JS bundle', ...measure(await minifiedBundle()) }, { what: 'pkg/weblocks_bg.wasm', ...wasm }];
+  const classic = measure(read('dist/weblocks.polyfill.js'));
+  return {
+    groups: [
+      { title: "ESM package, unbundled (the modules of `import 'weblocks'` as published)", rows: unbundled, total: sum(unbundled) },
+      { title: 'ESM package, bundled and minified by the app (esbuild --minify)', rows: bundled, total: sum(bundled) },
+      { title: 'Classic script dist/weblocks.polyfill.js (one file, wasm embedded)', rows: [{ what: 'dist/weblocks.polyfill.js', ...classic }], total: classic },
+    ],
+    classic,
+    wasm,
+  };
+}
+
+export function toMarkdown({ groups }) {
+  const n = (x) => x.toLocaleString('en-US');
+  const lines = ['| what a page loads | bytes | gzip -9 |', '| --- | ---: | ---: |'];
+  for (const { title, rows, total } of groups) {
+    lines.push(`| **${title}** | **${n(total.raw)}** | **${n(total.gzip)}** |`);
+    if (rows.length > 1) for (const row of rows) lines.push(`| &nbsp;&nbsp;${row.what} | ${n(row.raw)} | ${n(row.gzip)} |`);
+  }
+  return lines.join('\n');
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const sizes = await measureSizes();
+  console.log(toMarkdown(sizes));
+  const over = sizes.classic.gzip > CLASSIC_BUDGET_GZIP;
+  console.log(
+    `\nclassic script: ${sizes.classic.gzip.toLocaleString('en-US')} B gzipped, budget ${CLASSIC_BUDGET_GZIP.toLocaleString('en-US')} B: ${over ? 'OVER' : 'within'}`,
+  );
+  if (over && process.argv.includes('--check')) process.exit(1);
+}
