@@ -3,6 +3,7 @@
 // installs the polyfill where `navigator.locks` is missing; its exports become the global `weblocks`.
 import wasmBytes from '../pkg/weblocks_bg.wasm';
 import { createWasmLockApi } from './wasm_lock_api.js';
+import { LockError as NewLockError, createLeases as newCreateLeases, createWasmLeases } from './leases.js';
 
 // Loaded a second time in the same context, it reuses the first instance: one lock manager per context.
 const previous = globalThis.weblocks;
@@ -11,3 +12,9 @@ const api = isWeblocks(previous) ? previous : createWasmLockApi(wasmBytes);
 api.install();
 
 export const { locks, LockManager, Lock, clientId, ready, install } = api;
+
+// Leases (an extension, docs/LEASES.md): reused with the rest on a second load, so `instanceof LockError` holds.
+export const { leases, LockError, createLeases } =
+  api === previous && previous.leases
+    ? previous
+    : { leases: createWasmLeases(() => api.ready), LockError: NewLockError, createLeases: newCreateLeases };

@@ -1,0 +1,139 @@
+// Leases, an extension next to the standard API: offline pessimistic locks that outlive a page load (the
+// seed's LockManager: tryLock, checkLock, releaseLock, extendLockExpiration), plus keepAlive and list.
+// See docs/LEASES.md. The decisions are the Rust core's (src/lease/); this file adds promises, `LockError`,
+// option defaults and keepAlive, over any `LeaseStore`:
+//
+//   interface LeaseStore {                       // every method returns a promise
+//     tryLock(type, id, ttlMs)           -> { lockId, type, id, expiresAt }
+//     checkLock(lockId)                  -> { type, id, expiresAt }
+//     releaseLock(lockId)                -> undefined
+//     extendLockExpiration(lockId, incMs)-> { type, id, expiresAt }
+//     list()                             -> [{ type, id, expiresAt }]   (live leases only, never a token)
+//   }
+//
+// A store rejects with an object whose `name` is 'LockError' and whose `code` is one of LOCK_ERROR_CODES;
+// anything else it throws becomes a LockError with code 'StorageError'. The default store is the wasm
+// `IndexedDbLeaseStore` (src/wasm/lease_store.rs): one IndexedDB readwrite transaction per operation.
+import { IndexedDbLeaseStore } from '../pkg/weblocks.js';
+
+/** The ttl of `tryLock` without `ttlMs`: 5 minutes, as in the seed's implementation. */
+export const DEFAULT_TTL_MS = 5 * 60 * 1000;
+/** keepAlive's default period: extend every minute, by a minute (the seed's example). */
+export const DEFAULT_KEEP_ALIVE_MS = 60 * 1000;
+/** The IndexedDB database of the default store. */
+export const DEFAULT_DATABASE_NAME = 'weblocks-leases';
+
+export const LOCK_ERROR_CODES = Object.freeze([
+  'InvalidArgument', // bad type/id/ttlMs/incMs/everyMs, or a string that is not a lockId
+  'AlreadyLocked', //   tryLock: someone else holds a live lease on (type, id); see `expiresAt`
+  'NotFound', //        no lease for this lockId (released, or expired and cleaned up)
+  'Expired', //         the lease of this lockId has expired (see `expiresAt`); nobody took it over yet
+  'TakenOver', //       the lease expired or was released, and someone else holds (type, id) now
+  'StorageError', //    the store failed (IndexedDB unavailable, aborted transaction...)
+]);
+
+/** Why a lease operation failed: `name` is 'LockError', `code` is one of LOCK_ERROR_CODES. */
+export class LockError extends Error {
+  constructor(code, message, { expiresAt, cause } = {}) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = 'LockError';
+    this.code = code;
+    if (expiresAt !== undefined) this.expiresAt = expiresAt;
+  }
+}
+
+function toLockError(e) {
+  if (e instanceof LockError) return e;
+  if (e?.name === 'LockError' && LOCK_ERROR_CODES.includes(e.code)) {
+    return new LockError(e.code, e.message, { expiresAt: e.expiresAt });
+  }
+  return new LockError('StorageError', `lease storage failed: ${e?.message ?? e}`, { cause: e });
+}
+
+/**
+ * The leases API over `store`: a LeaseStore, or a function returning one (or a promise of one), called
+ * on first use; if opening fails, the next call tries again.
+ */
+export function createLeases(store) {
+  let opened;
+  const getStore = () => {
+    opened ??= Promise.resolve()
+      .then(() => (typeof store === 'function' ? store() : store))
+      .catch((e) => {
+        opened = undefined;
+        throw e;
+      });
+    return opened;
+  };
+  const call = async (method, ...args) => {
+    try {
+      return await (await getStore())[method](...args);
+    } catch (e) {
+      throw toLockError(e);
+    }
+  };
+
+  const leases = {
+    /** Take the lease on (type, id) for `ttlMs`; resolves with its lockId (a string: keep it). */
+    async tryLock(type, id, { ttlMs = DEFAULT_TTL_MS } = {}) {
+      return (await call('tryLock', type, id, ttlMs)).lockId;
+    },
+    /** Resolves with `{ type, id, expiresAt }` while the lease is live; rejects otherwise. */
+    checkLock: (lockId) => call('checkLock', lockId),
+    /** Remove the lease (even an expired one, unless someone took it over). */
+    async releaseLock(lockId) {
+      await call('releaseLock', lockId);
+    },
+    /** Move a live lease's expiry `incMs` later; resolves with `{ type, id, expiresAt }`. */
+    extendLockExpiration: (lockId, incMs) => call('extendLockExpiration', lockId, incMs),
+    /** The live leases, `[{ type, id, expiresAt }]` (no tokens), for a "being edited elsewhere" UI. */
+    list: () => call('list'),
+    /**
+     * Extend the lease by `incMs` (default `everyMs`) every `everyMs` while this page is open; stops on
+     * `pagehide`, on `stop()`, or when an extension fails (then `onLost(lockError)` is called).
+     * Returns `stop`. Hidden pages' timers may be throttled to once a minute: keep ttl above that.
+     */
+    keepAlive(lockId, { everyMs = DEFAULT_KEEP_ALIVE_MS, incMs = everyMs, onLost } = {}) {
+      if (!(typeof everyMs === 'number' && everyMs > 0 && Number.isFinite(everyMs))) {
+        throw new LockError('InvalidArgument', 'invalid argument: everyMs must be a positive finite number of milliseconds');
+      }
+      let extending = false;
+      const tick = async () => {
+        if (extending) return; // the previous extension is still running
+        extending = true;
+        try {
+          await leases.extendLockExpiration(lockId, incMs);
+        } catch (e) {
+          if (!stopped) {
+            stop();
+            onLost?.(e);
+          }
+        } finally {
+          extending = false;
+        }
+      };
+      let stopped = false;
+      const timer = setInterval(tick, everyMs);
+      const stop = () => {
+        if (stopped) return;
+        stopped = true;
+        clearInterval(timer);
+        globalThis.removeEventListener?.('pagehide', stop);
+      };
+      globalThis.addEventListener?.('pagehide', stop);
+      return stop;
+    },
+  };
+  return leases;
+}
+
+/**
+ * The leases API over the default IndexedDB store. `whenWasmReady()` must resolve once the wasm module
+ * is initialised (the entry points pass their lock API's `ready`, so the module is initialised once).
+ */
+export function createWasmLeases(whenWasmReady, { databaseName = DEFAULT_DATABASE_NAME } = {}) {
+  return createLeases(async () => {
+    await whenWasmReady();
+    return IndexedDbLeaseStore.open(databaseName);
+  });
+}
