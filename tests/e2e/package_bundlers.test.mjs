@@ -7,7 +7,8 @@
 // - two tabs of the app: each loads the package and its own locks work, with distinct client ids. What
 //   the two tabs see of each other is NOT asserted yet: cross-tab coordination is the cross-context engine's
 //   job (not built); when it lands this test gains the cross-tab exclusion checks;
-// - a module worker of the app: the same checks there.
+// - a module worker of the app: the same checks there;
+// - Vite's dev server (dependency pre-bundling included) serves the same app, page and worker working.
 // The bundlers run from this repository's node_modules (devDependencies), on the temporary app.
 //
 // Run: npm run build && node --test tests/e2e/package_bundlers.test.mjs
@@ -16,7 +17,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
-import { build as viteBuild } from 'vite';
+import { build as viteBuild, createServer as createViteServer } from 'vite';
 import webpack from 'webpack';
 import { startServer } from './server.mjs';
 import { launchChromium, openPage } from './browser.mjs';
@@ -197,6 +198,31 @@ for (const [name, buildApp] of Object.entries(bundlers)) {
     }
   });
 }
+
+test('vite dev server: page and module worker work, the wasm is served once per context', { timeout: 60_000 }, async () => {
+  const server = await createViteServer({
+    root: app.dir,
+    configFile: false,
+    logLevel: 'warn',
+    server: { host: '127.0.0.1', port: 0, strictPort: false },
+    worker: { format: 'es' },
+  });
+  try {
+    await server.listen();
+    const session = await openApp(server.resolvedUrls.local[0]);
+    try {
+      const [page] = session.pages;
+      assertWorked(await page.evaluate(() => window.appReport('dev-page:')), 'vite dev page');
+      assertWorked(await page.evaluate(() => window.workerReport('dev-worker:')), 'vite dev worker');
+      assertWasmLoaded(session.responses, 2, 'vite dev page + worker');
+      assert.deepEqual(page.errors, []);
+    } finally {
+      await session.close();
+    }
+  } finally {
+    await server.close();
+  }
+});
 
 test('esbuild without the wasm copied next to the bundle: requests reject with a clear load error', { timeout: 30_000 }, async () => {
   const outDir = path.join(app.dir, 'dist-esbuild');
