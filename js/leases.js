@@ -26,7 +26,7 @@ export const DEFAULT_DATABASE_NAME = 'weblocks-leases';
 export const LOCK_ERROR_CODES = Object.freeze([
   'InvalidArgument', // bad type/id/ttlMs/incMs/everyMs, or a string that is not a lockId
   'AlreadyLocked', //   tryLock: someone else holds a live lease on (type, id); see `expiresAt`
-  'NotFound', //        no lease for this lockId (released, or expired and cleaned up)
+  'NotFound', //        no lease for this lockId (released, or expired over a day ago)
   'Expired', //         the lease of this lockId has expired (see `expiresAt`); nobody took it over yet
   'TakenOver', //       the lease expired or was released, and someone else holds (type, id) now
   'StorageError', //    the store failed (IndexedDB unavailable, aborted transaction...)

@@ -10,7 +10,8 @@ pub enum LeaseError {
     InvalidArgument(String),
     /// `tryLock`: another holder has a live lease on this (type, id); it expires at `expires_at_ms`.
     AlreadyLocked { expires_at_ms: f64 },
-    /// No lease exists for this `LockId`'s (type, id): it was released, or expired and was cleaned up.
+    /// No lease exists for this `LockId`'s (type, id): it was released, or expired a day ago and was
+    /// cleaned up.
     NotFound,
     /// The lease of this `LockId` still exists but has expired (nobody has taken it over yet).
     Expired { expires_at_ms: f64 },
@@ -50,9 +51,7 @@ impl fmt::Display for LeaseError {
         match self {
             LeaseError::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
             LeaseError::AlreadyLocked { .. } => f.write_str("already locked by another holder"),
-            LeaseError::NotFound => {
-                f.write_str("no such lease (released, or expired and cleaned up)")
-            }
+            LeaseError::NotFound => f.write_str("no such lease (released, or expired long ago)"),
             LeaseError::Expired { .. } => f.write_str("the lease has expired"),
             LeaseError::TakenOver => f.write_str("the lease was taken over by another holder"),
             LeaseError::Storage(why) => write!(f, "lease storage failed: {why}"),

@@ -170,13 +170,23 @@ fn live(record: &LeaseRecord, now_ms: f64) -> Result<&LeaseRecord, LeaseError> {
     Ok(record)
 }
 
-/// `list()`: the live leases among `records` (in their order), and the keys of the expired ones, which the
-/// store deletes in the same transaction (the lazy clean-up).
+/// How long an expired record is kept when nobody takes its key over: a day, so a holder who comes back
+/// (a laptop that slept overnight) still learns `Expired` rather than `NotFound`.
+pub const PURGE_EXPIRED_AFTER_MS: f64 = 24.0 * 60.0 * 60.0 * 1000.0;
+
+/// `list()`: the live leases among `records` (in their order), and the keys of the records that expired
+/// at least [`PURGE_EXPIRED_AFTER_MS`] ago, which the store deletes in the same transaction (the lazy
+/// clean-up; a `tryLock` on an expired lease's key replaces it at once).
 pub fn list_live(records: &[LeaseRecord], now_ms: f64) -> (Vec<LeaseInfo>, Vec<LeaseKey>) {
-    let (expired, live): (Vec<&LeaseRecord>, Vec<&LeaseRecord>) =
-        records.iter().partition(|r| r.is_expired(now_ms));
-    (
-        live.into_iter().map(LeaseRecord::info).collect(),
-        expired.into_iter().map(|r| r.key.clone()).collect(),
-    )
+    let live = records
+        .iter()
+        .filter(|r| !r.is_expired(now_ms))
+        .map(LeaseRecord::info)
+        .collect();
+    let purge = records
+        .iter()
+        .filter(|r| r.is_expired(now_ms - PURGE_EXPIRED_AFTER_MS))
+        .map(|r| r.key.clone())
+        .collect();
+    (live, purge)
 }

@@ -109,10 +109,10 @@ impl<S: LeaseStore> Leases<S> {
         held_info(self.run(&Operation::extend(lock_id, inc_ms)?, now_ms)?)
     }
 
-    /// The live leases in key order; expired rows are deleted on the way.
+    /// The live leases in key order; rows expired for a day are deleted on the way.
     pub fn list(&mut self, now_ms: f64) -> Result<Vec<LeaseInfo>, LeaseError> {
-        let (live, expired) = list_live(&self.store.records()?, now_ms);
-        for key in &expired {
+        let (live, purge) = list_live(&self.store.records()?, now_ms);
+        for key in &purge {
             self.store.delete(key)?;
         }
         Ok(live)

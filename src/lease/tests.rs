@@ -3,6 +3,7 @@
 use proptest::prelude::*;
 
 use super::key::{MAX_KEY_PART_BYTES, MAX_TTL_MS};
+use super::operation::PURGE_EXPIRED_AFTER_MS;
 use super::*;
 
 const T0: f64 = 1_700_000_000_000.0;
@@ -228,11 +229,13 @@ fn the_holder_may_release_its_own_expired_lease() {
 }
 
 #[test]
-fn list_reports_live_leases_and_deletes_expired_rows() {
+fn list_reports_live_leases_and_deletes_rows_expired_for_a_day() {
     let mut l = leases();
-    l.try_lock("Order", "1", 1000.0, token(1), T0).unwrap();
+    let a = l
+        .try_lock("Order", "1", 1000.0, token(1), T0)
+        .unwrap()
+        .to_string();
     l.try_lock("Order", "2", 3000.0, token(2), T0).unwrap();
-    assert_eq!(l.store().records().unwrap().len(), 2);
     let live = l.list(T0 + 1000.0).unwrap();
     assert_eq!(
         live,
@@ -243,8 +246,28 @@ fn list_reports_live_leases_and_deletes_expired_rows() {
     );
     assert_eq!(
         l.store().records().unwrap().len(),
+        2,
+        "a fresh expired row is kept..."
+    );
+    assert_eq!(
+        l.check_lock(&a, T0 + 1000.0).unwrap_err(),
+        LeaseError::Expired {
+            expires_at_ms: T0 + 1000.0
+        },
+        "...so its holder still learns that it expired"
+    );
+    let day = PURGE_EXPIRED_AFTER_MS;
+    assert_eq!(l.list(T0 + 1000.0 + day - 1.0).unwrap(), vec![]);
+    assert_eq!(l.store().records().unwrap().len(), 2);
+    l.list(T0 + 1000.0 + day).unwrap();
+    assert_eq!(
+        l.store().records().unwrap().len(),
         1,
-        "the expired row was removed"
+        "purged a day after its expiry"
+    );
+    assert_eq!(
+        l.check_lock(&a, T0 + 1000.0 + day).unwrap_err(),
+        LeaseError::NotFound
     );
 }
 

@@ -90,7 +90,7 @@ pub async fn run(db: &IdbDatabase, operation: Operation) -> Result<Outcome, Leas
     .await
 }
 
-/// `list()`: the live leases, deleting the expired records in the same transaction.
+/// `list()`: the live leases, deleting the records expired for a day in the same transaction.
 pub async fn list(db: &IdbDatabase) -> Result<Vec<LeaseInfo>, LeaseError> {
     in_transaction(
         db,
@@ -100,8 +100,8 @@ pub async fn list(db: &IdbDatabase) -> Result<Vec<LeaseInfo>, LeaseError> {
                 .iter()
                 .map(|value| record_from_js(&value)?.ok_or_else(|| corrupt("an empty record")))
                 .collect::<Result<Vec<_>, _>>()?;
-            let (live, expired) = list_live(&records, js_sys::Date::now());
-            for key in &expired {
+            let (live, purge) = list_live(&records, js_sys::Date::now());
+            for key in &purge {
                 store.delete(&key_to_js(key)).map_err(storage_error)?;
             }
             Ok(live)
