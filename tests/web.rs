@@ -33,7 +33,11 @@ fn env() -> JsValue {
     env.into()
 }
 
-async fn run(case: &str, promise: Promise) {
+/// How long one case may take; they finish in milliseconds, so this only turns a hang into a failure.
+const CASE_TIMEOUT_MS: u32 = 3_000;
+
+async fn run(case: &str, case_fn: JsValue) {
+    let promise = case::run_case(&case_fn, &env(), CASE_TIMEOUT_MS);
     if let Err(error) = JsFuture::from(promise).await {
         let message = error
             .dyn_ref::<js_sys::Error>()
@@ -46,18 +50,25 @@ async fn run(case: &str, promise: Promise) {
 /// Declares each case as an import from `tests/web_cases.js` and as a test of the same name.
 macro_rules! cases {
     ($($(#[doc = $doc:literal])* $name:ident,)*) => {
+        // The statics are the case functions themselves, named as in web_cases.js.
+        #[allow(non_upper_case_globals)]
         mod case {
             use super::*;
             #[wasm_bindgen(module = "/tests/web_cases.js")]
             extern "C" {
-                $(pub fn $name(env: &JsValue) -> Promise;)*
+                #[wasm_bindgen(js_name = runCase)]
+                pub fn run_case(case_fn: &JsValue, env: &JsValue, ms: u32) -> Promise;
+                $(
+                    #[wasm_bindgen(thread_local_v2)]
+                    pub static $name: JsValue;
+                )*
             }
         }
         $(
             $(#[doc = $doc])*
             #[wasm_bindgen_test]
             async fn $name() {
-                run(stringify!($name), case::$name(&env())).await;
+                run(stringify!($name), case::$name.with(JsValue::clone)).await;
             }
         )*
     };
