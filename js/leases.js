@@ -18,7 +18,7 @@ import { IndexedDbLeaseStore } from '../pkg/weblocks.js';
 
 /** The ttl of `tryLock` without `ttlMs`: 5 minutes, as in the seed's implementation. */
 export const DEFAULT_TTL_MS = 5 * 60 * 1000;
-/** keepAlive's default period: extend every minute, by a minute (the seed's example). */
+/** keepAlive's default period: extend every minute (the seed's example). */
 export const DEFAULT_KEEP_ALIVE_MS = 60 * 1000;
 /** The IndexedDB database of the default store. */
 export const DEFAULT_DATABASE_NAME = 'weblocks-leases';
@@ -89,20 +89,25 @@ export function createLeases(store) {
     /** The live leases, `[{ type, id, expiresAt }]` (no tokens), for a "being edited elsewhere" UI. */
     list: () => call('list'),
     /**
-     * Extend the lease by `incMs` (default `everyMs`) every `everyMs` while this page is open; stops on
-     * `pagehide`, on `stop()`, or when an extension fails (then `onLost(lockError)` is called).
-     * Returns `stop`. Hidden pages' timers may be throttled to once a minute: keep ttl above that.
+     * Extend the lease every `everyMs` while this page is open; stops on `pagehide`, on `stop()`, or when an
+     * extension fails (then `onLost(lockError)` is called). Returns `stop`. Each extension adds the time
+     * elapsed since the previous one, so the lease keeps the time it had left when keepAlive started even
+     * when timers run late (hidden tabs are throttled, to once a minute in the worst case: keep that much
+     * left); pass `incMs` to add a fixed amount instead, as the seed does.
      */
-    keepAlive(lockId, { everyMs = DEFAULT_KEEP_ALIVE_MS, incMs = everyMs, onLost } = {}) {
+    keepAlive(lockId, { everyMs = DEFAULT_KEEP_ALIVE_MS, incMs, onLost } = {}) {
       if (!(typeof everyMs === 'number' && everyMs > 0 && Number.isFinite(everyMs))) {
         throw new LockError('InvalidArgument', 'invalid argument: everyMs must be a positive finite number of milliseconds');
       }
       let extending = false;
+      let extendedAt = Date.now();
       const tick = async () => {
-        if (extending) return; // the previous extension is still running
+        if (extending) return; // the previous extension is still running; the next tick covers its time
         extending = true;
+        const now = Date.now();
         try {
-          await leases.extendLockExpiration(lockId, incMs);
+          await leases.extendLockExpiration(lockId, incMs ?? Math.max(now - extendedAt, 1));
+          extendedAt = now;
         } catch (e) {
           if (!stopped) {
             stop();

@@ -5,7 +5,7 @@ use super::error::LeaseError;
 /// Longest accepted type or id, in UTF-8 bytes.
 pub const MAX_KEY_PART_BYTES: usize = 1024;
 
-/// Longest accepted ttl or extension, and the longest a lease can have left at any time: 24 hours.
+/// Longest accepted ttl, and the longest a lease can have left at any time (extensions are capped): 24 hours.
 pub const MAX_TTL_MS: f64 = 24.0 * 60.0 * 60.0 * 1000.0;
 
 /// What is locked: a type ("domain.Article") and an id within it ("10"). Both are non-empty.
@@ -50,17 +50,22 @@ fn check_part(what: &str, value: &str) -> Result<(), LeaseError> {
     Ok(())
 }
 
-/// Validate a duration in milliseconds (a ttl or an extension): finite, > 0 and at most [`MAX_TTL_MS`].
-pub fn check_duration_ms(what: &str, ms: f64) -> Result<f64, LeaseError> {
+/// Validate a duration in milliseconds: finite and > 0.
+pub fn check_positive_ms(what: &str, ms: f64) -> Result<f64, LeaseError> {
     if !ms.is_finite() || ms <= 0.0 {
         return Err(LeaseError::InvalidArgument(format!(
             "{what} must be a positive finite number of milliseconds"
         )));
     }
-    if ms > MAX_TTL_MS {
+    Ok(ms)
+}
+
+/// Validate a ttl: positive, finite and at most [`MAX_TTL_MS`].
+pub fn check_ttl_ms(ttl_ms: f64) -> Result<f64, LeaseError> {
+    if check_positive_ms("ttlMs", ttl_ms)? > MAX_TTL_MS {
         return Err(LeaseError::InvalidArgument(format!(
-            "{what} must be at most {MAX_TTL_MS} ms (24 hours)"
+            "ttlMs must be at most {MAX_TTL_MS} ms (24 hours)"
         )));
     }
-    Ok(ms)
+    Ok(ttl_ms)
 }

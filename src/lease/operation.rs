@@ -5,7 +5,7 @@
 //! An operation that fails writes nothing.
 
 use super::error::LeaseError;
-use super::key::{LeaseKey, MAX_TTL_MS, check_duration_ms};
+use super::key::{LeaseKey, MAX_TTL_MS, check_positive_ms, check_ttl_ms};
 use super::lock_id::LockId;
 use super::record::{LeaseInfo, LeaseRecord};
 use super::token::Token;
@@ -24,7 +24,7 @@ pub enum Operation {
     /// Remove the lease of this `LockId` (live or expired, as long as nobody took it over).
     Release(LockId),
     /// Push the expiry of a live lease `inc_ms` later (the seed: `expiration + inc`), capped at
-    /// [`MAX_TTL_MS`] from now.
+    /// [`MAX_TTL_MS`] from now (so any positive `inc_ms` is accepted).
     Extend { lock_id: LockId, inc_ms: f64 },
 }
 
@@ -64,7 +64,7 @@ impl Operation {
         token: Token,
     ) -> Result<Operation, LeaseError> {
         let key = LeaseKey::new(lease_type, id)?;
-        let ttl_ms = check_duration_ms("ttlMs", ttl_ms)?;
+        let ttl_ms = check_ttl_ms(ttl_ms)?;
         Ok(Operation::TryLock { key, ttl_ms, token })
     }
 
@@ -78,7 +78,7 @@ impl Operation {
 
     pub fn extend(lock_id: &str, inc_ms: f64) -> Result<Operation, LeaseError> {
         let lock_id = LockId::parse(lock_id)?;
-        let inc_ms = check_duration_ms("incMs", inc_ms)?;
+        let inc_ms = check_positive_ms("incMs", inc_ms)?;
         Ok(Operation::Extend { lock_id, inc_ms })
     }
 

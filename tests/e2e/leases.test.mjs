@@ -248,6 +248,34 @@ test('keepAlive extends while the page is open, stops on stop(), and reports a l
     assert.deepEqual(outcome, { aliveAfter1500: true, afterStop: 'Expired', lostCode: 'NotFound', lostIsLockError: true });
   }));
 
+test('keepAlive adds the time that really elapsed, so late timers (a busy or throttled page) do not lose the lease', () =>
+  withContext(async (context) => {
+    const tab = await openTab(context);
+    const outcome = await tab.evaluate(async () => {
+      const { leases } = weblocks;
+      const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+      const block = (ms) => {
+        for (const end = performance.now() + ms; performance.now() < end; );
+      };
+      const run = async (id, options) => {
+        const lockId = await leases.tryLock('doc', id, { ttlMs: 1000 });
+        let lost = null;
+        const stop = leases.keepAlive(lockId, { everyMs: 100, ...options, onLost: (e) => (lost = e.code) });
+        for (let i = 0; i < 3; i++) {
+          block(700); // the 100 ms timer fires once, 700 ms late
+          await sleep(150);
+        }
+        const state = await leases.checkLock(lockId).then(() => 'alive', (e) => e.code);
+        stop();
+        return { state, lost };
+      };
+      return { elapsed: await run('elapsed', {}), fixed: await run('fixed', { incMs: 100 }) };
+    });
+    assert.deepEqual(outcome.elapsed, { state: 'alive', lost: null });
+    // The seed's fixed increment falls behind (100 ms added per 700 ms): the control shows the difference.
+    assert.deepEqual(outcome.fixed, { state: 'Expired', lost: 'Expired' });
+  }));
+
 test('keepAlive stops on pagehide: a closed tab stops extending and its lease expires', () =>
   withContext(async (context) => {
     const [a, b] = [await openTab(context), await openTab(context)];
