@@ -20,7 +20,7 @@ export function packTarball(dir) {
   for (const file of built) {
     if (!fs.existsSync(path.join(repoRoot, file))) throw new Error(`${file} is missing: run \`npm run build\` first`);
   }
-  const [{ filename }] = JSON.parse(npm(['pack', '--json', '--pack-destination', dir], repoRoot));
+  const [{ filename }] = JSON.parse(npm(['pack', '--json', '--ignore-scripts', '--pack-destination', dir], repoRoot));
   return path.join(dir, filename);
 }
 
