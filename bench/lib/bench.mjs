@@ -1,0 +1,125 @@
+// The bench itself: serve the repository, launch each browser, run every scenario for every variant
+// (native, weblocks polyfill, weblocks ponyfill) with the variants interleaved, and summarise.
+// Used by bench/run.mjs (`npm run bench`) and tests/e2e/bench_smoke.test.mjs.
+import os from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { repoRoot, startServer } from '../../tests/e2e/server.mjs';
+import { variants } from './variants.mjs';
+import { fullSizes, smokeSizes } from './sizes.mjs';
+import { idleScenario, loadScenario, singleContextScenarios } from './single_context.mjs';
+import { crossTabScenarios } from './cross_tab.mjs';
+import { summarise, summariseScenario } from './report.mjs';
+import { closeKeptTabs, withTimeout } from './tabs.mjs';
+
+export const drivers = {
+  chromium: () => import('./chromium.mjs'),
+  firefox: () => import('./firefox.mjs'),
+};
+
+export function allScenarios(sizes) {
+  return [...singleContextScenarios(sizes), ...crossTabScenarios(sizes), loadScenario(sizes), idleScenario(sizes)];
+}
+
+/** `only` ("1,3,drain-many"): scenario numbers or keys to run; everything when empty. */
+function selected(scenario, only) {
+  return only.length === 0 || only.includes(scenario.number) || only.includes(scenario.key);
+}
+
+/** Derived row of scenario 3: cost per request at the largest size over the smallest (one name). */
+function growthSummary(sizes, runsByKey) {
+  const [small, large] = [sizes.growth[0], sizes.growth[sizes.growth.length - 1]];
+  const pick = (r) => r.usPerRequest;
+  const scenario = {
+    number: '3',
+    key: 'growth',
+    title: `queue drain growth: µs/request at ${large.toLocaleString('en')} ÷ at ${small.toLocaleString('en')} (one name)`,
+    metrics: [{ label: 'ratio', better: 'lower', pick: (r) => r.ratio, target: { atMost: 2, unit: '' }, noRatio: true, digits: 2 }],
+  };
+  const runsByVariant = {};
+  for (const variant of variants) {
+    const a = summarise(runsByKey[`drain-1name-${small}`]?.[variant.id] ?? [], pick).value;
+    const b = summarise(runsByKey[`drain-1name-${large}`]?.[variant.id] ?? [], pick).value;
+    runsByVariant[variant.id] = [a && b ? { ratio: b / a } : { error: 'a drain size did not run' }];
+  }
+  return summariseScenario(scenario, runsByVariant, variants);
+}
+
+function gitCommit() {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim();
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Run the bench. Options: `smoke` (tiny sizes), `browsers` (['chromium'], 'firefox'), `only` (scenario
+ * numbers or keys), `repeat` (overrides the sizes'), `log` (progress lines).
+ * Returns { meta, browsers: { [name]: { version, summaries, runs } } }.
+ */
+export async function runBench({ smoke = false, browsers = ['chromium'], only = [], repeat, log = () => {} } = {}) {
+  const sizes = { ...(smoke ? smokeSizes : fullSizes) };
+  if (repeat !== undefined) sizes.repeat = repeat;
+  const scenarios = allScenarios(sizes).filter((s) => selected(s, only));
+  const server = await startServer();
+  const results = {
+    meta: {
+      date: new Date().toISOString(),
+      smoke,
+      commit: gitCommit(),
+      node: process.version,
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model,
+      loadAverageAtStart: os.loadavg(),
+      sizes,
+    },
+    browsers: {},
+  };
+  try {
+    for (const browserName of browsers) {
+      const driver = await drivers[browserName]();
+      const browser = await driver.launch();
+      const ctx = { browser, port: server.port, reuseTabs: smoke };
+      const runsByKey = {};
+      try {
+        for (const scenario of scenarios) {
+          const runsByVariant = Object.fromEntries(variants.map((v) => [v.id, []]));
+          runsByKey[scenario.key] = runsByVariant;
+          if (scenario.requires && !browser[scenario.requires]) {
+            for (const v of variants) runsByVariant[v.id].push({ error: `not drivable in ${browserName}` });
+            continue;
+          }
+          if (scenario.crossTab) await closeKeptTabs(ctx); // cross-tab scenarios start with their own tabs only
+          const timeoutMs = sizes.timeoutMs[scenario.key] ?? sizes.timeoutMs.default;
+          const repeats = scenario.key === 'load' || scenario.key === 'idle' ? 1 : sizes.repeat;
+          for (let rep = 0; rep < repeats; rep++) {
+            for (const variant of variants) {
+              const started = performance.now();
+              let run;
+              try {
+                run = await withTimeout(scenario.run(ctx, variant, timeoutMs), timeoutMs + 15_000, `${scenario.key} ${variant.id}`);
+              } catch (e) {
+                run = { error: e.message.split('\n')[0] };
+              }
+              runsByVariant[variant.id].push(run);
+              const seconds = ((performance.now() - started) / 1000).toFixed(1);
+              log(`${browserName} ${scenario.number} ${scenario.key} ${variant.id} #${rep + 1}: ${run.error ? `ERROR ${run.error}` : 'ok'} (${seconds} s)`);
+            }
+          }
+        }
+      } finally {
+        await browser.close();
+      }
+      const summaries = scenarios.map((s) => summariseScenario(s, runsByKey[s.key], variants));
+      if (runsByKey[`drain-1name-${sizes.growth[0]}`] && runsByKey[`drain-1name-${sizes.growth.at(-1)}`]) {
+        const at = summaries.findLastIndex((s) => s.number === '3');
+        summaries.splice(at + 1, 0, growthSummary(sizes, runsByKey));
+      }
+      results.browsers[browserName] = { version: browser.version, summaries, runs: runsByKey };
+    }
+  } finally {
+    await server.close();
+  }
+  results.meta.loadAverageAtEnd = os.loadavg();
+  return results;
+}

@@ -1,0 +1,172 @@
+// Scenarios measured in one tab (issue 6 numbering): 1 uncontended, 2 ifAvailable misses, 3 queue
+// drain, 4 shared fan-out, 5 query, 9 load, 10 idle. Each `run` opens a fresh tab of the variant, calls
+// the in-page half (bench/pages/scenarios.js) and returns its numbers; the caller bounds it in time.
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { repoRoot } from '../../tests/e2e/server.mjs';
+import { openReady, sleep, withTab, withTabs } from './tabs.mjs';
+
+/** Run in-page scenario `scenario` with `args` in a fresh tab. */
+function inPage(scenario, args) {
+  return (ctx, variant, timeoutMs) =>
+    withTab(ctx, variant, timeoutMs, (tab) => tab.evaluate(([s, a]) => bench.scenarios[s](a), [scenario, args]));
+}
+
+export function singleContextScenarios(sizes) {
+  const drains = [
+    { key: 'drain-1name', title: `${sizes.drain.toLocaleString('en')} requests queued on one name`, n: sizes.drain, names: 1 },
+    {
+      key: 'drain-many',
+      title: `${sizes.drain.toLocaleString('en')} requests over ${sizes.drainNames.toLocaleString('en')} names`,
+      n: sizes.drain,
+      names: sizes.drainNames,
+    },
+    ...sizes.growth.map((n) => ({ key: `drain-1name-${n}`, title: `${n.toLocaleString('en')} requests on one name`, n, names: 1 })),
+  ];
+  return [
+    {
+      number: '1',
+      key: 'uncontended',
+      title: `uncontended request/release, sequential (N = ${sizes.uncontended.toLocaleString('en')})`,
+      run: inPage('uncontended', { n: sizes.uncontended, budgetMs: sizes.loopBudgetMs }),
+      metrics: [{ label: 'cycles/s', better: 'higher', pick: (r) => r.opsPerSec, target: { ratio: 5 } }],
+      checks: [{ label: 'loop cut short by the time bound', pick: (r) => (r.complete ? 0 : 1) }],
+    },
+    {
+      number: '2',
+      key: 'ifavailable',
+      title: `ifAvailable misses while held (N = ${sizes.ifAvailable.toLocaleString('en')})`,
+      run: inPage('ifAvailableMisses', { n: sizes.ifAvailable, budgetMs: sizes.loopBudgetMs }),
+      metrics: [{ label: 'misses/s', better: 'higher', pick: (r) => r.opsPerSec, target: { ratio: 5 } }],
+      checks: [{ label: 'granted although held', pick: (r) => r.wronglyGranted }],
+    },
+    ...drains.map((d) => ({
+      number: '3',
+      key: d.key,
+      title: `queue drain: ${d.title}`,
+      run: inPage('drain', { n: d.n, names: d.names, measureMemory: true }),
+      metrics: [
+        { label: 'requests/s', better: 'higher', pick: (r) => r.requestsPerSec, target: { ratio: 5 } },
+        { label: 'µs/request', better: 'lower', pick: (r) => r.usPerRequest },
+        ...(d.names === 1
+          ? [{ label: 'heap bytes/pending request', better: 'lower', pick: (r) => r.memory?.bytesPerRequest, digits: 0 }]
+          : []),
+      ],
+    })),
+    {
+      number: '4',
+      key: 'fanout',
+      title: `shared fan-out: ${sizes.fanOut.toLocaleString('en')} shared holders, then an exclusive waiter`,
+      run: inPage('sharedFanOut', { n: sizes.fanOut }),
+      metrics: [
+        { label: 'fan-outs/s (all shared granted, released, exclusive granted)', better: 'higher', pick: (r) => 1000 / r.totalMs, target: { ratio: 5 } },
+        { label: 'shared grants/s', better: 'higher', pick: (r) => r.sharedGrantsPerSec },
+        { label: 'ms from release to exclusive grant', better: 'lower', pick: (r) => r.releaseToExclusiveMs },
+      ],
+    },
+    {
+      number: '5',
+      key: 'query',
+      title: `query() with ${sizes.queryHeld.toLocaleString('en')} held and ${sizes.queryPending.toLocaleString('en')} pending`,
+      run: inPage('query', { held: sizes.queryHeld, pending: sizes.queryPending, iterations: sizes.queryIterations, budgetMs: sizes.loopBudgetMs }),
+      metrics: [{ label: 'queries/s', better: 'higher', pick: (r) => r.queriesPerSec, target: { ratio: 5 } }],
+      checks: [
+        {
+          label: 'snapshot sizes wrong',
+          pick: (r) => (r.seen.held === sizes.queryHeld && r.seen.pending === sizes.queryPending ? 0 : 1),
+        },
+      ],
+    },
+  ];
+}
+
+/** Raw and gzip -9 bytes of the library files a page loaded (everything but the bench harness). */
+function libraryBytes(resources) {
+  let raw = 0;
+  let gzip = 0;
+  const files = [];
+  for (const pathname of new Set(resources)) {
+    if (pathname.startsWith('/bench/')) continue;
+    const data = fs.readFileSync(path.join(repoRoot, pathname));
+    raw += data.length;
+    gzip += zlib.gzipSync(data, { level: 9 }).length;
+    files.push(pathname);
+  }
+  return { raw, gzip, files };
+}
+
+export function loadScenario(sizes) {
+  return {
+    number: '9',
+    key: 'load',
+    title: `load: navigation to first usable navigator.locks and to first grant (median of ${sizes.loads} loads)`,
+    async run(ctx, variant) {
+      const loads = [];
+      for (let i = 0; i < sizes.loads; i++) {
+        const tab = await openReady(ctx, variant);
+        loads.push(tab.ready);
+        await tab.close();
+      }
+      const median = (key) => medianOf(loads.map((l) => l[key]));
+      return { usableMs: median('usableMs'), firstGrantMs: median('firstGrantMs'), bytes: libraryBytes(loads[0].resources), loads };
+    },
+    metrics: [
+      { label: 'ms to usable API', better: 'lower', pick: (r) => r.usableMs },
+      { label: 'ms to first grant', better: 'lower', pick: (r) => r.firstGrantMs },
+      { label: 'library bytes loaded (raw)', better: 'lower', pick: (r) => r.bytes.raw, digits: 0, noRatio: true },
+      {
+        label: 'library bytes loaded (gzip -9)',
+        better: 'lower',
+        pick: (r) => r.bytes.gzip,
+        digits: 0,
+        noRatio: true,
+        target: { atMost: 40_000, unit: ' B (classic build)', variants: ['polyfill'] }, // issue 6; scripts/sizes.mjs's budget
+      },
+    ],
+  };
+}
+
+const activityKinds = ['timersScheduled', 'timersFired', 'messagesPosted', 'storageWrites'];
+const activityTotal = (counts) => activityKinds.reduce((sum, kind) => sum + counts[kind], 0);
+
+export function idleScenario(sizes) {
+  return {
+    number: '10',
+    key: 'idle',
+    title: `idle: timers, messages, storage writes over ${sizes.idleMs / 1000} s with nothing held or pending`,
+    async run(ctx, variant, timeoutMs) {
+      // Always a fresh tab: "after load" means right after the page loaded.
+      return withTabs(ctx, variant, 1, timeoutMs, async ([tab]) => {
+        const quietFor = async () => {
+          await tab.evaluate(() => bench.resetCounts());
+          await sleep(sizes.idleMs);
+          return tab.evaluate(() => bench.counts());
+        };
+        const afterLoad = await quietFor();
+        await tab.evaluate(() => bench.resetCounts());
+        const burstResult = await tab.evaluate((n) => bench.scenarios.burst({ n }), sizes.burst);
+        const duringBurst = await tab.evaluate(() => bench.counts());
+        const afterBurst = await quietFor();
+        return { afterLoad, burstResult, duringBurst, afterBurst };
+      });
+    },
+    metrics: [
+      { label: 'activity after load (timers + messages + writes)', better: 'lower', pick: (r) => activityTotal(r.afterLoad), digits: 0, noRatio: true },
+      { label: 'activity after a burst', better: 'lower', pick: (r) => activityTotal(r.afterBurst), digits: 0, noRatio: true },
+      { label: 'messages posted during the burst (instrumentation works)', better: 'lower', pick: (r) => r.duringBurst.messagesPosted, digits: 0, noRatio: true },
+    ],
+    checks: [
+      { label: 'idle activity after load', pick: (r) => activityTotal(r.afterLoad) },
+      { label: 'idle activity after a burst', pick: (r) => activityTotal(r.afterBurst) },
+      { label: 'locks left after the burst', pick: (r) => r.burstResult.left },
+    ],
+  };
+}
+
+export function medianOf(values) {
+  const sorted = values.filter((v) => typeof v === 'number' && Number.isFinite(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return null;
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}

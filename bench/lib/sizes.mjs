@@ -1,0 +1,50 @@
+// Scenario sizes and time bounds: the full bench (issue 6's sizes) and the smoke run (tiny sizes, every
+// scenario once, for tests/e2e/bench_smoke.test.mjs).
+
+export const fullSizes = {
+  repeat: 3, // each scenario, variants interleaved; the table shows medians
+  loopBudgetMs: 30_000, // scenarios 1, 2, 5 stop their loop after this (reported as incomplete)
+  uncontended: 5_000,
+  ifAvailable: 5_000,
+  drain: 10_000,
+  drainNames: 1_000,
+  growth: [1_000, 100_000],
+  fanOut: 1_000,
+  queryHeld: 1_000,
+  queryPending: 1_000,
+  queryIterations: 50,
+  loads: 10,
+  idleMs: 10_000,
+  burst: 200,
+  turns: 200,
+  pendingVisibleMs: 2_000,
+  contentionTabs: [4, 8],
+  contentionMs: 3_000,
+  settleMs: 300,
+  recoveryTimeoutMs: 5_000,
+  timeoutMs: { default: 60_000, 'drain-1name-100000': 240_000, idle: 90_000, load: 120_000 },
+};
+
+export const smokeSizes = {
+  repeat: 1,
+  loopBudgetMs: 5_000,
+  uncontended: 30,
+  ifAvailable: 30,
+  drain: 50,
+  drainNames: 5,
+  growth: [20, 200],
+  fanOut: 20,
+  queryHeld: 10,
+  queryPending: 10,
+  queryIterations: 3,
+  loads: 1,
+  idleMs: 1_000,
+  burst: 20,
+  turns: 20,
+  pendingVisibleMs: 300,
+  contentionTabs: [2, 4], // fewer tabs than the full 4 and 8: opening tabs dominates the smoke run's time
+  contentionMs: 300,
+  settleMs: 100,
+  recoveryTimeoutMs: 3_000,
+  timeoutMs: { default: 20_000 },
+};

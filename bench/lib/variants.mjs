@@ -1,0 +1,18 @@
+// The three things measured side by side: the browser's native navigator.locks, weblocks as a polyfill
+// (classic script on a plain-http origin, where the browser has no native API), and weblocks as a
+// ponyfill (the ESM package's `locks` object beside the native API, on a secure origin).
+
+/** The host name the browsers resolve to 127.0.0.1, so pages there are plain http (not a secure context). */
+export const plainHttpHost = 'weblocks.test';
+
+export const variants = [
+  { id: 'native', label: 'native', page: 'bench/pages/native.html', secure: true },
+  { id: 'polyfill', label: 'weblocks polyfill', page: 'bench/pages/polyfill.html', secure: false },
+  { id: 'ponyfill', label: 'weblocks ponyfill', page: 'bench/pages/ponyfill.html', secure: true },
+];
+
+/** The URL of `path` for a variant: 127.0.0.1 for secure variants, the plain-http host otherwise. */
+export function urlFor(variant, port, path = variant.page) {
+  const host = variant.secure ? '127.0.0.1' : plainHttpHost;
+  return `http://${host}:${port}/${path}`;
+}

@@ -1,0 +1,373 @@
+// The in-page half of the benchmark scenarios (docs/BENCH.md): each scenario is a function of
+// `bench.locks` (the native `navigator.locks`, the polyfill's, or the ponyfill's `locks`), called by the
+// Node harness through page.evaluate, returning plain numbers. Loaded after instrument.js and before the
+// lock library, so it may only define functions here. Time: `performance.now()` (coarsened by the
+// browser to 100 µs without cross-origin isolation, so single operations are never timed alone);
+// cross-tab times are epoch milliseconds (`timeOrigin + now()`), comparable between tabs.
+'use strict';
+(() => {
+  const bench = self.bench;
+  const now = () => performance.now();
+  const epochNow = () => performance.timeOrigin + performance.now();
+  const SHARED = Object.freeze({ mode: 'shared' });
+  const IF_AVAILABLE = Object.freeze({ ifAvailable: true });
+  const noop = () => {};
+  const runId = Math.random().toString(36).slice(2, 10);
+  let nextName = 0;
+  /** A lock name no other run, tab or scenario uses (native locks are shared by the whole origin). */
+  const uniqueName = (label) => `bench-${label}-${runId}-${nextName++}`;
+
+  let locks = null;
+
+  /** A promise and its resolve function. */
+  function deferred() {
+    let resolve;
+    const promise = new Promise((r) => (resolve = r));
+    return { promise, resolve };
+  }
+
+  /**
+   * Called by the page right after the library: `lockManager` is usable from here on ("navigation to
+   * first usable navigator.locks"); its first grant is timed too (scenario 9).
+   */
+  bench.start = (lockManager, ready, variant) => {
+    bench.usableAt = now();
+    bench.variant = variant;
+    bench.locks = locks = lockManager;
+    bench.firstGrant = lockManager.request(uniqueName('load'), () => {
+      bench.firstGrantAt = now();
+    });
+    bench.ready = Promise.all([ready, bench.firstGrant]).then(() => ({
+      variant,
+      secureContext: self.isSecureContext,
+      usableMs: bench.usableAt,
+      firstGrantMs: bench.firstGrantAt,
+      resources: performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname),
+    }));
+  };
+
+  /** Page heap after a full GC (Chromium with --expose-gc and --enable-precise-memory-info) plus wasm memory. */
+  function memoryNow() {
+    if (typeof self.gc === 'function') self.gc();
+    return { jsHeap: performance.memory?.usedJSHeapSize ?? null, wasm: bench.wasmMemoryBytes() };
+  }
+
+  /**
+   * A round trip through the lock manager: everything this context requested before is queued there
+   * once it resolves (requests from one context are handled in order).
+   */
+  function lockManagerRoundTrip() {
+    return locks.request(uniqueName('sync'), noop);
+  }
+
+  /** Hold an exclusive lock on each of `names` until `release()`; resolves once all are granted. */
+  async function holdAll(names, options = {}) {
+    const released = deferred();
+    const grants = [];
+    const done = names.map((name) => {
+      const granted = deferred();
+      grants.push(granted.promise);
+      return locks.request(name, options, () => {
+        granted.resolve();
+        return released.promise;
+      });
+    });
+    await Promise.all(grants);
+    return {
+      release() {
+        released.resolve();
+        return Promise.all(done);
+      },
+    };
+  }
+
+  bench.scenarios = {
+    /** 1. Uncontended sequential request/release cycles on one name. */
+    async uncontended({ n, budgetMs, warmup = 50 }) {
+      const name = uniqueName('uncontended');
+      for (let i = 0; i < warmup; i++) await locks.request(name, noop);
+      const deadline = now() + budgetMs;
+      const t0 = now();
+      let done = 0;
+      while (done < n) {
+        await locks.request(name, noop);
+        done++;
+        if (now() > deadline) break;
+      }
+      const ms = now() - t0;
+      return { n: done, complete: done === n, ms, opsPerSec: (done / ms) * 1000 };
+    },
+
+    /** 2. `ifAvailable` requests that miss because another request holds the name. */
+    async ifAvailableMisses({ n, budgetMs, warmup = 50 }) {
+      const name = uniqueName('ifavailable');
+      const holder = await holdAll([name]);
+      let granted = 0;
+      const callback = (lock) => {
+        if (lock !== null) granted++;
+      };
+      for (let i = 0; i < warmup; i++) await locks.request(name, IF_AVAILABLE, callback);
+      const deadline = now() + budgetMs;
+      const t0 = now();
+      let done = 0;
+      while (done < n) {
+        await locks.request(name, IF_AVAILABLE, callback);
+        done++;
+        if (now() > deadline) break;
+      }
+      const ms = now() - t0;
+      await holder.release();
+      return { n: done, complete: done === n, ms, opsPerSec: (done / ms) * 1000, wronglyGranted: granted };
+    },
+
+    /**
+     * 3. Queue drain: `n` requests queued behind blockers on `names` names, then the blockers are
+     * released and the queue drains. Memory per pending request is read while all `n` are queued.
+     */
+    async drain({ n, names, measureMemory }) {
+      const base = uniqueName('drain');
+      const nameList = Array.from({ length: names }, (_, i) => `${base}-${i}`);
+      const blockers = await holdAll(nameList);
+      const before = measureMemory ? memoryNow() : null;
+      const t0 = now();
+      const requests = new Array(n);
+      for (let i = 0; i < n; i++) requests[i] = locks.request(nameList[i % names], noop);
+      const t1 = now();
+      const queued = measureMemory ? memoryNow() : null;
+      const t2 = now();
+      await blockers.release();
+      await Promise.all(requests);
+      const t3 = now();
+      const totalMs = t1 - t0 + (t3 - t2);
+      const memory = measureMemory
+        ? {
+            jsHeapBytes: before.jsHeap === null ? null : queued.jsHeap - before.jsHeap,
+            wasmBytes: queued.wasm - before.wasm,
+            wasmTotalBytes: queued.wasm,
+            bytesPerRequest: before.jsHeap === null ? null : (queued.jsHeap - before.jsHeap + queued.wasm - before.wasm) / n,
+          }
+        : null;
+      return {
+        n,
+        names,
+        enqueueMs: t1 - t0,
+        drainMs: t3 - t2,
+        totalMs,
+        usPerRequest: (totalMs * 1000) / n,
+        requestsPerSec: (n / totalMs) * 1000,
+        memory,
+      };
+    },
+
+    /** 4. Shared fan-out: `n` shared holders granted, an exclusive waiter queued, then all released. */
+    async sharedFanOut({ n }) {
+      const name = uniqueName('fanout');
+      const released = deferred();
+      const allGranted = deferred();
+      let grantedCount = 0;
+      const shared = () => {
+        if (++grantedCount === n) allGranted.resolve();
+        return released.promise;
+      };
+      const t0 = now();
+      const holders = [];
+      for (let i = 0; i < n; i++) holders.push(locks.request(name, SHARED, shared));
+      await allGranted.promise;
+      const t1 = now();
+      let exclusiveAt = 0;
+      const exclusive = locks.request(name, () => {
+        exclusiveAt = now();
+      });
+      await lockManagerRoundTrip(); // the exclusive request is queued behind the shared holders
+      const t2 = now();
+      released.resolve();
+      await exclusive;
+      await Promise.all(holders);
+      return {
+        n,
+        grantAllSharedMs: t1 - t0,
+        sharedGrantsPerSec: (n / (t1 - t0)) * 1000,
+        releaseToExclusiveMs: exclusiveAt - t2,
+        totalMs: t1 - t0 + (exclusiveAt - t2),
+      };
+    },
+
+    /** 5. query() while `held` locks are held and `pending` requests wait (one of each per name). */
+    async query({ held, pending, iterations, budgetMs }) {
+      const base = uniqueName('query');
+      const names = Array.from({ length: held }, (_, i) => `${base}-${i}`);
+      const holders = await holdAll(names);
+      const waiters = [];
+      for (let i = 0; i < pending; i++) waiters.push(locks.request(names[i % held], noop));
+      await lockManagerRoundTrip();
+      const deadline = now() + budgetMs;
+      let snapshot = await locks.query(); // warm-up, and the sizes check
+      const t0 = now();
+      let done = 0;
+      while (done < iterations) {
+        snapshot = await locks.query();
+        done++;
+        if (now() > deadline) break;
+      }
+      const ms = now() - t0;
+      const mine = (list) => list.filter((info) => info.name.startsWith(base)).length;
+      const seen = { held: mine(snapshot.held), pending: mine(snapshot.pending) };
+      await holders.release();
+      await Promise.all(waiters);
+      return { iterations: done, ms, msPerQuery: ms / done, queriesPerSec: (done / ms) * 1000, seen };
+    },
+
+    /** 10. A burst of every kind of call, ending with nothing held or pending. */
+    async burst({ n }) {
+      await bench.scenarios.uncontended({ n, budgetMs: 10_000, warmup: 0 });
+      await bench.scenarios.ifAvailableMisses({ n, budgetMs: 10_000, warmup: 0 });
+      await bench.scenarios.drain({ n, names: 3, measureMemory: false });
+      await bench.scenarios.sharedFanOut({ n });
+      await bench.scenarios.query({ held: 3, pending: 3, iterations: 3, budgetMs: 10_000 });
+      const name = uniqueName('burst');
+      const holder = await holdAll([name]);
+      const controller = new AbortController();
+      const aborted = locks.request(name, { signal: controller.signal }, noop).catch((e) => e.name);
+      controller.abort();
+      const stolen = holder.release().catch((e) => e.name);
+      await locks.request(name, { steal: true }, noop);
+      const snapshot = await locks.query();
+      const left = [...snapshot.held, ...snapshot.pending].filter((info) => info.name.startsWith('bench-')).length;
+      return { aborted: await aborted, stolen: await Promise.race([stolen, 'not stolen']), left };
+    },
+  };
+
+  // ---------------------------------------------------------------------------------------------
+  // Cross-tab scenarios (6, 7, 8): each tab runs its half; the Node harness merges what they return.
+
+  /** An RPC port to the referee SharedWorker (referee_worker.js) named `name`. */
+  function referee(name) {
+    const port = new SharedWorker('/bench/pages/referee_worker.js', { name }).port;
+    const waiting = new Map();
+    let nextCall = 0;
+    port.onmessage = (event) => {
+      const { call, result } = event.data;
+      waiting.get(call)(result);
+      waiting.delete(call);
+    };
+    return (op, arg) =>
+      new Promise((resolve) => {
+        const call = nextCall++;
+        waiting.set(call, resolve);
+        port.postMessage({ call, op, arg });
+      });
+  }
+
+  let held = null; // the lock this tab holds for the harness (holdFirst / holdForever)
+  let waiter = null; // the waiter of scenario 8
+
+  bench.cross = {
+    epochNow,
+
+    /** Request `name` and hold it until `releaseHeld()`; resolves when granted. */
+    async holdFirst(name) {
+      const granted = deferred();
+      const released = deferred();
+      const done = locks.request(name, () => {
+        granted.resolve(epochNow());
+        return released.promise;
+      });
+      held = { released, done };
+      return granted.promise;
+    },
+
+    /** Holder: poll query() until another client's request for `name` is pending (bounded). */
+    async waitForOtherPending(name, timeoutMs) {
+      const deadline = now() + timeoutMs;
+      while (now() < deadline) {
+        const { held: heldInfos, pending } = await locks.query();
+        const mine = heldInfos.find((info) => info.name === name)?.clientId;
+        if (pending.some((info) => info.name === name && info.clientId !== mine)) return true;
+      }
+      return false;
+    },
+
+    /**
+     * 6. Ping-pong: `turns` grants of `name` in this tab. Each grant queues this tab's next request
+     * before releasing, so with another tab doing the same the lock alternates without polling.
+     * `holding`: this tab holds `name` from holdFirst, and the other tab's request is already queued.
+     */
+    pingPong({ name, turns, holding, budgetMs }) {
+      const deadline = now() + budgetMs;
+      const intervals = [];
+      const finished = deferred();
+      let outstanding = 0;
+      const turn = () => {
+        const grantedAt = epochNow();
+        if (intervals.length + 1 < turns && now() < deadline) request();
+        intervals.push([grantedAt, epochNow()]);
+      };
+      const request = () => {
+        outstanding++;
+        locks.request(name, turn).then(
+          () => {
+            if (--outstanding === 0) finished.resolve();
+          },
+          (e) => finished.resolve(String(e)),
+        );
+      };
+      request();
+      if (holding) held.released.resolve();
+      return finished.promise.then((error) => ({ intervals, error: error ?? null }));
+    },
+
+    /**
+     * 7. Contention: until `endEpoch`, take `name` and do a read-modify-write of the referee's counter
+     * with awaits inside the callback; the referee counts overlapping critical sections.
+     */
+    async contend({ name, refereeName, tab, startEpoch, endEpoch }) {
+      const call = referee(refereeName);
+      await call('hello', tab);
+      const wait = bench.original.setTimeout ?? setTimeout;
+      while (epochNow() < startEpoch) await new Promise((r) => wait(r, Math.max(0, startEpoch - epochNow())));
+      let ops = 0;
+      const startedAt = epochNow();
+      const critical = async () => {
+        const value = await call('enter', tab);
+        await call('exit', { tab, value: value + 1 });
+      };
+      while (epochNow() < endEpoch) {
+        await locks.request(name, critical);
+        ops++;
+      }
+      return { ops, startedAt, endedAt: epochNow() };
+    },
+
+    /** The referee's totals (any tab of the run may ask). */
+    refereeStats(refereeName) {
+      return referee(refereeName)('stats');
+    },
+
+    /** 8. The holder: take `name` and never release it. Resolves when granted. */
+    holdForever(name) {
+      return new Promise((resolve) => {
+        locks.request(name, () => {
+          resolve(epochNow());
+          return new Promise(noop);
+        });
+      });
+    },
+
+    /** 8. The waiter: request `name`; `waiterGranted()` resolves with the grant time. */
+    startWaiter(name) {
+      const granted = deferred();
+      waiter = { granted: granted.promise, grantedAt: null };
+      locks.request(name, () => {
+        waiter.grantedAt = epochNow();
+        granted.resolve(waiter.grantedAt);
+      });
+      return true;
+    },
+    waiterGrantedAt() {
+      return waiter.grantedAt;
+    },
+    waiterGranted() {
+      return waiter.granted;
+    },
+  };
+})();

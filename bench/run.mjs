@@ -1,0 +1,56 @@
+// `npm run bench`: build the release package, then measure native navigator.locks, the weblocks polyfill
+// and the weblocks ponyfill side by side in headless Chromium (and Firefox with --firefox), print a
+// markdown table and write the figures to bench-results/ as JSON. See docs/BENCH.md.
+//
+//   node bench/run.mjs [--smoke] [--no-build] [--firefox | --browsers=chromium,firefox]
+//                      [--only=1,3,pingpong-two] [--repeat=N] [--out=FILE]
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { repoRoot } from '../tests/e2e/server.mjs';
+import { runBench } from './lib/bench.mjs';
+import { markdownTable } from './lib/report.mjs';
+import { variants } from './lib/variants.mjs';
+import { weblocksCoordinatesAcrossTabs } from './lib/expectations.mjs';
+
+function option(name) {
+  const arg = process.argv.find((a) => a === `--${name}` || a.startsWith(`--${name}=`));
+  if (arg === undefined) return undefined;
+  return arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : true;
+}
+
+const smoke = option('smoke') === true;
+let browsers = option('browsers')?.split(',') ?? ['chromium'];
+if (option('firefox') === true) browsers = ['chromium', 'firefox'];
+const only = option('only')?.split(',') ?? [];
+const repeat = option('repeat') !== undefined ? Number(option('repeat')) : undefined;
+
+if (option('no-build') !== true) {
+  const build = spawnSync('npm', ['run', 'build'], { cwd: repoRoot, stdio: 'inherit' });
+  if (build.status !== 0) {
+    console.error('bench: the build failed');
+    process.exit(1);
+  }
+}
+
+const started = performance.now();
+const results = await runBench({ smoke, browsers, only, repeat, log: (line) => console.error(`bench: ${line}`) });
+const minutes = ((performance.now() - started) / 60_000).toFixed(1);
+
+for (const [browserName, result] of Object.entries(results.browsers)) {
+  console.log(`\n## ${browserName} ${result.version}, ${results.meta.date.slice(0, 10)} (${smoke ? 'smoke sizes' : `median of ${results.meta.sizes.repeat} runs`})\n`);
+  console.log(markdownTable(result.summaries, variants));
+}
+console.log(
+  `\nRatios are weblocks ÷ native (↑: higher is better, ↓: lower is better). ${minutes} min; load average ${results.meta.loadAverageAtStart
+    .map((l) => l.toFixed(1))
+    .join(' ')} at start, ${results.meta.loadAverageAtEnd.map((l) => l.toFixed(1)).join(' ')} at end.`,
+);
+if (!weblocksCoordinatesAcrossTabs) {
+  console.log('Cross-tab rows (6, 7, 8): weblocks does not coordinate across tabs yet (issue 3); its failures there are expected.');
+}
+
+const out = typeof option('out') === 'string' ? option('out') : path.join(repoRoot, 'bench-results', `${smoke ? 'smoke' : 'bench'}-${results.meta.date.replace(/[:.]/g, '-')}.json`);
+fs.mkdirSync(path.dirname(out), { recursive: true });
+fs.writeFileSync(out, JSON.stringify(results, null, 1));
+console.log(`\nJSON: ${path.relative(process.cwd(), out)}`);
