@@ -19,6 +19,7 @@ function whatThePageIs() {
   const weblocksLoaded = typeof weblocks === 'object';
   return {
     secure: self.isSecureContext,
+    hasLockManager: typeof bench.locks?.request === 'function',
     measuresNavigatorLocks: bench.locks === navigator.locks,
     navigatorLocksIsWeblocks: weblocksLoaded && navigator.locks === weblocks.locks,
     // The ESM ponyfill defines no global: its object is simply not the browser's LockManager.
@@ -27,9 +28,9 @@ function whatThePageIs() {
 }
 
 const expectedPage = {
-  native: { secure: true, measuresNavigatorLocks: true, navigatorLocksIsWeblocks: false, measuresNativeObject: true },
-  polyfill: { secure: false, measuresNavigatorLocks: true, navigatorLocksIsWeblocks: true, measuresNativeObject: false },
-  ponyfill: { secure: true, measuresNavigatorLocks: false, navigatorLocksIsWeblocks: false, measuresNativeObject: false },
+  native: { hasLockManager: true, secure: true, measuresNavigatorLocks: true, navigatorLocksIsWeblocks: false, measuresNativeObject: true },
+  polyfill: { hasLockManager: true, secure: false, measuresNavigatorLocks: true, navigatorLocksIsWeblocks: true, measuresNativeObject: false },
+  ponyfill: { hasLockManager: true, secure: true, measuresNavigatorLocks: false, navigatorLocksIsWeblocks: false, measuresNativeObject: false },
 };
 
 /**
@@ -39,7 +40,11 @@ const expectedPage = {
 export async function openReady(ctx, variant, { timeoutMs = 30_000 } = {}) {
   const tab = await withTimeout(ctx.browser.newTab(urlFor(variant, ctx.port)), timeoutMs, `${variant.id}: open`);
   try {
-    tab.ready = await withTimeout(tab.evaluate(() => bench.ready), timeoutMs, `${variant.id}: page ready`);
+    try {
+      tab.ready = await withTimeout(tab.evaluate(() => bench.ready), timeoutMs, `${variant.id}: page ready`);
+    } catch (e) {
+      throw new Error(`${e.message}${tab.errors.length ? ` (page errors: ${tab.errors.join('; ')})` : ''}`);
+    }
     const is = await tab.evaluate(whatThePageIs);
     for (const [key, value] of Object.entries(expectedPage[variant.id])) {
       if (is[key] !== value) throw new Error(`${variant.id} page is not what it should be: ${key} = ${is[key]} (${JSON.stringify(is)})`);

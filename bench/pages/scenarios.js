@@ -30,6 +30,9 @@
    * Called by the page right after the library: `lockManager` is usable from here on ("navigation to
    * first usable navigator.locks"); its first grant is timed too (scenario 9).
    */
+  const started = deferred();
+  /** Settles once the page has started its lock API and got a first grant (never, if it did not start). */
+  bench.ready = started.promise;
   bench.start = (lockManager, ready, variant) => {
     bench.usableAt = now();
     bench.variant = variant;
@@ -37,13 +40,15 @@
     bench.firstGrant = lockManager.request(uniqueName('load'), () => {
       bench.firstGrantAt = now();
     });
-    bench.ready = Promise.all([ready, bench.firstGrant]).then(() => ({
-      variant,
-      secureContext: self.isSecureContext,
-      usableMs: bench.usableAt,
-      firstGrantMs: bench.firstGrantAt,
-      resources: performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname),
-    }));
+    started.resolve(
+      Promise.all([ready, bench.firstGrant]).then(() => ({
+        variant,
+        secureContext: self.isSecureContext,
+        usableMs: bench.usableAt,
+        firstGrantMs: bench.firstGrantAt,
+        resources: performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname),
+      })),
+    );
   };
 
   /** Page heap after a full GC (Chromium with --expose-gc and --enable-precise-memory-info) plus wasm memory. */
