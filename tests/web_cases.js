@@ -996,12 +996,26 @@ export async function signal_that_is_not_an_abort_signal_rejects_type_error(env)
 }
 
 export async function non_callable_callback_rejects_type_error(env) {
+  // The name is held throughout, so a request that got past validation would wait in the queue rather
+  // than fail later when its "callback" is called: the TypeError must come from request() itself.
   const { locks } = newApi(env);
+  const name = freshName('cb');
+  const holder = hold(locks, name);
+  await holder.granted;
   for (const cb of [{}, null, undefined, 'callback', 5]) {
-    await expectTypeError(`request(name, ${describe(cb)})`, () => locks.request(freshName('cb'), cb));
-    await expectTypeError(`request(name, {}, ${describe(cb)})`, () => locks.request(freshName('cb'), {}, cb));
+    for (const [label, makeRequest] of [
+      [`request(name, ${describe(cb)})`, () => locks.request(name, cb)],
+      [`request(name, {}, ${describe(cb)})`, () => locks.request(name, {}, cb)],
+    ]) {
+      const p = call(label, makeRequest);
+      eq(await stateAfterQuiet(p), 'rejected', `${label} while the name is held`);
+      await expectTypeError(label, () => p);
+    }
   }
-  eq((await locks.query()).pending.length + (await locks.query()).held.length, 0, 'requests left behind');
+  const snapshot = await locks.query();
+  eq(snapshot.pending.length, 0, 'requests queued by the rejected calls');
+  eq(snapshot.held.length, 1, 'held locks');
+  holder.release();
 }
 
 export async function too_few_arguments_reject_type_error(env) {
