@@ -12,9 +12,9 @@
 //   }
 //
 // A store rejects with an object whose `name` is 'LockError' and whose `code` is one of LOCK_ERROR_CODES;
-// anything else it throws becomes a LockError with code 'StorageError'. The default store is the wasm
-// `IndexedDbLeaseStore` (src/wasm/lease_store.rs): one IndexedDB readwrite transaction per operation.
-import { IndexedDbLeaseStore } from '../pkg/weblocks.js';
+// anything else it throws becomes a LockError with code 'StorageError'. The default store keeps leases in
+// IndexedDB (lease_idb_store.js): one readwrite transaction per operation, decided by the Rust core.
+import { openIndexedDbLeaseStore } from './lease_idb_store.js';
 
 /** The ttl of `tryLock` without `ttlMs`: 5 minutes, as in the seed's implementation. */
 export const DEFAULT_TTL_MS = 5 * 60 * 1000;
@@ -139,6 +139,6 @@ export function createLeases(store) {
 export function createWasmLeases(whenWasmReady, { databaseName = DEFAULT_DATABASE_NAME } = {}) {
   return createLeases(async () => {
     await whenWasmReady();
-    return IndexedDbLeaseStore.open(databaseName);
+    return openIndexedDbLeaseStore(databaseName);
   });
 }

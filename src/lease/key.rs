@@ -63,9 +63,10 @@ pub fn check_positive_ms(what: &str, ms: f64) -> Result<f64, LeaseError> {
 /// Validate a ttl: positive, finite and at most [`MAX_TTL_MS`].
 pub fn check_ttl_ms(ttl_ms: f64) -> Result<f64, LeaseError> {
     if check_positive_ms("ttlMs", ttl_ms)? > MAX_TTL_MS {
-        return Err(LeaseError::InvalidArgument(format!(
-            "ttlMs must be at most {MAX_TTL_MS} ms (24 hours)"
-        )));
+        // A literal: formatting the f64 constant would pull float formatting into the wasm (~20 KB).
+        return Err(LeaseError::InvalidArgument(
+            "ttlMs must be at most 86400000 ms (24 hours)".into(),
+        ));
     }
     Ok(ttl_ms)
 }

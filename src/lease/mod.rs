@@ -15,8 +15,9 @@
 //! - [`operation`]: the four operations and their decisions; [`error`]: why one failed.
 //! - [`store`]: the [`LeaseStore`] seam, an in-memory store, and [`Leases`], which runs operations on a store.
 //!
-//! The IndexedDB store of the browser lives in the wasm edge (`src/wasm/lease_idb.rs`); it runs the same
-//! decisions inside one `readwrite` transaction per operation.
+//! In the browser, the wasm edge (`src/wasm/lease_operation.rs`) hands validated operations to the
+//! IndexedDB store (`js/lease_idb_store.js`), which calls [`Operation::decide`] inside one `readwrite`
+//! transaction per operation.
 
 pub mod error;
 pub mod key;

@@ -3,8 +3,9 @@
 //! A store only keeps rows; every decision is [`Operation::decide`]'s. The contract: while [`Leases::run`]
 //! reads a key, decides and writes, no other run may touch that key (one thread owns a `Leases`; a store
 //! shared between processes wraps each run in a transaction). The browser's IndexedDB store cannot
-//! implement this synchronous trait (its reads complete in callbacks), so the wasm edge runs the same
-//! read-decide-write steps inside one `readwrite` transaction instead (`src/wasm/lease_idb.rs`).
+//! implement this synchronous trait (its reads complete in callbacks), so `js/lease_idb_store.js` runs the
+//! same read-decide-write steps inside one `readwrite` transaction instead, calling
+//! [`Operation::decide`] through the wasm edge (`src/wasm/lease_operation.rs`).
 
 use std::collections::BTreeMap;
 

@@ -297,6 +297,14 @@ fn bad_arguments_are_rejected_before_the_store_is_touched() {
             "ttl {ttl}"
         );
     }
+    let too_long_ttl = l
+        .try_lock("Order", "1", MAX_TTL_MS + 1.0, token(1), T0)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        too_long_ttl.contains(&format!("at most {} ms", MAX_TTL_MS as u64)),
+        "{too_long_ttl}"
+    );
     let long = "x".repeat(MAX_KEY_PART_BYTES + 1);
     assert!(invalid(l.try_lock(&long, "1", 1000.0, token(1), T0)));
     assert!(invalid(l.try_lock("Order", &long, 1000.0, token(1), T0)));

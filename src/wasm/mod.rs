@@ -2,7 +2,6 @@
 //! Nothing here decides anything; see `docs/ARCHITECTURE.md` for the contract with `js/lock_api.js`.
 
 mod engine;
-mod lease_idb;
-mod lease_store;
+mod lease_operation;
 
 pub use engine::Engine;

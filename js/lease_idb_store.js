@@ -1,0 +1,118 @@
+// The default LeaseStore: leases kept in IndexedDB, the seed's `locks` table as an object store keyed by
+// [type, id]. Every operation is ONE readwrite transaction: read the record, let the Rust core decide
+// (`LeaseOperation.decide`, synchronous), and issue the write in the same success callback, with nothing
+// awaited in between (a transaction commits as soon as no request is pending, so an await there would let
+// another context in). IndexedDB serialises readwrite transactions on a store across every same-origin
+// window and worker: that gives the seed's "two users can never both insert". localStorage gives no such
+// guarantee. Works wherever `indexedDB` exists (windows, all workers).
+import { LeaseOperation, decideLeaseList } from '../pkg/weblocks.js';
+
+const OBJECT_STORE = 'leases';
+
+function storageError(message) {
+  return Object.assign(new Error(`lease storage failed: ${message}`), { name: 'LockError', code: 'StorageError' });
+}
+
+const describe = (domException, fallback) => (domException ? `${domException.name}: ${domException.message}` : fallback);
+
+/** Open (creating on first use) the lease database `name`; resolves with a LeaseStore. */
+export function openIndexedDbLeaseStore(name) {
+  return new Promise((resolve, reject) => {
+    if (typeof indexedDB === 'undefined') throw storageError('IndexedDB is not available in this context');
+    const request = indexedDB.open(name, 1);
+    request.onupgradeneeded = () => request.result.createObjectStore(OBJECT_STORE, { keyPath: ['type', 'id'] });
+    request.onerror = () => reject(storageError(describe(request.error, 'the lease database could not be opened')));
+    request.onsuccess = () => {
+      const db = request.result;
+      db.onversionchange = () => db.close(); // never block a future upgrade from another context
+      resolve(new IndexedDbLeaseStore(db));
+    };
+  });
+}
+
+class IndexedDbLeaseStore {
+  #db;
+
+  constructor(db) {
+    this.#db = db;
+  }
+
+  tryLock(type, id, ttlMs) {
+    const randomBytes = crypto.getRandomValues(new Uint8Array(16));
+    return this.#run(() => LeaseOperation.tryLock(type, id, ttlMs, randomBytes));
+  }
+
+  checkLock(lockId) {
+    return this.#run(() => LeaseOperation.checkLock(lockId));
+  }
+
+  releaseLock(lockId) {
+    return this.#run(() => LeaseOperation.releaseLock(lockId));
+  }
+
+  extendLockExpiration(lockId, incMs) {
+    return this.#run(() => LeaseOperation.extendLockExpiration(lockId, incMs));
+  }
+
+  list() {
+    return this.#transaction(
+      (store) => store.getAll(),
+      (records, store) => {
+        const { live, purge } = decideLeaseList(records, Date.now());
+        for (const key of purge) store.delete(key);
+        return live;
+      },
+    );
+  }
+
+  close() {
+    this.#db.close();
+  }
+
+  /** Validate (throws a LockError at once for bad arguments), then read, decide and write in one transaction. */
+  async #run(makeOperation) {
+    const operation = makeOperation();
+    try {
+      return await this.#transaction(
+        (store) => store.get(operation.key),
+        (current, store) => {
+          const { outcome, put, delete: key } = operation.decide(current, Date.now());
+          if (put !== undefined) store.put(put);
+          if (key !== undefined) store.delete(key);
+          return outcome;
+        },
+      );
+    } finally {
+      operation.free();
+    }
+  }
+
+  /**
+   * Open a readwrite transaction, issue `read(store)`, and call `then(result, store)` in the read's success
+   * callback while the transaction is active. Resolves with `then`'s answer once the transaction committed;
+   * rejects with what `then` threw (nothing was written), or with a StorageError if the transaction aborted.
+   */
+  #transaction(read, then) {
+    return new Promise((resolve, reject) => {
+      let tx;
+      try {
+        tx = this.#db.transaction(OBJECT_STORE, 'readwrite');
+      } catch (e) {
+        throw storageError(describe(e, 'no transaction'));
+      }
+      const store = tx.objectStore(OBJECT_STORE);
+      let settle = () => reject(storageError('the read never completed'));
+      const request = read(store);
+      request.onsuccess = () => {
+        try {
+          const answer = then(request.result, store);
+          settle = () => resolve(answer);
+        } catch (e) {
+          settle = () => reject(e); // a decision that failed: it wrote nothing
+        }
+      };
+      tx.oncomplete = () => settle();
+      tx.onabort = () => reject(storageError(describe(tx.error, 'the transaction was aborted')));
+    });
+  }
+}

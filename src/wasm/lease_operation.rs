@@ -1,0 +1,214 @@
+//! The wasm edge of leases: `LeaseOperation`, one validated lease operation that a JS store runs atomically.
+//!
+//! The store (`js/lease_idb_store.js` for IndexedDB) builds the operation (arguments are checked here, at
+//! call time), reads the record at `operation.key` inside a `readwrite` transaction and, in that read's
+//! success callback, calls `operation.decide(record, Date.now())` and issues the write it returns, so that
+//! the read, the decision and the write are one transaction. Everything decided is the core's
+//! ([`crate::lease`]); this file only converts values. Errors are thrown as `Error`s named `LockError` with
+//! a `code` (and `expiresAt` where it applies), which `js/leases.js` turns into its `LockError` class.
+
+use js_sys::{Array, JsString, Object, Reflect};
+use wasm_bindgen::prelude::*;
+
+use crate::lease::{
+    LeaseError, LeaseInfo, LeaseKey, LeaseRecord, Operation, Outcome, Token, Write, list_live,
+};
+
+/// One of the seed's four operations, validated; `decide` may be called once per transaction attempt.
+#[wasm_bindgen]
+pub struct LeaseOperation {
+    operation: Operation,
+}
+
+#[wasm_bindgen]
+impl LeaseOperation {
+    /// `tryLock(type, id, ttlMs)`; `randomBytes`: 16 bytes from `crypto.getRandomValues` for the token.
+    #[wasm_bindgen(js_name = tryLock)]
+    pub fn try_lock(
+        lease_type: JsValue,
+        id: JsValue,
+        ttl_ms: JsValue,
+        random_bytes: &[u8],
+    ) -> Result<LeaseOperation, JsValue> {
+        let token = <[u8; 16]>::try_from(random_bytes)
+            .map(Token::from_random_bytes)
+            .map_err(|_| LeaseError::Storage("a token needs 16 random bytes".into()));
+        let operation = token.and_then(|token| {
+            Operation::try_lock(
+                &string_argument("type", &lease_type)?,
+                &string_argument("id", &id)?,
+                number_argument("ttlMs", &ttl_ms)?,
+                token,
+            )
+        });
+        wrap(operation)
+    }
+
+    #[wasm_bindgen(js_name = checkLock)]
+    pub fn check_lock(lock_id: JsValue) -> Result<LeaseOperation, JsValue> {
+        wrap(string_argument("lockId", &lock_id).and_then(|l| Operation::check(&l)))
+    }
+
+    #[wasm_bindgen(js_name = releaseLock)]
+    pub fn release_lock(lock_id: JsValue) -> Result<LeaseOperation, JsValue> {
+        wrap(string_argument("lockId", &lock_id).and_then(|l| Operation::release(&l)))
+    }
+
+    #[wasm_bindgen(js_name = extendLockExpiration)]
+    pub fn extend_lock_expiration(
+        lock_id: JsValue,
+        inc_ms: JsValue,
+    ) -> Result<LeaseOperation, JsValue> {
+        let lock_id = string_argument("lockId", &lock_id);
+        wrap(lock_id.and_then(|l| Operation::extend(&l, number_argument("incMs", &inc_ms)?)))
+    }
+
+    /// The key of the one record the operation reads and may write: `[type, id]`.
+    #[wasm_bindgen(getter)]
+    pub fn key(&self) -> JsValue {
+        key_to_js(self.operation.key())
+    }
+
+    /// Decide, given the stored record (`undefined` if none) and the time. Returns `{ outcome, put }`
+    /// (a record to store), `{ outcome, delete }` (a key to delete) or `{ outcome }`; `outcome` is
+    /// `{ lockId, type, id, expiresAt }` for tryLock, `{ type, id, expiresAt }` for check and extend,
+    /// `undefined` for release. Throws a `LockError` when the operation fails (then nothing is written).
+    pub fn decide(&self, current: JsValue, now_ms: f64) -> Result<JsValue, JsValue> {
+        let current = record_from_js(&current).map_err(to_js_error)?;
+        let decision = self
+            .operation
+            .decide(current.as_ref(), now_ms)
+            .map_err(to_js_error)?;
+        let answer: JsValue = Object::new().into();
+        set(&answer, "outcome", &outcome_to_js(decision.outcome));
+        match decision.write {
+            Write::Nothing => {}
+            Write::Put(record) => set(&answer, "put", &record_to_js(&record)),
+            Write::Delete(key) => set(&answer, "delete", &key_to_js(&key)),
+        }
+        Ok(answer)
+    }
+}
+
+/// `list()`, given every stored record and the time: `{ live: [{ type, id, expiresAt }], purge: [key] }`,
+/// the keys to delete in the same transaction.
+#[wasm_bindgen(js_name = decideLeaseList)]
+pub fn decide_lease_list(records: Array, now_ms: f64) -> Result<JsValue, JsValue> {
+    let records = records
+        .iter()
+        .map(|value| record_from_js(&value)?.ok_or_else(|| corrupt("an empty record")))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(to_js_error)?;
+    let (live, purge) = list_live(&records, now_ms);
+    let answer: JsValue = Object::new().into();
+    set(
+        &answer,
+        "live",
+        &live.iter().map(info_to_js).collect::<Array>(),
+    );
+    set(
+        &answer,
+        "purge",
+        &purge.iter().map(key_to_js).collect::<Array>(),
+    );
+    Ok(answer)
+}
+
+fn wrap(operation: Result<Operation, LeaseError>) -> Result<LeaseOperation, JsValue> {
+    operation
+        .map(|operation| LeaseOperation { operation })
+        .map_err(to_js_error)
+}
+
+/// A string argument; lone surrogates are refused (converted to Rust they would collapse into U+FFFD, so
+/// two different JS strings could name the same lease).
+fn string_argument(name: &str, value: &JsValue) -> Result<String, LeaseError> {
+    match value.dyn_ref::<JsString>() {
+        Some(s) if s.is_valid_utf16() => Ok(String::from(s)),
+        Some(_) => Err(LeaseError::InvalidArgument(format!(
+            "{name} contains a lone surrogate"
+        ))),
+        None => Err(LeaseError::InvalidArgument(format!(
+            "{name} must be a string"
+        ))),
+    }
+}
+
+fn number_argument(name: &str, value: &JsValue) -> Result<f64, LeaseError> {
+    value.as_f64().ok_or_else(|| {
+        LeaseError::InvalidArgument(format!("{name} must be a number of milliseconds"))
+    })
+}
+
+fn outcome_to_js(outcome: Outcome) -> JsValue {
+    match outcome {
+        Outcome::Acquired { lock_id, info } => {
+            let object = info_to_js(&info);
+            set(&object, "lockId", &lock_id.to_string().into());
+            object
+        }
+        Outcome::Held(info) => info_to_js(&info),
+        Outcome::Released => JsValue::UNDEFINED,
+    }
+}
+
+fn info_to_js(info: &LeaseInfo) -> JsValue {
+    let object: JsValue = Object::new().into();
+    set(&object, "type", &info.key.lease_type().into());
+    set(&object, "id", &info.key.id().into());
+    set(&object, "expiresAt", &info.expires_at_ms.into());
+    object
+}
+
+fn key_to_js(key: &LeaseKey) -> JsValue {
+    Array::of2(&key.lease_type().into(), &key.id().into()).into()
+}
+
+/// The stored form: `{ type, id, token, expiresAt }` (the object store's key path is `['type', 'id']`).
+fn record_to_js(record: &LeaseRecord) -> JsValue {
+    let object = info_to_js(&record.info());
+    set(&object, "token", &record.token.to_string().into());
+    object
+}
+
+/// A stored record, or `None` for `undefined` (no record at that key).
+fn record_from_js(value: &JsValue) -> Result<Option<LeaseRecord>, LeaseError> {
+    if value.is_undefined() {
+        return Ok(None);
+    }
+    let field = |name: &str| Reflect::get(value, &name.into()).unwrap_or(JsValue::UNDEFINED);
+    let (lease_type, id) = (field("type").as_string(), field("id").as_string());
+    let token = field("token")
+        .as_string()
+        .and_then(|t| Token::parse_hex(&t));
+    match (lease_type, id, token, field("expiresAt").as_f64()) {
+        (Some(lease_type), Some(id), Some(token), Some(expires_at_ms)) => {
+            let key = LeaseKey::new(lease_type, id).map_err(|_| corrupt("a bad key"))?;
+            Ok(Some(LeaseRecord {
+                key,
+                token,
+                expires_at_ms,
+            }))
+        }
+        _ => Err(corrupt("missing fields")),
+    }
+}
+
+fn corrupt(what: &str) -> LeaseError {
+    LeaseError::Storage(format!("a stored lease record is corrupt ({what})"))
+}
+
+/// `Error { name: 'LockError', code, message, expiresAt? }`.
+fn to_js_error(error: LeaseError) -> JsValue {
+    let object: JsValue = js_sys::Error::new(&error.to_string()).into();
+    set(&object, "name", &"LockError".into());
+    set(&object, "code", &error.code().into());
+    if let Some(expires_at_ms) = error.expires_at_ms() {
+        set(&object, "expiresAt", &expires_at_ms.into());
+    }
+    object
+}
+
+fn set(object: &JsValue, field: &str, value: &JsValue) {
+    let _ = Reflect::set(object, &field.into(), value);
+}
