@@ -53,6 +53,8 @@ function wrapPage(page) {
         session.send('Page.crash').catch(() => {});
       };
     },
+    /** A CDP session on this tab (Chromium only), e.g. for a CPU profile. */
+    cdp: () => page.context().newCDPSession(page),
     async close() {
       // Closing a page while it navigates can hang playwright: let the navigation end first.
       await Promise.race([navigation, new Promise((resolve) => setTimeout(resolve, 5_000))]);

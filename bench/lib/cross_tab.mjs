@@ -49,7 +49,7 @@ export function analyseIntervals(perTab) {
 }
 
 /** Why a ping-pong's handoff times mean nothing: the two tabs held the lock at once. */
-const overlapped = (r) => (r.overlaps > 0 ? `overlaps: ${r.overlaps}` : null);
+const overlapped = (r) => (r.overlaps > 0 ? `overlaps: ${r.overlaps.toLocaleString('en')}` : null);
 
 async function closeAll(tabs) {
   await Promise.all(tabs.map((tab) => tab.close().catch(() => {})));
@@ -140,7 +140,7 @@ function contentionScenario(sizes, tabCount) {
         label: 'critical sections/s',
         better: 'higher',
         pick: (r) => r.opsPerSec,
-        invalid: (r) => (r.referee.overlaps > 0 ? `overlaps: ${r.referee.overlaps}` : null),
+        invalid: (r) => (r.referee.overlaps > 0 ? `overlaps: ${r.referee.overlaps.toLocaleString('en')}` : null),
         target: { ratio: 1 },
       },
     ],
