@@ -258,11 +258,11 @@ test('keepAlive adds the time that really elapsed, so late timers (a busy or thr
         for (const end = performance.now() + ms; performance.now() < end; );
       };
       const run = async (id, options) => {
-        const lockId = await leases.tryLock('doc', id, { ttlMs: 1000 });
+        const lockId = await leases.tryLock('doc', id, { ttlMs: 1500 });
         let lost = null;
         const stop = leases.keepAlive(lockId, { everyMs: 100, ...options, onLost: (e) => (lost = e.code) });
         for (let i = 0; i < 3; i++) {
-          block(700); // the 100 ms timer fires once, 700 ms late
+          block(1000); // the 100 ms timer fires once, 1 s late
           await sleep(150);
         }
         const state = await leases.checkLock(lockId).then(() => 'alive', (e) => e.code);
@@ -272,7 +272,7 @@ test('keepAlive adds the time that really elapsed, so late timers (a busy or thr
       return { elapsed: await run('elapsed', {}), fixed: await run('fixed', { incMs: 100 }) };
     });
     assert.deepEqual(outcome.elapsed, { state: 'alive', lost: null });
-    // The seed's fixed increment falls behind (100 ms added per 700 ms): the control shows the difference.
+    // The seed's fixed increment falls behind (100 ms added per 1 s): the control shows the difference.
     assert.deepEqual(outcome.fixed, { state: 'Expired', lost: 'Expired' });
   }));
 
