@@ -24,6 +24,7 @@ step clippy-host cargo clippy --all-targets -- -D warnings
 step clippy-wasm cargo clippy --target wasm32-unknown-unknown --lib -- -D warnings
 step cargo-test cargo test
 step build npm run build
+export WASM_BINDGEN_TEST_TIMEOUT=120  # the runner's budget for a whole test binary (default 20 s)
 step wasm-chrome wasm-pack test --headless --chrome --mode no-install
 step wasm-firefox wasm-pack test --headless --firefox --mode no-install
 step e2e node --test --test-concurrency=1 tests/e2e/
