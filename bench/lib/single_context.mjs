@@ -136,20 +136,21 @@ export function idleScenario(sizes) {
     key: 'idle',
     title: `idle: timers, messages, storage writes over ${sizes.idleMs / 1000} s with nothing held or pending`,
     async run(ctx, variant, timeoutMs) {
-      // Always a fresh tab: "after load" means right after the page loaded.
+      // Always a fresh tab, instrumented: "after load" means right after the page loaded.
       return withTabs(ctx, variant, 1, timeoutMs, async ([tab]) => {
         const quietFor = async () => {
           await tab.evaluate(() => bench.resetCounts());
           await sleep(sizes.idleMs);
           return tab.evaluate(() => bench.counts());
         };
+        const instrumented = await tab.evaluate(() => bench.instrumented);
         const afterLoad = await quietFor();
         await tab.evaluate(() => bench.resetCounts());
         const burstResult = await tab.evaluate((n) => bench.scenarios.burst({ n }), sizes.burst);
         const duringBurst = await tab.evaluate(() => bench.counts());
         const afterBurst = await quietFor();
-        return { afterLoad, burstResult, duringBurst, afterBurst };
-      });
+        return { instrumented, afterLoad, burstResult, duringBurst, afterBurst };
+      }, { query: '?instrument' });
     },
     metrics: [
       { label: 'activity after load (timers + messages + writes)', better: 'lower', pick: (r) => activityTotal(r.afterLoad), digits: 0, noRatio: true },
@@ -157,6 +158,7 @@ export function idleScenario(sizes) {
       { label: 'messages posted during the burst (instrumentation works)', better: 'lower', pick: (r) => r.duringBurst.messagesPosted, digits: 0, noRatio: true },
     ],
     checks: [
+      { label: 'page not instrumented', pick: (r) => (r.instrumented ? 0 : 1) },
       { label: 'idle activity after load', pick: (r) => activityTotal(r.afterLoad) },
       { label: 'idle activity after a burst', pick: (r) => activityTotal(r.afterBurst) },
       { label: 'locks left after the burst', pick: (r) => r.burstResult.left },

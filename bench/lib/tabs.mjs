@@ -34,11 +34,11 @@ const expectedPage = {
 };
 
 /**
- * Open `variant`'s page (or `path` on the variant's origin) in a new tab and wait until its lock API
+ * Open `variant`'s page (with `query`, e.g. '?instrument') in a new tab and wait until its lock API
  * has granted a first lock. Returns the tab with `ready` (what bench.ready reported).
  */
-export async function openReady(ctx, variant, { timeoutMs = 30_000 } = {}) {
-  const tab = await withTimeout(ctx.browser.newTab(urlFor(variant, ctx.port)), timeoutMs, `${variant.id}: open`);
+export async function openReady(ctx, variant, { timeoutMs = 30_000, query = '' } = {}) {
+  const tab = await withTimeout(ctx.browser.newTab(urlFor(variant, ctx.port, variant.page, query)), timeoutMs, `${variant.id}: open`);
   try {
     try {
       tab.ready = await withTimeout(tab.evaluate(() => bench.ready), timeoutMs, `${variant.id}: page ready`);
@@ -56,11 +56,14 @@ export async function openReady(ctx, variant, { timeoutMs = 30_000 } = {}) {
   }
 }
 
-/** Run `body(tabs)` with `count` fresh tabs of `variant`, all closed afterwards, bounded by `timeoutMs`. */
-export async function withTabs(ctx, variant, count, timeoutMs, body) {
+/**
+ * Run `body(tabs)` with `count` fresh tabs of `variant` (opened with `options`, see openReady), all
+ * closed afterwards, bounded by `timeoutMs`.
+ */
+export async function withTabs(ctx, variant, count, timeoutMs, body, options = {}) {
   const tabs = [];
   try {
-    for (let i = 0; i < count; i++) tabs.push(await openReady(ctx, variant));
+    for (let i = 0; i < count; i++) tabs.push(await openReady(ctx, variant, options));
     return await withTimeout(body(tabs), timeoutMs, `${variant.id}`);
   } finally {
     await Promise.all(tabs.map((tab) => tab.close().catch(() => {})));

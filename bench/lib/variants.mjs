@@ -11,8 +11,11 @@ export const variants = [
   { id: 'ponyfill', label: 'weblocks ponyfill', page: 'bench/pages/ponyfill.html', secure: true },
 ];
 
-/** The URL of `path` for a variant: 127.0.0.1 for secure variants, the plain-http host otherwise. */
-export function urlFor(variant, port, path = variant.page) {
+/**
+ * The URL of `path` (default: the variant's page, with `query`) for a variant: 127.0.0.1 for secure
+ * variants, the plain-http host otherwise.
+ */
+export function urlFor(variant, port, path = variant.page, query = '') {
   const host = variant.secure ? '127.0.0.1' : plainHttpHost;
-  return `http://${host}:${port}/${path}`;
+  return `http://${host}:${port}/${path}${query}`;
 }

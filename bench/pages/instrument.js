@@ -3,9 +3,9 @@
 //
 // Counted: timers scheduled and fired (setTimeout, setInterval, requestAnimationFrame,
 // requestIdleCallback), messages posted (window, MessagePort, BroadcastChannel, Worker), storage writes
-// (localStorage/sessionStorage setItem/removeItem/clear; IndexedDB put/add/delete/clear). The harness
-// itself never uses these wrapped functions: it waits on the Node side, and keeps the originals for its
-// own use in `bench.original`.
+// (localStorage/sessionStorage setItem/removeItem/clear; IndexedDB put/add/delete/clear), on pages
+// opened with ?instrument. The harness itself never uses these wrapped functions: it waits on the Node
+// side, and keeps the originals for its own use in `bench.original`.
 'use strict';
 (() => {
   const counts = { timersScheduled: 0, timersFired: 0, messagesPosted: 0, storageWrites: 0 };
@@ -37,20 +37,28 @@
     owner[key] = wrapped;
   }
 
-  wrapMethod(self, 'setTimeout', 'timersScheduled', 'setTimeout', 0);
-  wrapMethod(self, 'setInterval', 'timersScheduled', 'setInterval', 0);
-  wrapMethod(self, 'requestAnimationFrame', 'timersScheduled', 'requestAnimationFrame', 0);
-  wrapMethod(self, 'requestIdleCallback', 'timersScheduled', 'requestIdleCallback', 0);
-  wrapMethod(self, 'postMessage', 'messagesPosted', 'window.postMessage');
-  wrapMethod(self.MessagePort?.prototype, 'postMessage', 'messagesPosted', 'MessagePort.postMessage');
-  wrapMethod(self.BroadcastChannel?.prototype, 'postMessage', 'messagesPosted', 'BroadcastChannel.postMessage');
-  wrapMethod(self.Worker?.prototype, 'postMessage', 'messagesPosted', 'Worker.postMessage');
-  for (const key of ['setItem', 'removeItem', 'clear']) {
-    wrapMethod(self.Storage?.prototype, key, 'storageWrites', `Storage.${key}`);
+  /** Wrap every function that makes background activity, so calls to it are counted. */
+  function wrapEverything() {
+    wrapMethod(self, 'setTimeout', 'timersScheduled', 'setTimeout', 0);
+    wrapMethod(self, 'setInterval', 'timersScheduled', 'setInterval', 0);
+    wrapMethod(self, 'requestAnimationFrame', 'timersScheduled', 'requestAnimationFrame', 0);
+    wrapMethod(self, 'requestIdleCallback', 'timersScheduled', 'requestIdleCallback', 0);
+    wrapMethod(self, 'postMessage', 'messagesPosted', 'window.postMessage');
+    wrapMethod(self.MessagePort?.prototype, 'postMessage', 'messagesPosted', 'MessagePort.postMessage');
+    wrapMethod(self.BroadcastChannel?.prototype, 'postMessage', 'messagesPosted', 'BroadcastChannel.postMessage');
+    wrapMethod(self.Worker?.prototype, 'postMessage', 'messagesPosted', 'Worker.postMessage');
+    for (const key of ['setItem', 'removeItem', 'clear']) {
+      wrapMethod(self.Storage?.prototype, key, 'storageWrites', `Storage.${key}`);
+    }
+    for (const key of ['put', 'add', 'delete', 'clear']) {
+      wrapMethod(self.IDBObjectStore?.prototype, key, 'storageWrites', `IDBObjectStore.${key}`);
+    }
   }
-  for (const key of ['put', 'add', 'delete', 'clear']) {
-    wrapMethod(self.IDBObjectStore?.prototype, key, 'storageWrites', `IDBObjectStore.${key}`);
-  }
+
+  // Only on pages opened with ?instrument (the idle scenario): the wrappers cost time on every call, which
+  // would be charged to weblocks (it posts a message per callback task) and not to the native API.
+  const instrumented = new URLSearchParams(location.search).has('instrument');
+  if (instrumented) wrapEverything();
 
   // The library's wasm memories: every instance made through the WebAssembly JS API is seen here.
   const memories = [];
@@ -81,6 +89,7 @@
   }
 
   self.bench = {
+    instrumented,
     original,
     /** Zero the counters; returns nothing. */
     resetCounts() {

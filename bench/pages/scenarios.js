@@ -3,7 +3,9 @@
 // Node harness through page.evaluate, returning plain numbers. Loaded after instrument.js and before the
 // lock library, so it may only define functions here. Time: `performance.now()` (coarsened by the
 // browser to 100 µs without cross-origin isolation, so single operations are never timed alone);
-// cross-tab times are epoch milliseconds (`timeOrigin + now()`), comparable between tabs.
+// cross-tab times are epoch milliseconds (`timeOrigin + now()`), comparable between tabs. Throughput
+// scenarios first run a small instance of themselves (`warmup`), for native and weblocks alike, so the
+// figures are of JIT-compiled code rather than of a page's first calls.
 'use strict';
 (() => {
   const bench = self.bench;
@@ -129,7 +131,8 @@
      * 3. Queue drain: `n` requests queued behind blockers on `names` names, then the blockers are
      * released and the queue drains. Memory per pending request is read while all `n` are queued.
      */
-    async drain({ n, names, measureMemory }) {
+    async drain({ n, names, measureMemory, warmup = Math.min(n, 1_000) }) {
+      if (warmup > 0) await bench.scenarios.drain({ n: warmup, names: Math.min(names, warmup), measureMemory: false, warmup: 0 });
       const base = uniqueName('drain');
       const nameList = Array.from({ length: names }, (_, i) => `${base}-${i}`);
       const blockers = await holdAll(nameList);
@@ -165,7 +168,8 @@
     },
 
     /** 4. Shared fan-out: `n` shared holders granted, an exclusive waiter queued, then all released. */
-    async sharedFanOut({ n }) {
+    async sharedFanOut({ n, warmup = Math.min(n, 100) }) {
+      if (warmup > 0) await bench.scenarios.sharedFanOut({ n: warmup, warmup: 0 });
       const name = uniqueName('fanout');
       const released = deferred();
       const allGranted = deferred();
@@ -226,8 +230,8 @@
     async burst({ n }) {
       await bench.scenarios.uncontended({ n, budgetMs: 10_000, warmup: 0 });
       await bench.scenarios.ifAvailableMisses({ n, budgetMs: 10_000, warmup: 0 });
-      await bench.scenarios.drain({ n, names: 3, measureMemory: false });
-      await bench.scenarios.sharedFanOut({ n });
+      await bench.scenarios.drain({ n, names: 3, measureMemory: false, warmup: 0 });
+      await bench.scenarios.sharedFanOut({ n, warmup: 0 });
       await bench.scenarios.query({ held: 3, pending: 3, iterations: 3, budgetMs: 10_000 });
       const name = uniqueName('burst');
       const holder = await holdAll([name]);
