@@ -1,0 +1,131 @@
+// Issue 3 under load in Chromium: many tabs of one origin doing read-modify-writes of one IndexedDB counter
+// under one exclusive weblocks lock, with an `await` inside (racy without the lock), each holder checking an
+// "inside" marker on entry and exit. Zero lost updates and zero overlaps are required; a control run with
+// per-tab lock managers (a different engine scope per tab) must show both, so these tests can fail.
+// Also: ten tabs opened at once (a session restore) all requesting on load, and the handoff latency between
+// two tabs. Needs the build (`npm run build`).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer } from './server.mjs';
+import { launchChromium } from './browser.mjs';
+import { call, fixtureUrl, openTab, percentile, watchErrors } from './fixtures/xctx_harness.mjs';
+
+const TABS = 8;
+const CYCLES = Number(process.env.XCTX_STRESS_CYCLES ?? 200);
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer();
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+async function withOrigin(body) {
+  const context = await browser.newContext();
+  try {
+    return await body(context);
+  } finally {
+    await context.close();
+  }
+}
+
+const readCounter = (page, db) =>
+  page.evaluate(async (name) => (await import('/tests/e2e/fixtures/xctx_agent.js')).readCounter(name), db);
+
+/** `tabs` tabs run `cycles` lock cycles each at once; returns the overlaps, the final counter and timings. */
+async function stress(context, { tabs, cycles, scopePerTab = false, name = 'stress' }) {
+  const db = `xctx-${name}`;
+  const pages = await Promise.all(
+    Array.from({ length: tabs }, (_, i) => openTab(context, server, `tab${i}`, scopePerTab ? { scope: `tab${i}` } : {})),
+  );
+  const started = Date.now();
+  const results = await Promise.all(pages.map((p) => call(p, 'cycles', { name, count: cycles, db, holder: p.label })));
+  const elapsed = Date.now() - started;
+  const counter = await readCounter(pages[0], db);
+  for (const p of pages) assert.deepEqual(p.errors, [], `errors in ${p.label}`);
+  return { overlaps: results.flatMap((r) => r.overlaps), counter, elapsed, grants: results.flatMap((r) => r.grants) };
+}
+
+test(`${TABS} tabs x ${CYCLES} exclusive read-modify-write cycles on one name: 0 lost updates, 0 overlaps`, async () => {
+  await withOrigin(async (context) => {
+    const { overlaps, counter, elapsed } = await stress(context, { tabs: TABS, cycles: CYCLES });
+    const total = TABS * CYCLES;
+    console.log(
+      `# stress: ${total} cycles in ${elapsed} ms (${((total / elapsed) * 1000).toFixed(0)} lock cycles/s, ` +
+        `${(elapsed / total).toFixed(2)} ms per cycle incl. 2 IndexedDB transactions), counter ${counter}, overlaps ${overlaps.length}`,
+    );
+    assert.deepEqual(overlaps.slice(0, 10), [], `${overlaps.length} overlaps`);
+    assert.equal(counter, total, `${total - counter} lost updates`);
+  });
+});
+
+test('control: the same work with a lock manager per tab (no coordination) shows overlaps and lost updates', async () => {
+  await withOrigin(async (context) => {
+    const cycles = 25;
+    const { overlaps, counter } = await stress(context, { tabs: 4, cycles, scopePerTab: true, name: 'control' });
+    console.log(`# control (per-tab locks): ${overlaps.length} overlaps, ${4 * cycles - counter} lost updates of ${4 * cycles}`);
+    assert.ok(overlaps.length > 0, 'the overlap detector must see the overlaps of uncoordinated tabs');
+    assert.ok(counter < 4 * cycles, 'uncoordinated tabs must lose updates');
+  });
+});
+
+test('ten tabs opened at once (session restore), each requesting the same name on load: never two holders, all granted', async () => {
+  for (const round of [1, 2]) {
+    await withOrigin(async (context) => {
+      const db = `xctx-restore-${round}`;
+      const count = 2;
+      const pages = await Promise.all(
+        Array.from({ length: 10 }, async (_, i) => {
+          const page = watchErrors(await context.newPage());
+          await page.goto(fixtureUrl(server, `restored${i}`, { autostart: 'restore', db, count }));
+          return page;
+        }),
+      );
+      const results = await Promise.all(pages.map((p) => p.evaluate(async () => (await window.agentReady, window.autoResult))));
+      const counter = await readCounter(pages[0], db);
+      const overlaps = results.flatMap((r) => r.overlaps);
+      assert.deepEqual(overlaps, [], `round ${round}`);
+      assert.equal(counter, 10 * count, `round ${round}: every tab granted ${count} times, no lost update`);
+      for (const p of pages) assert.deepEqual(p.errors, []);
+    });
+  }
+});
+
+test('handoff latency between two tabs (ping-pong on one name), reported as p50/p95', async () => {
+  await withOrigin(async (context) => {
+    const [a, b] = await Promise.all([openTab(context, server, 'a'), openTab(context, server, 'b')]);
+    const rounds = 100;
+    // Both loop request -> grant -> release on one name: grants alternate between the tabs (FIFO).
+    const loop = (page) =>
+      page.evaluate(async (n) => {
+        const now = () => performance.timeOrigin + performance.now();
+        const spans = [];
+        for (let i = 0; i < n; i++) {
+          await window.agent.locks.request('pingpong', async () => {
+            const granted = now();
+            await new Promise((resolve) => setTimeout(resolve, 1));
+            spans.push([granted, now()]);
+          });
+        }
+        return spans;
+      }, rounds);
+    const [sa, sb] = await Promise.all([loop(a), loop(b)]);
+    const spans = [...sa.map((s) => [...s, 'a']), ...sb.map((s) => [...s, 'b'])].sort((x, y) => x[0] - y[0]);
+    const handoffs = [];
+    for (let i = 1; i < spans.length; i++) {
+      assert.ok(spans[i][0] >= spans[i - 1][1] - 1, `grant ${i} overlaps the previous holder`);
+      if (spans[i][2] !== spans[i - 1][2]) handoffs.push(spans[i][0] - spans[i - 1][1]);
+    }
+    const p50 = percentile(handoffs, 50);
+    const p95 = percentile(handoffs, 95);
+    console.log(`# handoff between tabs: ${handoffs.length} handoffs, p50 ${p50.toFixed(1)} ms, p95 ${p95.toFixed(1)} ms, max ${Math.max(...handoffs).toFixed(1)} ms`);
+    assert.ok(handoffs.length >= rounds, `the tabs alternated (${handoffs.length} handoffs)`);
+    assert.ok(p50 < 20, `handoff p50 ${p50} ms`);
+  });
+});
