@@ -1,0 +1,157 @@
+// Issue 3's "no stranded locks" and "frozen pages" in Chromium: a holder that goes away (tab closed, navigated,
+// renderer crashed, dedicated worker terminated) frees its locks for a waiter in another tab within the
+// bounds of the issue (100 ms after a close, 1 s after a crash); crashing the oldest member stops nobody.
+// Frozen pages: cross_context_frozen.test.mjs.
+// Times are measured from just before the test's command (so they include CDP latency) to the waiter's grant,
+// both on this machine's wall clock. Needs the build (`npm run build`).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer } from './server.mjs';
+import { launchChromium } from './browser.mjs';
+import { call, expectEvent, holderAndWaiter, openTab, percentile, spawnWorker, untilPending, untilSnapshot } from './fixtures/xctx_harness.mjs';
+
+// The issue's bounds, and what this loaded 2-core machine is allowed on top (the figures are printed).
+const CLOSE_BOUND_MS = 100;
+const CRASH_BOUND_MS = 1000;
+const LOADED_MACHINE_MARGIN_MS = 150;
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer();
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+async function withOrigin(body) {
+  const context = await browser.newContext();
+  try {
+    return await body(context);
+  } finally {
+    await context.close();
+  }
+}
+
+/** Start a renderer crash of `page` (nothing of the page runs afterwards); resolves when it is reported. */
+async function crash(page) {
+  const session = await page.context().newCDPSession(page);
+  const crashed = new Promise((resolve) => page.once('crash', resolve));
+  session.send('Page.crash').catch(() => {}); // the reply never comes: the renderer is gone
+  await crashed;
+}
+
+const summary = (label, times) =>
+  console.log(`# ${label}: ${times.map((t) => t.toFixed(0)).join(', ')} ms (p50 ${percentile(times, 50).toFixed(0)}, max ${Math.max(...times).toFixed(0)})`);
+
+test(`holder tab closed: the waiter in another tab is granted within ${CLOSE_BOUND_MS} ms`, async () => {
+  const times = [];
+  for (let i = 0; i < 5; i++) {
+    await withOrigin(async (context) => {
+      const { holder, waiter } = await holderAndWaiter(context, server, 'closed');
+      const start = Date.now();
+      await holder.close();
+      const granted = await expectEvent(waiter, 'w', 'granted', 3000);
+      times.push(granted.t - start);
+    });
+  }
+  summary('close -> waiter granted', times);
+  assert.ok(percentile(times, 50) < CLOSE_BOUND_MS, `median ${percentile(times, 50)} ms`);
+  assert.ok(Math.max(...times) < CLOSE_BOUND_MS + LOADED_MACHINE_MARGIN_MS, `max ${Math.max(...times)} ms`);
+});
+
+test(`holder tab navigated away (same origin and cross origin): the waiter is granted within ${CLOSE_BOUND_MS} ms of its pagehide`, async () => {
+  const fromCommand = [];
+  const fromPagehide = [];
+  for (const target of ['tests/e2e/fixtures/build_smoke.html', 'about:blank', 'tests/e2e/fixtures/build_smoke.html']) {
+    await withOrigin(async (context) => {
+      const { holder, waiter } = await holderAndWaiter(context, server, 'navigated');
+      // The old document's pagehide only fires once the new one's response has arrived: time it too.
+      await holder.evaluate(() =>
+        addEventListener('pagehide', () => localStorage.setItem('xctx-pagehide', String(performance.timeOrigin + performance.now()))),
+      );
+      const start = Date.now();
+      const navigation = holder.goto(target.startsWith('about:') ? target : server.url + target);
+      const granted = await expectEvent(waiter, 'w', 'granted', 3000);
+      await navigation;
+      const pagehide = await waiter.waitForFunction(() => Number(localStorage.getItem('xctx-pagehide')) || null);
+      fromCommand.push(granted.t - start);
+      fromPagehide.push(granted.t - (await pagehide.jsonValue()));
+    });
+  }
+  summary('navigation command -> waiter granted', fromCommand);
+  summary('navigation pagehide -> waiter granted', fromPagehide);
+  assert.ok(percentile(fromPagehide, 50) < CLOSE_BOUND_MS, `median ${percentile(fromPagehide, 50)} ms`);
+  assert.ok(Math.max(...fromPagehide) < CLOSE_BOUND_MS + LOADED_MACHINE_MARGIN_MS, `max ${Math.max(...fromPagehide)} ms`);
+});
+
+test(`holder tab crashed (CDP Page.crash): the waiter is granted within ${CRASH_BOUND_MS} ms and only once`, async () => {
+  const times = [];
+  for (let i = 0; i < 3; i++) {
+    await withOrigin(async (context) => {
+      const { holder, waiter } = await holderAndWaiter(context, server, 'crashed');
+      const start = Date.now();
+      await crash(holder);
+      const granted = await expectEvent(waiter, 'w', 'granted', 5000);
+      times.push(granted.t - start);
+      const snapshot = await call(waiter, 'query');
+      assert.deepEqual(snapshot.held.map((l) => l.clientId), [waiter.clientId], 'the crashed tab holds nothing any more');
+    });
+  }
+  summary('crash -> waiter granted', times);
+  assert.ok(Math.max(...times) < CRASH_BOUND_MS + LOADED_MACHINE_MARGIN_MS, `max ${Math.max(...times)} ms`);
+});
+
+test('the oldest member crashes: the others go on (a handoff between them is not held up), its locks are freed', async () => {
+  await withOrigin(async (context) => {
+    // The oldest joins first and is a member with a held lock and a pending request when it crashes.
+    const oldest = await openTab(context, server, 'oldest');
+    await call(oldest, 'request', 'own', 'oldest-own');
+    await expectEvent(oldest, 'own', 'granted');
+    const [b, c] = await Promise.all([openTab(context, server, 'b'), openTab(context, server, 'c')]);
+    await call(b, 'request', 'h', 'busy');
+    await expectEvent(b, 'h', 'granted');
+    await call(c, 'request', 'w', 'busy');
+    await call(oldest, 'request', 'late', 'busy');
+    await call(c, 'request', 'own', 'oldest-own');
+    await untilPending(b, 'busy', 2);
+    await untilPending(b, 'oldest-own', 1);
+    const start = Date.now();
+    await crash(oldest);
+    await call(b, 'release', 'h');
+    const handoff = (await expectEvent(c, 'w', 'granted', 3000)).t - start;
+    const freed = (await expectEvent(c, 'own', 'granted', 5000)).t - start;
+    console.log(`# oldest member crashed: handoff between the others ${handoff.toFixed(0)} ms after the crash; its lock freed after ${freed.toFixed(0)} ms`);
+    assert.ok(freed < CRASH_BOUND_MS + LOADED_MACHINE_MARGIN_MS, `freed after ${freed} ms`);
+    // Its pending request is gone too, and the survivors keep working.
+    const snapshot = await untilSnapshot(b, (s) => s.pending.length === 0, 'no pending request left');
+    assert.ok(![...snapshot.held, ...snapshot.pending].some((l) => l.clientId === oldest.clientId), JSON.stringify(snapshot));
+    await call(c, 'release', 'w');
+    await call(b, 'request', 'again', 'busy');
+    await expectEvent(b, 'again', 'granted');
+  });
+});
+
+test('a dedicated worker terminated while holding: the waiter in another tab is granted (presumed dead)', async () => {
+  await withOrigin(async (context) => {
+    const [page, other] = await Promise.all([openTab(context, server, 'page'), openTab(context, server, 'other')]);
+    const worker = await spawnWorker(page, 'worker');
+    await call(worker, 'request', 'h', 'in-worker');
+    await expectEvent(worker, 'h', 'granted');
+    await call(other, 'request', 'w', 'in-worker');
+    await untilPending(other, 'in-worker', 1);
+    const terminatedAt = await page.evaluate(() => window.terminateWorker('worker'));
+    const granted = await expectEvent(other, 'w', 'granted', 5000);
+    const waited = granted.t - terminatedAt;
+    console.log(`# worker.terminate() -> waiter granted: ${waited.toFixed(0)} ms`);
+    assert.ok(waited < CRASH_BOUND_MS + LOADED_MACHINE_MARGIN_MS, `${waited} ms`);
+    // The page itself (same renderer) keeps working.
+    await call(page, 'request', 'p', 'in-worker');
+    await call(other, 'release', 'w');
+    await expectEvent(page, 'p', 'granted');
+  });
+});
