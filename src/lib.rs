@@ -1,10 +1,13 @@
 //! weblocks: the W3C Web Locks API as a Rust core compiled to WebAssembly.
 //!
 //! - [`scheduler`]: the spec's lock manager (sections 2 and 4), pure and deterministic.
+//! - [`protocol`]: the coordination protocol that makes every context of an origin share one lock
+//!   manager (issue 3), as a sans-I/O state machine; see `docs/PROTOCOL.md`.
 //! - [`lease`]: leases, offline pessimistic locks that outlive a page load (an extension; `docs/LEASES.md`).
 //! - `wasm` (wasm32 only): the thin edge that JS drives; see `docs/ARCHITECTURE.md` for its contract.
 
 pub mod lease;
+pub mod protocol;
 pub mod scheduler;
 
 #[cfg(target_arch = "wasm32")]

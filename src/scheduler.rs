@@ -348,6 +348,14 @@ impl LockManager {
         self.held_order.values().copied()
     }
 
+    /// The requests waiting in `name`'s queue, in queue order.
+    pub fn queue(&self, name: &str) -> impl Iterator<Item = &LockRequest> + '_ {
+        self.resources
+            .get(name)
+            .into_iter()
+            .flat_map(|r| r.queue.iter())
+    }
+
     /// Pending requests of every queue, in queue-map order.
     pub fn pending_requests(&self) -> Vec<&LockRequest> {
         let mut queues: Vec<&Resource> = self.resources.values().collect();

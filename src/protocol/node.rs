@@ -1,0 +1,688 @@
+//! One context's protocol node: the local requests of the Engine contract, the lifecycle, and the
+//! dispatch of events to the joining or synced phase (`joining.rs`, `synced.rs`).
+//!
+//! Every public method takes `now` (the wall clock in ms, `Date.now()`) and leaves its effects in the
+//! node; the edge calls [`Node::drain`] after each call and carries them out in order.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use crate::scheduler::{LockInfo, LockMode, Snapshot};
+
+use super::joining::Joining;
+use super::live_record;
+use super::replica::RevokeReason;
+use super::synced::Synced;
+use super::wire::{Body, Decoded, MemberKey, Message, PROTOCOL_VERSION, Value, decode_versioned};
+
+/// The protocol's timings, in ms. The defaults meet the bounds of issue 3; docs/PROTOCOL.md explains
+/// each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// How long a joiner waits for a state transfer before it starts a new history, when nothing says
+    /// a history is alive (this is the cost of the first lock in a lone context).
+    pub join_wait: u64,
+    /// How long a joiner keeps waiting after it saw signs of a live history (traffic, or a Genesis or
+    /// State it could not use) before it rejoins or starts a history.
+    pub join_patience: u64,
+    /// Delay between the members that answer a joiner (by rank), to avoid duplicate state transfers.
+    pub state_stagger: u64,
+    /// A waiter pings a member that blocks it once that member has been silent this long.
+    pub ping_interval: u64,
+    /// A pinged member that stays silent this long (after the ping reached the pinger) is evicted.
+    pub evict_after: u64,
+    /// A context announcing `freeze` keeps its locks this long.
+    pub freeze_grace: u64,
+    /// Lifetime of the storage hint written by busy members (renewed at half of it).
+    pub live_ttl: u64,
+    /// Most messages a joiner buffers while it waits for a state transfer.
+    pub buffer_limit: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            join_wait: 50,
+            join_patience: 1000,
+            state_stagger: 5,
+            ping_interval: 150,
+            evict_after: 650,
+            freeze_grace: 10_000,
+            live_ttl: 2_000,
+            buffer_limit: 100_000,
+        }
+    }
+}
+
+/// Why a held lock was lost (all are reported to JS as "stolen": spec 4.1 step 3.4.1's AbortError).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LossReason {
+    /// Another request used `steal`.
+    Stolen,
+    /// This context was presumed dead (silent after a ping, or frozen beyond the grace).
+    Evicted,
+    /// A context that could reach no member started a new history.
+    Reset,
+    /// A newer protocol version runs in the origin.
+    Retired,
+    /// This page entered the back/forward cache (`pagehide` with `persisted`).
+    Hidden,
+}
+
+impl From<RevokeReason> for LossReason {
+    fn from(r: RevokeReason) -> Self {
+        match r {
+            RevokeReason::Stolen => LossReason::Stolen,
+            RevokeReason::Evicted => LossReason::Evicted,
+            RevokeReason::Reset => LossReason::Reset,
+            RevokeReason::Retired => LossReason::Retired,
+        }
+    }
+}
+
+/// What the edge must do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Broadcast this message (encode it with `wire::encode`).
+    Post(Message),
+    /// `localStorage.setItem(key, value)` (ignore failures).
+    StorageWrite { key: &'static str, value: String },
+    /// `localStorage.removeItem(key)` (ignore failures).
+    StorageRemove { key: &'static str },
+    /// Call [`Node::timer`] at (or after) wall-clock time `at`; replaces any earlier timer.
+    SetTimer { at: u64 },
+    /// Forget the timer.
+    ClearTimer,
+    /// Engine sink 1: request `id` was granted.
+    Granted(u64),
+    /// Engine sink 2: `ifAvailable` request `id` was not grantable.
+    NotAvailable(u64),
+    /// Engine sink 3: held lock `id` was taken away.
+    Stolen { id: u64, reason: LossReason },
+    /// Engine sink 4: the answer to query `query`.
+    Snapshot { query: u64, snapshot: Snapshot },
+    /// A newer protocol version runs in this origin: this context no longer grants anything (say so
+    /// once in the console; a reload picks up the new version).
+    Incompatible { version: u32 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RequestState {
+    /// Not sent yet (the node is joining, or lost its membership and will resend it).
+    Queued,
+    /// Sent; waiting for its outcome in the replica.
+    Posted,
+    /// Granted and not released.
+    Held,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct LocalRequest {
+    pub name: Rc<str>,
+    pub mode: LockMode,
+    pub if_available: bool,
+    pub steal: bool,
+    pub state: RequestState,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Lifecycle {
+    Running,
+    Frozen,
+    /// In the back/forward cache: channel closed, nothing held.
+    Hidden,
+    /// Closed or terminated.
+    Gone,
+    /// Saw a newer protocol version.
+    Retired,
+}
+
+pub(super) enum Phase {
+    /// Not in the protocol (never needed it yet, or hidden).
+    Detached,
+    Joining(Box<Joining>),
+    Synced(Box<Synced>),
+}
+
+/// One context of the origin.
+pub struct Node {
+    pub(super) config: Config,
+    pub(super) version: u32,
+    pub(super) client: Rc<str>,
+    pub(super) incarnation: u32,
+    /// Sequence number of the last message posted.
+    pub(super) seq: u64,
+    /// Sequence number of the last own message seen back on the channel.
+    pub(super) echoed_seq: u64,
+    pub(super) lifecycle: Lifecycle,
+    pub(super) phase: Phase,
+    pub(super) requests: BTreeMap<u64, LocalRequest>,
+    /// Queries waiting for the replica to include every message this context posted before them.
+    pub(super) queries: Vec<(u64, Option<u64>)>,
+    /// The storage hint as last read or written.
+    pub(super) live_until: Option<u64>,
+    /// This context wrote the storage hint and has not removed it since.
+    pub(super) wrote_hint: bool,
+    timer: Option<u64>,
+    out: Vec<Effect>,
+}
+
+impl Node {
+    pub fn new(client_id: &str, config: Config) -> Node {
+        Self::with_version(client_id, config, PROTOCOL_VERSION)
+    }
+
+    /// A node speaking protocol `version` (tests simulate a deploy with two versions).
+    pub fn with_version(client_id: &str, config: Config, version: u32) -> Node {
+        Node {
+            config,
+            version,
+            client: client_id.into(),
+            incarnation: 0,
+            seq: 0,
+            echoed_seq: 0,
+            lifecycle: Lifecycle::Running,
+            phase: Phase::Detached,
+            requests: BTreeMap::new(),
+            queries: Vec::new(),
+            live_until: None,
+            wrote_hint: false,
+            timer: None,
+            out: Vec::new(),
+        }
+    }
+
+    /// The effects produced since the last call, in order.
+    pub fn drain(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.out)
+    }
+
+    pub fn client_id(&self) -> &str {
+        &self.client
+    }
+
+    /// This context's current membership.
+    pub fn member_key(&self) -> MemberKey {
+        MemberKey {
+            client: self.client.clone(),
+            incarnation: self.incarnation,
+        }
+    }
+
+    /// The protocol version this node speaks.
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// The node's replica, once it has a complete one (for tests and diagnostics).
+    pub fn replica(&self) -> Option<&super::replica::Replica> {
+        match &self.phase {
+            Phase::Synced(s) => Some(&s.replica),
+            _ => None,
+        }
+    }
+
+    /// True while nothing is held, pending or queued here and no timer is set.
+    pub fn is_quiet(&self) -> bool {
+        self.requests.is_empty() && self.timer.is_none()
+    }
+
+    // ---- the Engine contract ----------------------------------------------------------------------
+
+    /// Spec 4.1 step 3 for request `id` (ids are never reused by a context).
+    pub fn request(
+        &mut self,
+        now: u64,
+        id: u64,
+        name: &str,
+        mode: LockMode,
+        if_available: bool,
+        steal: bool,
+    ) {
+        if self.requests.contains_key(&id)
+            || matches!(self.lifecycle, Lifecycle::Gone | Lifecycle::Hidden)
+        {
+            return;
+        }
+        if self.lifecycle == Lifecycle::Retired && if_available {
+            self.emit(Effect::NotAvailable(id));
+            return;
+        }
+        self.requests.insert(
+            id,
+            LocalRequest {
+                name: name.into(),
+                mode,
+                if_available,
+                steal,
+                state: RequestState::Queued,
+            },
+        );
+        self.attach(now);
+        self.post_queued();
+        self.after(now);
+    }
+
+    /// Spec 4.2: lock `id`'s waiting promise settled. A lock that is not held (stolen) is a no-op.
+    pub fn release(&mut self, now: u64, id: u64) {
+        if self
+            .requests
+            .get(&id)
+            .is_some_and(|r| r.state == RequestState::Held)
+        {
+            self.requests.remove(&id);
+            self.post(Body::Release { id });
+        }
+        self.after(now);
+    }
+
+    /// Spec 4.3: request `id`'s signal fired. Returns true if it was still pending here (JS rejects the
+    /// request); false if it was granted (or unknown). If the grant is already decided in the origin
+    /// but not yet seen here, the origin releases it when it applies the abort.
+    pub fn abort(&mut self, now: u64, id: u64) -> bool {
+        let state = self.requests.get(&id).map(|r| r.state);
+        let aborted = match state {
+            Some(RequestState::Queued) => true,
+            Some(RequestState::Posted) => {
+                self.post(Body::Abort { id });
+                true
+            }
+            Some(RequestState::Held) | None => false,
+        };
+        if aborted {
+            self.requests.remove(&id);
+        }
+        self.after(now);
+        aborted
+    }
+
+    /// Spec 4.5: the snapshot arrives as [`Effect::Snapshot`] once the replica has applied every message
+    /// this context posted before the query.
+    pub fn query(&mut self, now: u64, query: u64) {
+        if matches!(self.lifecycle, Lifecycle::Retired | Lifecycle::Gone) {
+            let snapshot = self.local_snapshot();
+            self.emit(Effect::Snapshot { query, snapshot });
+            return;
+        }
+        self.queries.push((query, None));
+        self.attach(now);
+        self.after(now);
+    }
+
+    // ---- I/O events -------------------------------------------------------------------------------
+
+    /// A message arrived on the channel (including this context's own, seen through its second channel
+    /// object). Anything that does not decode is ignored.
+    pub fn deliver(&mut self, now: u64, values: &[Value]) {
+        if matches!(
+            self.lifecycle,
+            Lifecycle::Hidden | Lifecycle::Gone | Lifecycle::Retired
+        ) {
+            return;
+        }
+        if let Some(decoded) = decode_versioned(values, self.version) {
+            self.receive(now, decoded);
+        }
+        self.after(now);
+    }
+
+    /// The timer set by [`Effect::SetTimer`] fired.
+    pub fn timer(&mut self, now: u64) {
+        self.timer = None;
+        self.after(now);
+    }
+
+    /// A storage key changed in another context (or its value at start-up). Only [`super::LIVE_KEY`]
+    /// matters; corrupt values count as absent.
+    pub fn storage_changed(&mut self, now: u64, key: &str, value: Option<&str>) {
+        if key == live_record::LIVE_KEY {
+            self.live_until = live_record::parse(value);
+            self.after(now);
+        }
+    }
+
+    // ---- lifecycle --------------------------------------------------------------------------------
+
+    /// The page is being frozen: announce it, so the others keep this context's locks for
+    /// `freeze_grace`.
+    pub fn freeze(&mut self, now: u64) {
+        if self.lifecycle != Lifecycle::Running {
+            return;
+        }
+        if self.is_active_member() {
+            let until = now + self.config.freeze_grace;
+            self.post(Body::Freeze { until });
+            if self.has_interest() && self.live_until.is_none_or(|u| u < until) {
+                self.write_live(until);
+            }
+        }
+        self.lifecycle = Lifecycle::Frozen;
+    }
+
+    /// The page was resumed from freezing.
+    pub fn resume(&mut self, now: u64) {
+        if self.lifecycle != Lifecycle::Frozen {
+            return;
+        }
+        self.lifecycle = Lifecycle::Running;
+        if self.is_active_member() {
+            self.post(Body::Alive);
+        }
+        self.after(now);
+    }
+
+    /// `pagehide`: leave at once. With `persisted` (entering the back/forward cache) the held locks are
+    /// lost (reported stolen) and the pending requests wait, to be sent again on `pageshow`.
+    pub fn pagehide(&mut self, now: u64, persisted: bool) {
+        if !persisted {
+            self.terminate(now);
+            return;
+        }
+        if matches!(
+            self.lifecycle,
+            Lifecycle::Gone | Lifecycle::Retired | Lifecycle::Hidden
+        ) {
+            return;
+        }
+        self.leave();
+        let held: Vec<u64> = self
+            .requests
+            .iter()
+            .filter(|(_, r)| r.state == RequestState::Held)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in held {
+            self.requests.remove(&id);
+            self.emit(Effect::Stolen {
+                id,
+                reason: LossReason::Hidden,
+            });
+        }
+        for r in self.requests.values_mut() {
+            r.state = RequestState::Queued;
+        }
+        self.lifecycle = Lifecycle::Hidden;
+        self.set_timer(None);
+        let _ = now;
+    }
+
+    /// `pageshow` after the back/forward cache: rejoin if anything is waiting.
+    pub fn pageshow(&mut self, now: u64, persisted: bool) {
+        if !persisted || self.lifecycle != Lifecycle::Hidden {
+            return;
+        }
+        self.lifecycle = Lifecycle::Running;
+        if !self.requests.is_empty() || !self.queries.is_empty() {
+            self.attach(now);
+        }
+        self.after(now);
+    }
+
+    /// The context closes (unload, `pagehide` without `persisted`, a worker's end): leave at once.
+    pub fn terminate(&mut self, _now: u64) {
+        if matches!(self.lifecycle, Lifecycle::Gone) {
+            return;
+        }
+        if self.lifecycle != Lifecycle::Retired {
+            self.leave();
+        }
+        self.lifecycle = Lifecycle::Gone;
+        self.set_timer(None);
+    }
+
+    // ---- internals shared by the phases -----------------------------------------------------------
+
+    pub(super) fn emit(&mut self, effect: Effect) {
+        self.out.push(effect);
+    }
+
+    pub(super) fn post(&mut self, body: Body) {
+        self.seq += 1;
+        let message = Message {
+            sender: self.member_key(),
+            seq: self.seq,
+            body,
+        };
+        self.out.push(Effect::Post(message));
+    }
+
+    pub(super) fn write_live(&mut self, until: u64) {
+        self.live_until = Some(until);
+        self.emit(Effect::StorageWrite {
+            key: live_record::LIVE_KEY,
+            value: live_record::format(until),
+        });
+    }
+
+    pub(super) fn has_interest(&self) -> bool {
+        !self.requests.is_empty()
+    }
+
+    fn is_active_member(&self) -> bool {
+        matches!(&self.phase, Phase::Synced(s) if s.active)
+    }
+
+    /// Enters the protocol if this context is not in it yet.
+    fn attach(&mut self, now: u64) {
+        if matches!(self.phase, Phase::Detached) && self.lifecycle == Lifecycle::Running {
+            self.start_joining(now);
+        }
+    }
+
+    /// Leaves the protocol: tells the others (if it ever joined) and forgets the replica.
+    fn leave(&mut self) {
+        if !matches!(self.phase, Phase::Detached) {
+            self.post(Body::Leave);
+        }
+        self.phase = Phase::Detached;
+        // Messages posted before leaving will not come back on the closed channel.
+        self.echoed_seq = self.seq;
+        for q in &mut self.queries {
+            q.1 = None;
+        }
+    }
+
+    /// Sends the queued requests, in call order, once this context is an active member.
+    pub(super) fn post_queued(&mut self) {
+        if !self.is_active_member() || self.lifecycle == Lifecycle::Retired {
+            return;
+        }
+        let queued: Vec<u64> = self
+            .requests
+            .iter()
+            .filter(|(_, r)| r.state == RequestState::Queued)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in queued {
+            let r = self.requests.get_mut(&id).expect("queued id");
+            r.state = RequestState::Posted;
+            let body = Body::Request {
+                id,
+                name: r.name.clone(),
+                mode: r.mode,
+                if_available: r.if_available,
+                steal: r.steal,
+            };
+            self.post(body);
+        }
+    }
+
+    fn receive(&mut self, now: u64, decoded: Decoded) {
+        if let Decoded::Ours(m) = &decoded
+            && m.sender.client == self.client
+        {
+            self.echoed_seq = self.echoed_seq.max(m.seq);
+        }
+        if let Decoded::Foreign { version, .. } = &decoded
+            && *version > self.version
+        {
+            self.retire(*version);
+            return;
+        }
+        match &self.phase {
+            Phase::Detached => {}
+            Phase::Joining(_) => self.joining_receive(now, decoded),
+            Phase::Synced(_) => self.synced_receive(now, decoded),
+        }
+    }
+
+    /// A newer protocol version is running: give up every lock and grant nothing any more.
+    fn retire(&mut self, version: u32) {
+        if let Phase::Synced(s) = &mut self.phase {
+            let mut outcomes = Vec::new();
+            let id = s.replica.history().clone();
+            s.replica.apply_foreign(version, 0, &id, &mut outcomes);
+        }
+        self.emit(Effect::Incompatible { version });
+        let held: Vec<u64> = self
+            .requests
+            .iter()
+            .filter(|(_, r)| r.state == RequestState::Held)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in held {
+            self.requests.remove(&id);
+            self.emit(Effect::Stolen {
+                id,
+                reason: LossReason::Retired,
+            });
+        }
+        let unavailable: Vec<u64> = self
+            .requests
+            .iter()
+            .filter(|(_, r)| r.if_available)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in unavailable {
+            self.requests.remove(&id);
+            self.emit(Effect::NotAvailable(id));
+        }
+        for r in self.requests.values_mut() {
+            r.state = RequestState::Queued;
+        }
+        self.phase = Phase::Detached;
+        self.lifecycle = Lifecycle::Retired;
+        let queries = std::mem::take(&mut self.queries);
+        for (query, _) in queries {
+            let snapshot = self.local_snapshot();
+            self.emit(Effect::Snapshot { query, snapshot });
+        }
+        self.set_timer(None);
+    }
+
+    /// What this context alone knows (used once it can no longer see the origin's state).
+    fn local_snapshot(&self) -> Snapshot {
+        let info = |r: &LocalRequest| LockInfo {
+            name: r.name.clone(),
+            mode: r.mode,
+            client_id: self.client.clone(),
+        };
+        Snapshot {
+            held: self
+                .requests
+                .values()
+                .filter(|r| r.state == RequestState::Held)
+                .map(info)
+                .collect(),
+            pending: self
+                .requests
+                .values()
+                .filter(|r| r.state != RequestState::Held)
+                .map(info)
+                .collect(),
+        }
+    }
+
+    /// Runs after every event: the phase's policies (which may post), the queries, the storage hint,
+    /// and the timer for the earliest next deadline.
+    fn after(&mut self, now: u64) {
+        if self.lifecycle != Lifecycle::Running {
+            if matches!(
+                self.lifecycle,
+                Lifecycle::Gone | Lifecycle::Hidden | Lifecycle::Retired
+            ) {
+                self.set_timer(None);
+            }
+            return;
+        }
+        let mut next: Option<u64> = None;
+        match &self.phase {
+            Phase::Detached => {}
+            Phase::Joining(_) => next = self.joining_policies(now),
+            Phase::Synced(_) => next = self.synced_policies(now),
+        }
+        self.answer_queries();
+        let hint = self.live_policy(now);
+        next = [next, hint].into_iter().flatten().min();
+        self.set_timer(next);
+    }
+
+    /// Answers the queries whose context's own earlier messages are all applied.
+    fn answer_queries(&mut self) {
+        if self.queries.is_empty() || !self.is_active_member() {
+            return;
+        }
+        let Phase::Synced(s) = &self.phase else {
+            return;
+        };
+        if s.awaiting_join {
+            return;
+        }
+        let seq = self.seq;
+        for q in &mut self.queries {
+            q.1.get_or_insert(seq);
+        }
+        let echoed = self.echoed_seq;
+        let (ready, waiting): (Vec<_>, Vec<_>) = self
+            .queries
+            .drain(..)
+            .partition(|(_, after)| after.is_some_and(|a| a <= echoed));
+        self.queries = waiting;
+        for (query, _) in ready {
+            let snapshot = match &self.phase {
+                Phase::Synced(s) => s.replica.snapshot(),
+                _ => unreachable!("checked above"),
+            };
+            self.emit(Effect::Snapshot { query, snapshot });
+        }
+    }
+
+    /// Keeps the storage hint fresh while this context is a member with something held or pending,
+    /// and removes it once the whole origin is idle (if this context wrote it). Returns when to renew.
+    fn live_policy(&mut self, now: u64) -> Option<u64> {
+        let interest = self.has_interest() && self.is_active_member();
+        let half = self.config.live_ttl / 2;
+        if interest {
+            if self.live_until.is_none_or(|u| u <= now + half) {
+                self.write_live(now + self.config.live_ttl);
+            }
+            self.wrote_hint = true;
+            return self.live_until.map(|u| u - half);
+        }
+        let idle = matches!(&self.phase, Phase::Synced(s) if s.replica.is_idle());
+        if self.wrote_hint && idle {
+            self.wrote_hint = false;
+            if self.live_until.is_some_and(|u| u > now) {
+                self.live_until = None;
+                self.emit(Effect::StorageRemove {
+                    key: live_record::LIVE_KEY,
+                });
+            }
+        }
+        None
+    }
+
+    fn set_timer(&mut self, at: Option<u64>) {
+        if at == self.timer {
+            return;
+        }
+        self.timer = at;
+        self.emit(match at {
+            Some(at) => Effect::SetTimer { at },
+            None => Effect::ClearTimer,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,632 @@
+//! The replicated lock state: what every context computes from the channel's one sequence of messages.
+//!
+//! Every context applies the same messages in the same order (the total-order assumption of
+//! docs/PROTOCOL.md) to a `Replica`, so every complete replica holds the same state at the same position
+//! of the sequence, and the owner of a request learns its grant from its own replica. Nothing here
+//! reads a clock or a random number: every decision is a function of the messages alone.
+//!
+//! A replica is *complete* when it knows the whole state (it was built from a state transfer, or it saw
+//! the genesis of the current history). A context that has just joined runs a *partial* replica: it
+//! only knows the members that joined after it, which is enough to judge the validity of their
+//! Genesis messages, and it learns the rest from a state transfer.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
+
+use crate::scheduler::{Decision, LockManager, LockMode, LockRequest, RequestId, Snapshot};
+
+use super::wire::{
+    Body, KIND_GENESIS, LockRecord, MemberKey, MemberRecord, Message, MessageId, StateTransfer,
+};
+
+/// Why a held lock was taken from its owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RevokeReason {
+    /// Another request used `steal`.
+    Stolen,
+    /// The owner was presumed dead (silent after a ping) and evicted.
+    Evicted,
+    /// A new history began (a Genesis from a context that found no live one).
+    Reset,
+    /// A newer protocol version is running in the origin.
+    Retired,
+}
+
+/// What happened to a member's request, as the result of applying one message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Granted {
+        member: MemberKey,
+        local_id: u64,
+    },
+    NotAvailable {
+        member: MemberKey,
+        local_id: u64,
+    },
+    Revoked {
+        member: MemberKey,
+        local_id: u64,
+        reason: RevokeReason,
+    },
+}
+
+/// A member of the current history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub join_pos: u64,
+    pub pending: bool,
+    pub tainted: bool,
+    pub frozen_until: Option<u64>,
+    pub silent: bool,
+}
+
+/// One context's copy of the origin's lock state.
+#[derive(Debug)]
+pub struct Replica {
+    version: u32,
+    complete: bool,
+    history: MessageId,
+    /// Position of the last applied message in the current history (the Genesis is 0).
+    pos: u64,
+    next_gid: RequestId,
+    members: BTreeMap<MemberKey, Member>,
+    manager: LockManager,
+    /// Lock/request id in `manager` ("gid") → its member and the member's own id for it.
+    owners: HashMap<RequestId, (MemberKey, u64)>,
+    gids: HashMap<(MemberKey, u64), RequestId>,
+}
+
+impl Replica {
+    fn empty(version: u32, complete: bool) -> Self {
+        Replica {
+            version,
+            complete,
+            history: MessageId::origin(),
+            pos: 0,
+            next_gid: 1,
+            members: BTreeMap::new(),
+            manager: LockManager::new(),
+            owners: HashMap::new(),
+            gids: HashMap::new(),
+        }
+    }
+
+    /// The replica of a context that has just joined (it applies its own Join first).
+    pub fn partial(version: u32) -> Self {
+        Self::empty(version, false)
+    }
+
+    /// A complete replica of the channel before any message: the state an observer that sees the whole
+    /// channel from its beginning starts from (used by tests).
+    pub fn origin(version: u32) -> Self {
+        Self::empty(version, true)
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.complete
+    }
+
+    pub fn history(&self) -> &MessageId {
+        &self.history
+    }
+
+    pub fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    pub fn member(&self, key: &MemberKey) -> Option<&Member> {
+        self.members.get(key)
+    }
+
+    pub fn members(&self) -> impl Iterator<Item = (&MemberKey, &Member)> {
+        self.members.iter()
+    }
+
+    /// True when no lock is held and no request is pending in the origin.
+    pub fn is_idle(&self) -> bool {
+        self.manager.is_idle()
+    }
+
+    /// Spec 4.5 over the whole origin.
+    pub fn snapshot(&self) -> Snapshot {
+        self.manager.snapshot_lock_state()
+    }
+
+    /// Whether `member`'s lock `local_id` is held.
+    pub fn holds(&self, member: &MemberKey, local_id: u64) -> bool {
+        self.gids
+            .get(&(member.clone(), local_id))
+            .is_some_and(|gid| self.manager.held_lock(*gid).is_some())
+    }
+
+    /// Whether `member`'s request `local_id` is waiting in a queue.
+    pub fn is_pending(&self, member: &MemberKey, local_id: u64) -> bool {
+        self.gids
+            .get(&(member.clone(), local_id))
+            .is_some_and(|gid| self.manager.is_pending(*gid))
+    }
+
+    /// Held locks as (member, local id, name, mode), in held-set order.
+    pub fn held_locks(&self) -> Vec<(MemberKey, u64, Rc<str>, LockMode)> {
+        self.manager
+            .held_ids()
+            .map(|gid| {
+                let r = self.manager.held_lock(gid).expect("held id");
+                let (m, l) = &self.owners[&gid];
+                (m.clone(), *l, r.name.clone(), r.mode)
+            })
+            .collect()
+    }
+
+    /// The members that stand between `me` and the names it waits for: holders of those names and the
+    /// owners of the first requests queued ahead of mine. These are the ones worth checking for
+    /// liveness; a dead waiter further back is checked once it moves up.
+    pub fn blockers_of(&self, me: &MemberKey, names: &BTreeSet<Rc<str>>) -> BTreeSet<MemberKey> {
+        const AHEAD: usize = 2;
+        let mut blockers = BTreeSet::new();
+        if names.is_empty() {
+            return blockers;
+        }
+        for gid in self.manager.held_ids() {
+            let r = self.manager.held_lock(gid).expect("held id");
+            let owner = &self.owners[&gid].0;
+            if names.contains(&r.name) && owner != me {
+                blockers.insert(owner.clone());
+            }
+        }
+        for name in names {
+            for r in self.manager.queue(name).take(AHEAD) {
+                let owner = &self.owners[&r.id].0;
+                if owner == me {
+                    break;
+                }
+                blockers.insert(owner.clone());
+            }
+        }
+        blockers
+    }
+
+    /// Applies one message of our version. Outcomes for every member's requests are appended to `out`.
+    pub fn apply(&mut self, msg: &Message, out: &mut Vec<Outcome>) {
+        self.pos += 1;
+        let sender = &msg.sender;
+        // Any message shows its sender alive (and back from freezing).
+        if let Some(m) = self.members.get_mut(sender)
+            && !m.pending
+        {
+            m.silent = false;
+            m.frozen_until = None;
+        }
+        match &msg.body {
+            Body::Join { need_state } => self.on_join(sender, *need_state, out),
+            Body::Genesis => self.on_genesis(msg, out),
+            Body::State(st) => self.on_state(st),
+            Body::Leave => {
+                if self.members.contains_key(sender) {
+                    self.remove_member(sender, None, out);
+                }
+            }
+            body => {
+                let Some(m) = self.members.get_mut(sender) else {
+                    return; // not a member (stale incarnation, or joined before a partial replica)
+                };
+                if m.pending {
+                    return;
+                }
+                match body {
+                    Body::Request {
+                        id,
+                        name,
+                        mode,
+                        if_available,
+                        steal,
+                    } => self.on_request(sender, *id, name, *mode, *if_available, *steal, out),
+                    Body::Release { id } => self.on_release(sender, *id, out),
+                    Body::Abort { id } => self.on_abort(sender, *id, out),
+                    Body::Ping { target } => {
+                        if let Some(t) = self.members.get_mut(target)
+                            && !t.pending
+                        {
+                            t.silent = true;
+                        }
+                    }
+                    Body::Evict { target, ts } => {
+                        let valid = self.members.get(target).is_some_and(|t| {
+                            !t.pending && t.silent && t.frozen_until.is_none_or(|f| *ts >= f)
+                        });
+                        if valid {
+                            self.remove_member(target, Some(RevokeReason::Evicted), out);
+                        }
+                    }
+                    Body::Freeze { until } => {
+                        self.members.get_mut(sender).expect("member").frozen_until = Some(*until);
+                    }
+                    Body::Alive => {}
+                    Body::Join { .. } | Body::Genesis | Body::State(_) | Body::Leave => {
+                        unreachable!("handled above")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies a message of another protocol version, of which only the header could be read. A newer
+    /// version ends the current history: every lock is revoked (the context running this replica
+    /// retires: it grants nothing any more). A Genesis of an older version ends it too, since that
+    /// version's contexts start their own history there (see docs/PROTOCOL.md, version skew).
+    pub fn apply_foreign(
+        &mut self,
+        version: u32,
+        kind: u32,
+        id: &MessageId,
+        out: &mut Vec<Outcome>,
+    ) {
+        if version > self.version {
+            self.revoke_all(RevokeReason::Retired, out);
+            self.start_history(id.clone(), BTreeMap::new());
+        } else if kind == KIND_GENESIS {
+            self.revoke_all(RevokeReason::Reset, out);
+            self.start_history(id.clone(), BTreeMap::new());
+        }
+    }
+
+    fn on_join(&mut self, sender: &MemberKey, need_state: bool, out: &mut Vec<Outcome>) {
+        let same_client: Vec<MemberKey> = self
+            .members
+            .keys()
+            .filter(|k| k.client == sender.client)
+            .cloned()
+            .collect();
+        for k in same_client {
+            self.remove_member(&k, None, out);
+        }
+        self.members.insert(
+            sender.clone(),
+            Member {
+                join_pos: self.pos,
+                pending: need_state,
+                tainted: false,
+                frozen_until: None,
+                silent: false,
+            },
+        );
+    }
+
+    /// A Genesis is valid when its sender is a pending member that no Genesis or State has followed
+    /// since its Join: then nobody answered it, and it starts a new, empty history. The members of the
+    /// new history are its sender and the contexts that joined after it (still pending: they did not
+    /// see the sender's Join, so they could not judge its Genesis). Everyone else rejoins.
+    fn on_genesis(&mut self, msg: &Message, out: &mut Vec<Outcome>) {
+        let valid = self
+            .members
+            .get(&msg.sender)
+            .filter(|m| m.pending && !m.tainted)
+            .map(|m| m.join_pos);
+        let Some(sender_join) = valid else {
+            self.taint_pending();
+            return;
+        };
+        self.revoke_all(RevokeReason::Reset, out);
+        let mut members = BTreeMap::new();
+        for (k, m) in &self.members {
+            if m.pending && m.join_pos > sender_join {
+                members.insert(
+                    k.clone(),
+                    Member {
+                        join_pos: 0,
+                        pending: true,
+                        tainted: true,
+                        frozen_until: None,
+                        silent: false,
+                    },
+                );
+            }
+        }
+        members.insert(
+            msg.sender.clone(),
+            Member {
+                join_pos: 0,
+                pending: false,
+                tainted: false,
+                frozen_until: None,
+                silent: false,
+            },
+        );
+        self.start_history(msg.id(), members);
+    }
+
+    fn start_history(&mut self, history: MessageId, members: BTreeMap<MemberKey, Member>) {
+        self.complete = true;
+        self.history = history;
+        self.pos = 0;
+        self.next_gid = 1;
+        self.members = members;
+        self.manager = LockManager::new();
+        self.owners.clear();
+        self.gids.clear();
+    }
+
+    /// A state transfer admits the pending members that joined at or before its position (they build
+    /// their replica from it). Any State, even one of an older history, taints the other pending
+    /// members: a context that joined cannot tell histories apart, and the rule must be one it can
+    /// evaluate.
+    fn on_state(&mut self, st: &StateTransfer) {
+        if self.complete && st.history == self.history {
+            for m in self.members.values_mut() {
+                if m.pending && m.join_pos <= st.as_of_pos {
+                    m.pending = false;
+                    m.tainted = false;
+                }
+            }
+        }
+        self.taint_pending();
+    }
+
+    fn taint_pending(&mut self) {
+        for m in self.members.values_mut() {
+            if m.pending {
+                m.tainted = true;
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_request(
+        &mut self,
+        sender: &MemberKey,
+        local_id: u64,
+        name: &Rc<str>,
+        mode: LockMode,
+        if_available: bool,
+        steal: bool,
+        out: &mut Vec<Outcome>,
+    ) {
+        let key = (sender.clone(), local_id);
+        if self.gids.contains_key(&key) {
+            return; // a duplicate id: the first request stands
+        }
+        let gid = self.next_gid;
+        self.next_gid += 1;
+        self.owners.insert(gid, key.clone());
+        self.gids.insert(key, gid);
+        let request = LockRequest {
+            id: gid,
+            client_id: sender.client.clone(),
+            name: name.clone(),
+            mode,
+        };
+        let decisions = self
+            .manager
+            .request_lock(request, if_available, steal)
+            .expect("gids are fresh");
+        self.report(decisions, out);
+    }
+
+    fn on_release(&mut self, sender: &MemberKey, local_id: u64, out: &mut Vec<Outcome>) {
+        if let Some(&gid) = self.gids.get(&(sender.clone(), local_id))
+            && self.manager.held_lock(gid).is_some()
+        {
+            self.forget(gid);
+            let decisions = self.manager.release_lock(gid);
+            self.report(decisions, out);
+        }
+    }
+
+    /// An abort that lost the race with a grant releases the lock: its owner already told JS that the
+    /// request was aborted, so nobody will ever use that lock.
+    fn on_abort(&mut self, sender: &MemberKey, local_id: u64, out: &mut Vec<Outcome>) {
+        let Some(&gid) = self.gids.get(&(sender.clone(), local_id)) else {
+            return;
+        };
+        if let Some(decisions) = self.manager.abort_request(gid) {
+            self.forget(gid);
+            self.report(decisions, out);
+        } else {
+            self.on_release(sender, local_id, out);
+        }
+    }
+
+    /// Removes a member, dropping its requests and releasing its locks (spec 2.6). With a reason, its
+    /// held locks are reported revoked (an eviction); without, it left or rejoined and knows.
+    fn remove_member(
+        &mut self,
+        key: &MemberKey,
+        reason: Option<RevokeReason>,
+        out: &mut Vec<Outcome>,
+    ) {
+        self.members.remove(key);
+        let mine: Vec<RequestId> = self
+            .owners
+            .iter()
+            .filter(|(_, (m, _))| m == key)
+            .map(|(gid, _)| *gid)
+            .collect();
+        let mut held: Vec<RequestId> = mine
+            .iter()
+            .copied()
+            .filter(|gid| self.manager.held_lock(*gid).is_some())
+            .collect();
+        held.sort_unstable();
+        if let Some(reason) = reason {
+            for gid in &held {
+                let (m, l) = self.owners[gid].clone();
+                out.push(Outcome::Revoked {
+                    member: m,
+                    local_id: l,
+                    reason,
+                });
+            }
+        }
+        let decisions = self.manager.terminate_client(&key.client);
+        for gid in mine {
+            self.forget(gid);
+        }
+        // Grants made inside terminate_client to the member's own requests were released again there.
+        self.report(decisions, out);
+    }
+
+    fn revoke_all(&mut self, reason: RevokeReason, out: &mut Vec<Outcome>) {
+        for gid in self.manager.held_ids() {
+            let (m, l) = self.owners[&gid].clone();
+            out.push(Outcome::Revoked {
+                member: m,
+                local_id: l,
+                reason,
+            });
+        }
+        self.manager = LockManager::new();
+        self.owners.clear();
+        self.gids.clear();
+    }
+
+    fn forget(&mut self, gid: RequestId) {
+        if let Some(key) = self.owners.remove(&gid) {
+            self.gids.remove(&key);
+        }
+    }
+
+    fn report(&mut self, decisions: Vec<Decision>, out: &mut Vec<Outcome>) {
+        for d in decisions {
+            match d {
+                Decision::Granted(gid) => {
+                    // Absent when terminate_client granted a request of the member being removed.
+                    if let Some((m, l)) = self.owners.get(&gid)
+                        && self.manager.held_lock(gid).is_some()
+                    {
+                        out.push(Outcome::Granted {
+                            member: m.clone(),
+                            local_id: *l,
+                        });
+                    }
+                }
+                Decision::NotAvailable(gid) => {
+                    if let Some((m, l)) = self.owners.remove(&gid) {
+                        self.gids.remove(&(m.clone(), l));
+                        out.push(Outcome::NotAvailable {
+                            member: m,
+                            local_id: l,
+                        });
+                    }
+                }
+                Decision::Stolen(gid) => {
+                    if let Some((m, l)) = self.owners.remove(&gid) {
+                        self.gids.remove(&(m.clone(), l));
+                        out.push(Outcome::Revoked {
+                            member: m,
+                            local_id: l,
+                            reason: RevokeReason::Stolen,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// The state transfer for pending members, as of message `as_of` (the last one applied).
+    pub fn export(&self, as_of: MessageId) -> StateTransfer {
+        let index: HashMap<&MemberKey, u32> = self
+            .members
+            .keys()
+            .enumerate()
+            .map(|(i, k)| (k, i as u32))
+            .collect();
+        let record = |r: &LockRequest| {
+            let (m, l) = &self.owners[&r.id];
+            LockRecord {
+                gid: r.id,
+                member: index[m],
+                local_id: *l,
+                name: r.name.clone(),
+                mode: r.mode,
+            }
+        };
+        StateTransfer {
+            history: self.history.clone(),
+            as_of,
+            as_of_pos: self.pos,
+            next_gid: self.next_gid,
+            members: self
+                .members
+                .iter()
+                .map(|(k, m)| MemberRecord {
+                    key: k.clone(),
+                    join_pos: m.join_pos,
+                    pending: m.pending,
+                    tainted: m.tainted,
+                    frozen_until: m.frozen_until,
+                    silent: m.silent,
+                })
+                .collect(),
+            held: self
+                .manager
+                .held_ids()
+                .map(|gid| record(self.manager.held_lock(gid).expect("held id")))
+                .collect(),
+            pending: self
+                .manager
+                .pending_requests()
+                .into_iter()
+                .map(record)
+                .collect(),
+        }
+    }
+
+    /// Builds a complete replica from a state transfer, or `None` if the transfer is inconsistent
+    /// (a corrupt or hostile message). The lock manager is rebuilt through its public algorithms:
+    /// held locks in held-set order (each must be granted at once), then pending requests in queue
+    /// order (none may be granted). Per-name queue order and the held-set order are kept exactly; the
+    /// order of names in the queue map may differ from the sender's (it only orders `query()` output).
+    pub fn import(st: &StateTransfer, version: u32) -> Option<Replica> {
+        let mut r = Replica::empty(version, true);
+        r.history = st.history.clone();
+        r.pos = st.as_of_pos;
+        r.next_gid = st.next_gid;
+        for m in &st.members {
+            let member = Member {
+                join_pos: m.join_pos,
+                pending: m.pending,
+                tainted: m.tainted,
+                frozen_until: m.frozen_until,
+                silent: m.silent,
+            };
+            if m.join_pos > st.as_of_pos || r.members.insert(m.key.clone(), member).is_some() {
+                return None;
+            }
+        }
+        let clients: BTreeSet<&Rc<str>> = st.members.iter().map(|m| &m.key.client).collect();
+        if clients.len() != st.members.len() {
+            return None; // two incarnations of one context
+        }
+        for (records, must_grant) in [(&st.held, true), (&st.pending, false)] {
+            for l in records {
+                let member = st.members.get(l.member as usize)?;
+                let key = (member.key.clone(), l.local_id);
+                if member.pending
+                    || l.gid == 0
+                    || l.gid >= st.next_gid
+                    || r.owners.contains_key(&l.gid)
+                    || r.gids.contains_key(&key)
+                {
+                    return None;
+                }
+                r.owners.insert(l.gid, key.clone());
+                r.gids.insert(key, l.gid);
+                let request = LockRequest {
+                    id: l.gid,
+                    client_id: member.key.client.clone(),
+                    name: l.name.clone(),
+                    mode: l.mode,
+                };
+                let decisions = r.manager.request_lock(request, false, false).ok()?;
+                let granted = decisions == [Decision::Granted(l.gid)];
+                if granted != must_grant || (!must_grant && !decisions.is_empty()) {
+                    return None;
+                }
+            }
+        }
+        Some(r)
+    }
+}
+
+#[cfg(test)]
+mod tests;

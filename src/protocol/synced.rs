@@ -1,0 +1,305 @@
+//! The synced phase: the context holds a complete replica and follows the channel. It turns outcomes
+//! for its own requests into Engine effects, keeps (or regains) its membership, answers joiners with
+//! state transfers, answers pings, and checks the liveness of the members that block its requests.
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::node::{Effect, LossReason, Node, Phase, RequestState};
+use super::replica::{Outcome, Replica};
+use super::wire::{Body, Decoded, KIND_GENESIS, KIND_JOIN, MemberKey, MessageId};
+
+pub(super) struct Synced {
+    pub replica: Replica,
+    /// The last message applied (a state transfer is "as of" it).
+    pub last_applied: MessageId,
+    /// This context is a member (not pending) of the current history and may send requests.
+    pub active: bool,
+    /// A Join of the current incarnation was posted and has not come back yet.
+    pub awaiting_join: bool,
+    /// Pending members already answered with a State.
+    answered: BTreeSet<MemberKey>,
+    respond_at: Option<u64>,
+    /// When a message of each member was last applied here.
+    last_heard: HashMap<MemberKey, u64>,
+    /// When a member became silent (a ping applied while it was not).
+    silent_since: HashMap<MemberKey, u64>,
+    /// When a ping of each member (by anyone) was last applied: one pinger is enough.
+    last_ping: HashMap<MemberKey, u64>,
+    /// Pings and evictions this context posted that have not taken effect yet.
+    ping_posted: BTreeSet<MemberKey>,
+    evict_posted: BTreeSet<MemberKey>,
+    /// The member list may have changed since the per-member maps above were last pruned.
+    members_changed: bool,
+}
+
+impl Synced {
+    pub fn new(replica: Replica, last_applied: MessageId) -> Self {
+        Synced {
+            replica,
+            last_applied,
+            active: false,
+            awaiting_join: false,
+            answered: BTreeSet::new(),
+            respond_at: None,
+            last_heard: HashMap::new(),
+            silent_since: HashMap::new(),
+            last_ping: HashMap::new(),
+            ping_posted: BTreeSet::new(),
+            evict_posted: BTreeSet::new(),
+            members_changed: false,
+        }
+    }
+}
+
+fn synced(phase: &mut Phase) -> &mut Synced {
+    match phase {
+        Phase::Synced(s) => s,
+        _ => unreachable!("synced"),
+    }
+}
+
+impl Node {
+    pub(super) fn synced_receive(&mut self, now: u64, decoded: Decoded) {
+        let me = self.member_key();
+        let echoed_all = self.echoed_seq == self.seq;
+        let s = synced(&mut self.phase);
+        let mut outcomes = Vec::new();
+        let mut answer_ping = false;
+        let mut beacon = false;
+        match &decoded {
+            Decoded::Ours(m) => {
+                s.last_heard.insert(m.sender.clone(), now);
+                s.silent_since.remove(&m.sender);
+                s.ping_posted.remove(&m.sender);
+                s.evict_posted.remove(&m.sender);
+                let was_silent = match &m.body {
+                    Body::Ping { target } => s.replica.member(target).map(|t| t.silent),
+                    _ => None,
+                };
+                s.replica.apply(m, &mut outcomes);
+                s.last_applied = m.id();
+                s.members_changed |= matches!(
+                    m.body,
+                    Body::Join { .. }
+                        | Body::Genesis
+                        | Body::State(_)
+                        | Body::Leave
+                        | Body::Evict { .. }
+                );
+                match &m.body {
+                    Body::Ping { target } => {
+                        s.ping_posted.remove(target);
+                        s.last_ping.insert(target.clone(), now);
+                        if was_silent == Some(false)
+                            && s.replica.member(target).is_some_and(|t| t.silent)
+                        {
+                            s.silent_since.insert(target.clone(), now);
+                        }
+                        answer_ping = *target == me && echoed_all && s.active;
+                    }
+                    Body::Join { .. } if m.sender == me => s.awaiting_join = false,
+                    _ => {}
+                }
+            }
+            Decoded::Foreign { version, kind, id } => {
+                s.replica.apply_foreign(*version, *kind, id, &mut outcomes);
+                s.members_changed = true;
+                if *kind == KIND_GENESIS {
+                    s.last_applied = id.clone();
+                }
+                beacon = *kind == KIND_JOIN && s.active;
+            }
+        }
+        self.handle_outcomes(&me, outcomes);
+        if answer_ping || beacon {
+            self.post(Body::Alive);
+        }
+        self.check_membership(now);
+    }
+
+    /// Turns the outcomes of one applied message for this incarnation's requests into effects.
+    fn handle_outcomes(&mut self, me: &MemberKey, outcomes: Vec<Outcome>) {
+        for o in outcomes {
+            let (member, local_id) = match &o {
+                Outcome::Granted { member, local_id }
+                | Outcome::NotAvailable { member, local_id }
+                | Outcome::Revoked {
+                    member, local_id, ..
+                } => (member, *local_id),
+            };
+            // Absent when JS aborted the request meanwhile (the origin releases it on the Abort), or
+            // released the lock before learning it was taken.
+            let state = self.requests.get(&local_id).map(|r| r.state);
+            if member != me || state.is_none() {
+                continue;
+            }
+            match o {
+                Outcome::Granted { .. } if state == Some(RequestState::Posted) => {
+                    self.requests.get_mut(&local_id).expect("known").state = RequestState::Held;
+                    self.emit(Effect::Granted(local_id));
+                }
+                Outcome::NotAvailable { .. } if state == Some(RequestState::Posted) => {
+                    self.requests.remove(&local_id);
+                    self.emit(Effect::NotAvailable(local_id));
+                }
+                Outcome::Revoked { reason, .. } if state == Some(RequestState::Held) => {
+                    self.requests.remove(&local_id);
+                    self.emit(Effect::Stolen {
+                        id: local_id,
+                        reason: reason.into(),
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// After every applied message: is this incarnation still an active member? If it lost its
+    /// membership (evicted, or a new history began) its requests go back to the queue and it rejoins
+    /// with its replica (no state transfer needed); once active it sends what is queued.
+    pub(super) fn check_membership(&mut self, now: u64) {
+        let me = self.member_key();
+        let s = synced(&mut self.phase);
+        if s.awaiting_join {
+            return;
+        }
+        let active = s.replica.member(&me).is_some_and(|m| !m.pending);
+        if active {
+            if !s.active {
+                s.active = true;
+                self.post_queued();
+            }
+            return;
+        }
+        let was_active = std::mem::replace(&mut s.active, false);
+        if was_active {
+            // Locks whose revocation the replica reported are gone already; any other held lock went
+            // with the membership.
+            let held: Vec<u64> = self
+                .requests
+                .iter()
+                .filter(|(_, r)| r.state == RequestState::Held)
+                .map(|(id, _)| *id)
+                .collect();
+            for id in held {
+                self.requests.remove(&id);
+                self.emit(Effect::Stolen {
+                    id,
+                    reason: LossReason::Evicted,
+                });
+            }
+            for r in self.requests.values_mut() {
+                r.state = RequestState::Queued;
+            }
+            // Queries must wait for the requests to be sent again.
+            for q in &mut self.queries {
+                q.1 = None;
+            }
+        }
+        self.incarnation += 1;
+        self.post(Body::Join { need_state: false });
+        let s = synced(&mut self.phase);
+        s.awaiting_join = true;
+        let _ = now;
+    }
+
+    /// Answers pending joiners and checks the members that block this context's requests. Returns the
+    /// next deadline.
+    pub(super) fn synced_policies(&mut self, now: u64) -> Option<u64> {
+        let me = self.member_key();
+        let config = self.config.clone();
+        let s = synced(&mut self.phase);
+        if !s.active || s.awaiting_join {
+            return None;
+        }
+        let mut next: Option<u64> = None;
+        let mut posts: Vec<Body> = Vec::new();
+
+        // Joiners: one State answers every pending member up to now. Members rank by join position, so
+        // the longest-standing one answers first and the others only if it stays silent.
+        let unanswered = s
+            .replica
+            .members()
+            .any(|(k, m)| m.pending && *k != me && !s.answered.contains(k));
+        if std::mem::take(&mut s.members_changed) {
+            let replica = &s.replica;
+            s.answered
+                .retain(|k| replica.member(k).is_some_and(|m| m.pending));
+            s.last_heard.retain(|k, _| replica.member(k).is_some());
+            s.silent_since.retain(|k, _| replica.member(k).is_some());
+            s.last_ping.retain(|k, _| replica.member(k).is_some());
+            s.ping_posted.retain(|k| replica.member(k).is_some());
+            s.evict_posted.retain(|k| replica.member(k).is_some());
+        }
+        if unanswered {
+            let mut ranked: Vec<(u64, &MemberKey)> = s
+                .replica
+                .members()
+                .filter(|(_, m)| !m.pending)
+                .map(|(k, m)| (m.join_pos, k))
+                .collect();
+            ranked.sort();
+            let rank = ranked.iter().position(|(_, k)| **k == me).unwrap_or(0) as u64;
+            let at = *s
+                .respond_at
+                .get_or_insert(now + config.state_stagger * rank.min(3));
+            if now >= at {
+                let transfer = s.replica.export(s.last_applied.clone());
+                posts.push(Body::State(Box::new(transfer)));
+                let pending: Vec<MemberKey> = s
+                    .replica
+                    .members()
+                    .filter(|(_, m)| m.pending)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                s.answered.extend(pending);
+                s.respond_at = None;
+            } else {
+                next = Some(at);
+            }
+        } else {
+            s.respond_at = None;
+        }
+
+        // Liveness: ping a blocker silent for `ping_interval`; evict it if the ping goes unanswered for
+        // `evict_after` (and its announced freeze, if any, is over).
+        let waiting_for: BTreeSet<std::rc::Rc<str>> = self
+            .requests
+            .values()
+            .filter(|r| r.state == RequestState::Posted)
+            .map(|r| r.name.clone())
+            .collect();
+        let blockers = s.replica.blockers_of(&me, &waiting_for);
+        for b in blockers {
+            let Some(m) = s.replica.member(&b) else {
+                continue;
+            };
+            let due = if m.silent {
+                if s.evict_posted.contains(&b) {
+                    continue;
+                }
+                let since = *s.silent_since.entry(b.clone()).or_insert(now);
+                (since + config.evict_after).max(m.frozen_until.unwrap_or(0))
+            } else {
+                if s.ping_posted.contains(&b) {
+                    continue;
+                }
+                let heard = *s.last_heard.entry(b.clone()).or_insert(now);
+                heard.max(s.last_ping.get(&b).copied().unwrap_or(0)) + config.ping_interval
+            };
+            if now < due {
+                next = [next, Some(due)].into_iter().flatten().min();
+            } else if m.silent {
+                s.evict_posted.insert(b.clone());
+                posts.push(Body::Evict { target: b, ts: now });
+            } else {
+                s.ping_posted.insert(b.clone());
+                posts.push(Body::Ping { target: b });
+            }
+        }
+        for body in posts {
+            self.post(body);
+        }
+        next
+    }
+}

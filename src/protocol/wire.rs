@@ -1,0 +1,766 @@
+//! The messages of the coordination protocol and their wire form.
+//!
+//! On the wire a message is a flat array of numbers and strings ([`Value`]), which the JS edge passes to
+//! `BroadcastChannel.postMessage` as a plain array (structured clone copies it cheaply) and turns back
+//! into `Value`s on receipt. The first six slots are the header and are frozen for every protocol
+//! version, so that contexts running different versions of weblocks can at least recognise each other:
+//!
+//! ```text
+//! [ "weblocks", version, kind, senderClientId, senderIncarnation, senderSeq, ...body ]
+//! ```
+//!
+//! The kinds `KIND_JOIN` (1) and `KIND_GENESIS` (2) are frozen too: the version-skew rules
+//! (docs/PROTOCOL.md) act on them across versions. Everything after the header belongs to the version.
+//! The decoder is strict: any slot of the wrong type, out of range, missing or left over makes the
+//! whole message undecodable, and an undecodable message is ignored.
+
+use std::rc::Rc;
+
+use crate::scheduler::LockMode;
+
+/// The first slot of every message.
+pub const MAGIC: &str = "weblocks";
+/// The protocol version this build speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Frozen across versions (see the module docs).
+pub const KIND_JOIN: u32 = 1;
+/// Frozen across versions (see the module docs).
+pub const KIND_GENESIS: u32 = 2;
+const KIND_STATE: u32 = 3;
+const KIND_REQUEST: u32 = 4;
+const KIND_RELEASE: u32 = 5;
+const KIND_ABORT: u32 = 6;
+const KIND_PING: u32 = 7;
+const KIND_ALIVE: u32 = 8;
+const KIND_EVICT: u32 = 9;
+const KIND_FREEZE: u32 = 10;
+const KIND_LEAVE: u32 = 11;
+
+/// Largest integer a JS number holds exactly; every integer slot must be at most this.
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+
+/// One slot of a message on the wire.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Num(f64),
+    Str(String),
+}
+
+impl From<u64> for Value {
+    fn from(n: u64) -> Self {
+        Value::Num(n as f64)
+    }
+}
+
+impl From<u32> for Value {
+    fn from(n: u32) -> Self {
+        Value::Num(f64::from(n))
+    }
+}
+
+impl From<bool> for Value {
+    fn from(b: bool) -> Self {
+        Value::Num(if b { 1.0 } else { 0.0 })
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Self {
+        Value::Str(s.to_owned())
+    }
+}
+
+/// A participant of the protocol: a context (its spec client id) in one incarnation. A context takes a
+/// new incarnation each time it (re)joins, so that messages of an earlier membership, still in flight,
+/// are recognisably stale.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MemberKey {
+    pub client: Rc<str>,
+    pub incarnation: u32,
+}
+
+impl MemberKey {
+    pub fn new(client: &str, incarnation: u32) -> Self {
+        MemberKey {
+            client: client.into(),
+            incarnation,
+        }
+    }
+}
+
+/// Names one message: its sender and the sender's sequence number (never reused by a context).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MessageId {
+    pub sender: MemberKey,
+    pub seq: u64,
+}
+
+impl MessageId {
+    /// The id of the history that exists before any genesis (used only by an observer that sees the
+    /// channel from its very beginning).
+    pub fn origin() -> Self {
+        MessageId {
+            sender: MemberKey::new("", 0),
+            seq: 0,
+        }
+    }
+}
+
+/// A member as recorded in the replicated state (and in a state transfer).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberRecord {
+    pub key: MemberKey,
+    /// Position (in the current history) of the member's Join.
+    pub join_pos: u64,
+    /// Joined and waiting for a state transfer (or a genesis); may not request yet.
+    pub pending: bool,
+    /// A Genesis or State message came after this pending member's Join: its own Genesis is void.
+    pub tainted: bool,
+    /// Announced frozen until this time (wall clock, ms): not evicted before it.
+    pub frozen_until: Option<u64>,
+    /// Pinged and silent since: may be evicted.
+    pub silent: bool,
+}
+
+/// A held lock or a pending request in a state transfer. `member` indexes the transfer's member list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockRecord {
+    pub gid: u64,
+    pub member: u32,
+    pub local_id: u64,
+    pub name: Rc<str>,
+    pub mode: LockMode,
+}
+
+/// The replicated state as of one message of the channel, sent to contexts that join.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StateTransfer {
+    /// The Genesis that started the history this state belongs to.
+    pub history: MessageId,
+    /// The last message applied to this state, and its position in the history.
+    pub as_of: MessageId,
+    pub as_of_pos: u64,
+    pub next_gid: u64,
+    pub members: Vec<MemberRecord>,
+    /// Held locks in held-set order, then pending requests in queue-map order.
+    pub held: Vec<LockRecord>,
+    pub pending: Vec<LockRecord>,
+}
+
+/// What a message says, after the header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// The sender joins; `need_state` is false when it already holds a complete replica.
+    Join { need_state: bool },
+    /// The sender found no live history and starts a new, empty one (if valid: see the replica).
+    Genesis,
+    /// A state transfer for pending members.
+    State(Box<StateTransfer>),
+    /// Spec 4.1 step 3 for the sender's request `id`.
+    Request {
+        id: u64,
+        name: Rc<str>,
+        mode: LockMode,
+        if_available: bool,
+        steal: bool,
+    },
+    /// Spec 4.2 for the sender's lock `id`.
+    Release { id: u64 },
+    /// Spec 4.3 for the sender's request `id` (releases it if it was granted meanwhile).
+    Abort { id: u64 },
+    /// Asks `target` to show it is alive.
+    Ping { target: MemberKey },
+    /// The sender is alive (an answer to a ping, or a return from freezing).
+    Alive,
+    /// `target` did not answer a ping: remove it, taking its locks (`ts`: sender's wall clock).
+    Evict { target: MemberKey, ts: u64 },
+    /// The sender is being frozen; keep its locks until `until` (wall clock, ms).
+    Freeze { until: u64 },
+    /// The sender leaves: release its locks, drop its requests.
+    Leave,
+}
+
+/// A message of this protocol version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    pub sender: MemberKey,
+    pub seq: u64,
+    pub body: Body,
+}
+
+impl Message {
+    pub fn id(&self) -> MessageId {
+        MessageId {
+            sender: self.sender.clone(),
+            seq: self.seq,
+        }
+    }
+}
+
+/// A decoded wire message.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decoded {
+    /// A message of our version.
+    Ours(Message),
+    /// A well-formed header of another protocol version; the body is not ours to read.
+    Foreign {
+        version: u32,
+        kind: u32,
+        id: MessageId,
+    },
+}
+
+fn kind_of(body: &Body) -> u32 {
+    match body {
+        Body::Join { .. } => KIND_JOIN,
+        Body::Genesis => KIND_GENESIS,
+        Body::State(_) => KIND_STATE,
+        Body::Request { .. } => KIND_REQUEST,
+        Body::Release { .. } => KIND_RELEASE,
+        Body::Abort { .. } => KIND_ABORT,
+        Body::Ping { .. } => KIND_PING,
+        Body::Alive => KIND_ALIVE,
+        Body::Evict { .. } => KIND_EVICT,
+        Body::Freeze { .. } => KIND_FREEZE,
+        Body::Leave => KIND_LEAVE,
+    }
+}
+
+fn mode_code(mode: LockMode) -> u32 {
+    match mode {
+        LockMode::Exclusive => 0,
+        LockMode::Shared => 1,
+    }
+}
+
+struct Encoder {
+    out: Vec<Value>,
+}
+
+impl Encoder {
+    fn push(&mut self, v: impl Into<Value>) {
+        self.out.push(v.into());
+    }
+
+    fn member(&mut self, m: &MemberKey) {
+        self.push(&*m.client);
+        self.push(m.incarnation);
+    }
+
+    fn message_id(&mut self, id: &MessageId) {
+        self.member(&id.sender);
+        self.push(id.seq);
+    }
+
+    fn optional(&mut self, v: Option<u64>) {
+        match v {
+            Some(n) => self.push(n),
+            None => self.out.push(Value::Num(-1.0)),
+        }
+    }
+
+    fn lock(&mut self, l: &LockRecord) {
+        self.push(l.gid);
+        self.push(l.member);
+        self.push(l.local_id);
+        self.push(&*l.name);
+        self.push(mode_code(l.mode));
+    }
+}
+
+/// Encodes `message` as a message of protocol `version` (tests use other versions to simulate a skew).
+pub fn encode_versioned(message: &Message, version: u32) -> Vec<Value> {
+    let mut e = Encoder { out: Vec::new() };
+    e.push(MAGIC);
+    e.push(version);
+    e.push(kind_of(&message.body));
+    e.member(&message.sender);
+    e.push(message.seq);
+    match &message.body {
+        Body::Join { need_state } => e.push(*need_state),
+        Body::Genesis | Body::Alive | Body::Leave => {}
+        Body::State(s) => {
+            e.message_id(&s.history);
+            e.message_id(&s.as_of);
+            e.push(s.as_of_pos);
+            e.push(s.next_gid);
+            e.push(s.members.len() as u64);
+            for m in &s.members {
+                e.member(&m.key);
+                e.push(m.join_pos);
+                e.push(u32::from(m.pending) | u32::from(m.tainted) << 1 | u32::from(m.silent) << 2);
+                e.optional(m.frozen_until);
+            }
+            e.push(s.held.len() as u64);
+            s.held.iter().for_each(|l| e.lock(l));
+            e.push(s.pending.len() as u64);
+            s.pending.iter().for_each(|l| e.lock(l));
+        }
+        Body::Request {
+            id,
+            name,
+            mode,
+            if_available,
+            steal,
+        } => {
+            e.push(*id);
+            e.push(&**name);
+            e.push(mode_code(*mode));
+            e.push(*if_available);
+            e.push(*steal);
+        }
+        Body::Release { id } | Body::Abort { id } => e.push(*id),
+        Body::Ping { target } => e.member(target),
+        Body::Evict { target, ts } => {
+            e.member(target);
+            e.push(*ts);
+        }
+        Body::Freeze { until } => e.push(*until),
+    }
+    e.out
+}
+
+/// Encodes `message` in this build's protocol version.
+pub fn encode(message: &Message) -> Vec<Value> {
+    encode_versioned(message, PROTOCOL_VERSION)
+}
+
+/// Reads slots in order; every accessor returns `None` on a type or range error.
+struct Cursor<'a> {
+    values: &'a [Value],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn next(&mut self) -> Option<&'a Value> {
+        let v = self.values.get(self.at)?;
+        self.at += 1;
+        Some(v)
+    }
+
+    fn num(&mut self) -> Option<f64> {
+        match self.next()? {
+            Value::Num(n) => Some(*n),
+            Value::Str(_) => None,
+        }
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        let n = self.num()?;
+        ((0.0..=MAX_SAFE_INTEGER).contains(&n) && n.fract() == 0.0).then_some(n as u64)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        u32::try_from(self.u64()?).ok()
+    }
+
+    fn bool(&mut self) -> Option<bool> {
+        match self.u64()? {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        }
+    }
+
+    fn optional(&mut self) -> Option<Option<u64>> {
+        if self.values.get(self.at) == Some(&Value::Num(-1.0)) {
+            self.at += 1;
+            return Some(None);
+        }
+        self.u64().map(Some)
+    }
+
+    fn str(&mut self) -> Option<&'a str> {
+        match self.next()? {
+            Value::Str(s) => Some(s),
+            Value::Num(_) => None,
+        }
+    }
+
+    fn member(&mut self) -> Option<MemberKey> {
+        let client = self.str()?;
+        let incarnation = self.u32()?;
+        Some(MemberKey::new(client, incarnation))
+    }
+
+    fn message_id(&mut self) -> Option<MessageId> {
+        Some(MessageId {
+            sender: self.member()?,
+            seq: self.u64()?,
+        })
+    }
+
+    fn mode(&mut self) -> Option<LockMode> {
+        match self.u64()? {
+            0 => Some(LockMode::Exclusive),
+            1 => Some(LockMode::Shared),
+            _ => None,
+        }
+    }
+
+    fn name(&mut self) -> Option<Rc<str>> {
+        Some(self.str()?.into())
+    }
+
+    /// A count of items of `width` slots each, bounded by what is left (so garbage cannot make the
+    /// decoder allocate much).
+    fn count(&mut self, width: usize) -> Option<usize> {
+        let n = usize::try_from(self.u64()?).ok()?;
+        (n.checked_mul(width)? <= self.values.len() - self.at).then_some(n)
+    }
+
+    fn lock(&mut self) -> Option<LockRecord> {
+        Some(LockRecord {
+            gid: self.u64()?,
+            member: self.u32()?,
+            local_id: self.u64()?,
+            name: self.name()?,
+            mode: self.mode()?,
+        })
+    }
+
+    fn done(&self) -> bool {
+        self.at == self.values.len()
+    }
+}
+
+fn decode_state(c: &mut Cursor) -> Option<StateTransfer> {
+    let history = c.message_id()?;
+    let as_of = c.message_id()?;
+    let as_of_pos = c.u64()?;
+    let next_gid = c.u64()?;
+    let n = c.count(5)?;
+    let mut members = Vec::with_capacity(n);
+    for _ in 0..n {
+        let key = c.member()?;
+        let join_pos = c.u64()?;
+        let flags = c.u64()?;
+        if flags > 7 {
+            return None;
+        }
+        members.push(MemberRecord {
+            key,
+            join_pos,
+            pending: flags & 1 != 0,
+            tainted: flags & 2 != 0,
+            silent: flags & 4 != 0,
+            frozen_until: c.optional()?,
+        });
+    }
+    let n = c.count(5)?;
+    let held = (0..n).map(|_| c.lock()).collect::<Option<Vec<_>>>()?;
+    let n = c.count(5)?;
+    let pending = (0..n).map(|_| c.lock()).collect::<Option<Vec<_>>>()?;
+    Some(StateTransfer {
+        history,
+        as_of,
+        as_of_pos,
+        next_gid,
+        members,
+        held,
+        pending,
+    })
+}
+
+/// Decodes one wire message; `None` for anything that is not a well-formed message (of any version).
+/// `version` is the version the caller speaks (normally [`PROTOCOL_VERSION`]).
+pub fn decode_versioned(values: &[Value], version: u32) -> Option<Decoded> {
+    let mut c = Cursor { values, at: 0 };
+    if c.str()? != MAGIC {
+        return None;
+    }
+    let their_version = c.u32()?;
+    let kind = c.u32()?;
+    let sender = c.member()?;
+    let seq = c.u64()?;
+    if their_version != version {
+        let id = MessageId { sender, seq };
+        return Some(Decoded::Foreign {
+            version: their_version,
+            kind,
+            id,
+        });
+    }
+    let body = match kind {
+        KIND_JOIN => Body::Join {
+            need_state: c.bool()?,
+        },
+        KIND_GENESIS => Body::Genesis,
+        KIND_STATE => Body::State(Box::new(decode_state(&mut c)?)),
+        KIND_REQUEST => {
+            let id = c.u64()?;
+            let name = c.name()?;
+            let mode = c.mode()?;
+            let if_available = c.bool()?;
+            let steal = c.bool()?;
+            if if_available && steal {
+                return None; // request() rejects this combination; no honest peer sends it
+            }
+            Body::Request {
+                id,
+                name,
+                mode,
+                if_available,
+                steal,
+            }
+        }
+        KIND_RELEASE => Body::Release { id: c.u64()? },
+        KIND_ABORT => Body::Abort { id: c.u64()? },
+        KIND_PING => Body::Ping {
+            target: c.member()?,
+        },
+        KIND_ALIVE => Body::Alive,
+        KIND_EVICT => Body::Evict {
+            target: c.member()?,
+            ts: c.u64()?,
+        },
+        KIND_FREEZE => Body::Freeze { until: c.u64()? },
+        KIND_LEAVE => Body::Leave,
+        _ => return None,
+    };
+    c.done()
+        .then_some(Decoded::Ours(Message { sender, seq, body }))
+}
+
+/// Decodes one wire message for this build's protocol version.
+pub fn decode(values: &[Value]) -> Option<Decoded> {
+    decode_versioned(values, PROTOCOL_VERSION)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(c: &str, i: u32) -> MemberKey {
+        MemberKey::new(c, i)
+    }
+
+    fn msg(body: Body) -> Message {
+        Message {
+            sender: member("client-a", 3),
+            seq: 17,
+            body,
+        }
+    }
+
+    fn sample_bodies() -> Vec<Body> {
+        let lock = |gid, name: &str, mode| LockRecord {
+            gid,
+            member: 0,
+            local_id: gid + 100,
+            name: name.into(),
+            mode,
+        };
+        vec![
+            Body::Join { need_state: true },
+            Body::Join { need_state: false },
+            Body::Genesis,
+            Body::State(Box::new(StateTransfer {
+                history: MessageId {
+                    sender: member("g", 1),
+                    seq: 4,
+                },
+                as_of: MessageId {
+                    sender: member("h", 2),
+                    seq: 9,
+                },
+                as_of_pos: 12,
+                next_gid: 30,
+                members: vec![
+                    MemberRecord {
+                        key: member("client-a", 3),
+                        join_pos: 0,
+                        pending: false,
+                        tainted: false,
+                        frozen_until: Some(1_700_000_000_000),
+                        silent: true,
+                    },
+                    MemberRecord {
+                        key: member("b", 1),
+                        join_pos: 5,
+                        pending: true,
+                        tainted: true,
+                        frozen_until: None,
+                        silent: false,
+                    },
+                ],
+                held: vec![
+                    lock(1, "x", LockMode::Shared),
+                    lock(2, "x", LockMode::Shared),
+                ],
+                pending: vec![lock(3, "x", LockMode::Exclusive)],
+            })),
+            Body::Request {
+                id: 5,
+                name: "resource ✓".into(),
+                mode: LockMode::Shared,
+                if_available: true,
+                steal: false,
+            },
+            Body::Request {
+                id: 6,
+                name: "".into(),
+                mode: LockMode::Exclusive,
+                if_available: false,
+                steal: true,
+            },
+            Body::Release { id: 7 },
+            Body::Abort { id: 8 },
+            Body::Ping {
+                target: member("b", 1),
+            },
+            Body::Alive,
+            Body::Evict {
+                target: member("b", 1),
+                ts: 1_700_000_000_123,
+            },
+            Body::Freeze {
+                until: 1_700_000_010_000,
+            },
+            Body::Leave,
+        ]
+    }
+
+    #[test]
+    fn every_message_round_trips() {
+        for body in sample_bodies() {
+            let m = msg(body);
+            assert_eq!(decode(&encode(&m)), Some(Decoded::Ours(m.clone())), "{m:?}");
+        }
+    }
+
+    #[test]
+    fn header_layout_is_frozen() {
+        let v = encode(&msg(Body::Join { need_state: true }));
+        assert_eq!(
+            v,
+            vec![
+                Value::Str("weblocks".into()),
+                Value::Num(1.0),
+                Value::Num(1.0),
+                Value::Str("client-a".into()),
+                Value::Num(3.0),
+                Value::Num(17.0),
+                Value::Num(1.0),
+            ]
+        );
+    }
+
+    #[test]
+    fn another_version_decodes_as_foreign_whatever_its_body() {
+        let mut v = encode_versioned(&msg(Body::Genesis), 2);
+        v.push(Value::Str("a body we cannot read".into()));
+        assert_eq!(
+            decode(&v),
+            Some(Decoded::Foreign {
+                version: 2,
+                kind: KIND_GENESIS,
+                id: MessageId {
+                    sender: member("client-a", 3),
+                    seq: 17
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn garbage_is_rejected() {
+        let good = encode(&msg(Body::Request {
+            id: 5,
+            name: "n".into(),
+            mode: LockMode::Shared,
+            if_available: false,
+            steal: false,
+        }));
+        let s = |x: &str| Value::Str(x.into());
+        let n = Value::Num;
+        let mut cases: Vec<Vec<Value>> = vec![
+            vec![],
+            vec![s("weblocks")],
+            vec![s("other"), n(1.0), n(4.0), s("a"), n(1.0), n(1.0)],
+            vec![n(1.0); 12],
+        ];
+        // Every truncation of a good message, and one slot too many.
+        for len in 0..good.len() {
+            cases.push(good[..len].to_vec());
+        }
+        let mut longer = good.clone();
+        longer.push(n(0.0));
+        cases.push(longer);
+        // Slots 0 (magic), 3 (client id) and 7 (name) are strings; the others are integers.
+        for (i, slot) in good.iter().enumerate() {
+            let wrong: Vec<Value> = match slot {
+                Value::Str(_) => vec![n(0.0), n(1.0)],
+                Value::Num(_) => vec![
+                    s("1"),
+                    n(-3.0),
+                    n(0.5),
+                    n(f64::NAN),
+                    n(f64::INFINITY),
+                    n(1e300),
+                ],
+            };
+            for bad in wrong {
+                let mut v = good.clone();
+                v[i] = bad;
+                cases.push(v);
+            }
+        }
+        // An unknown kind, an ifAvailable+steal request, a bad mode, a bad boolean.
+        for (slot, value) in [(2, 99.0), (8, 2.0), (9, 2.0)] {
+            let mut v = good.clone();
+            v[slot] = n(value);
+            cases.push(v);
+        }
+        let mut both = good.clone();
+        both[9] = n(1.0);
+        both[10] = n(1.0);
+        cases.push(both);
+        for case in cases {
+            assert_eq!(decode(&case), None, "{case:?}");
+        }
+    }
+
+    #[test]
+    fn state_counts_cannot_exceed_the_message() {
+        let mut v = encode(&msg(sample_bodies().swap_remove(3)));
+        // The member count slot: header (6) + two message ids (6) + as_of_pos + next_gid.
+        assert_eq!(v[14], Value::Num(2.0));
+        v[14] = Value::Num(1e15);
+        assert_eq!(decode(&v), None);
+        v[14] = Value::Num(3.0);
+        assert_eq!(decode(&v), None);
+    }
+
+    #[test]
+    fn pseudo_random_garbage_never_panics() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let good = encode(&msg(sample_bodies().swap_remove(3)));
+        for _ in 0..20_000 {
+            let mut v = good.clone();
+            let edits = next() % 4 + 1;
+            for _ in 0..edits {
+                let i = (next() % v.len() as u64) as usize;
+                v[i] = match next() % 5 {
+                    0 => Value::Num((next() % 40) as f64),
+                    1 => Value::Num(-1.0),
+                    2 => Value::Str(format!("s{}", next() % 3)),
+                    3 => Value::Num(f64::from_bits(next())),
+                    _ => Value::Num(1.0),
+                };
+            }
+            if next() % 3 == 0 {
+                let cut = (next() % v.len() as u64) as usize;
+                v.truncate(cut);
+            }
+            let _ = decode(&v);
+        }
+    }
+}

@@ -1,0 +1,397 @@
+//! The invariants the simulation checks.
+//!
+//! - At every step: no two conflicting locks that contexts believe they hold (alive or frozen ones) are
+//!   both still held in the origin's history (the observer's replica); a belief that is no longer held
+//!   there was taken by a steal, an eviction, a reset or a retirement, and its context must report it
+//!   as stolen once it applies the message that took it.
+//! - Each context's effects match the observer: after a context applies log message `idx`, it has
+//!   reported every grant, "not available" and revocation the observer decided for it up to `idx`, and
+//!   nothing the observer did not decide.
+//! - Stolen reasons are justified (a steal on that name; an eviction only of a context that was
+//!   unresponsive long enough; a reset only after someone was unresponsive; retirement only with a newer
+//!   version around; hidden only inside pagehide).
+//! - A query answers with what its context holds and waits for.
+//! - At the end (everything resumed, time passed): every request was settled, every context is quiet,
+//!   every live context's query equals the observer's snapshot, and a lock stranded by a crashed
+//!   context goes to a new requester.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use weblocks::protocol::LossReason;
+use weblocks::protocol::wire::MemberKey;
+use weblocks::scheduler::{LockMode, Snapshot};
+
+use super::world::{Action, Expect, ReqRecord, ReqState, Status, World};
+
+impl World {
+    pub(crate) fn on_granted(&mut self, i: usize, id: u64) {
+        let now = self.now;
+        let inc = self.nodes[i].node.member_key().incarnation;
+        let Some(r) = self.nodes[i].requests.get_mut(&id) else {
+            return self.violation(format!("ctx{i}: grant of unknown #{id}"));
+        };
+        if r.state != ReqState::Pending {
+            let state = r.state;
+            return self.violation(format!("ctx{i}: grant of #{id} in state {state:?}"));
+        }
+        r.state = ReqState::Held;
+        r.held_as = Some(inc);
+        r.granted_at = Some(now);
+        let hold = r.hold;
+        self.note_trace(|| format!("ctx{i} GRANTED #{id}"));
+        self.beliefs.insert((i, id));
+        self.dirty = true;
+        self.unconfirmed.push((i, id, Expect::Granted));
+        self.bump("grants");
+        self.schedule_release(i, id, hold);
+    }
+
+    pub(crate) fn on_not_available(&mut self, i: usize, id: u64) {
+        let Some(r) = self.nodes[i].requests.get_mut(&id) else {
+            return self.violation(format!("ctx{i}: not-available of unknown #{id}"));
+        };
+        if r.state != ReqState::Pending || !r.if_available {
+            let state = r.state;
+            return self.violation(format!("ctx{i}: not-available of #{id} in state {state:?}"));
+        }
+        r.state = ReqState::NotAvailable;
+        self.note_trace(|| format!("ctx{i} NOT AVAILABLE #{id}"));
+        if !self.nodes[i].retired {
+            self.unconfirmed.push((i, id, Expect::NotAvailable));
+        }
+    }
+
+    pub(crate) fn on_stolen(&mut self, i: usize, id: u64, reason: LossReason) {
+        let Some(r) = self.nodes[i].requests.get_mut(&id) else {
+            return self.violation(format!("ctx{i}: stolen unknown #{id}"));
+        };
+        if r.state != ReqState::Held {
+            let state = r.state;
+            return self.violation(format!("ctx{i}: stolen #{id} in state {state:?}"));
+        }
+        r.state = ReqState::Stolen(reason);
+        let name = r.name.clone();
+        self.beliefs.remove(&(i, id));
+        self.note_trace(|| format!("ctx{i} STOLEN #{id} ({reason:?})"));
+        let justified = match reason {
+            LossReason::Stolen => self
+                .nodes
+                .iter()
+                .any(|n| n.requests.values().any(|r| r.steal && r.name == name)),
+            LossReason::Evicted => {
+                let c = &self.env.config;
+                let slack = 2 * (self.env.delivery_max + self.env.send_max) + 2;
+                let n = &self.nodes[i];
+                n.unresponsive.iter().any(|&(s, e, frozen)| {
+                    let bound = if frozen {
+                        c.freeze_grace
+                    } else {
+                        c.evict_after
+                    };
+                    e.saturating_sub(s) + slack >= bound
+                })
+            }
+            // A reset needs every member to have been silent for a while (or gone), or an older
+            // version's context that started its own history.
+            LossReason::Reset => {
+                let v = self.nodes[i].node.version();
+                self.nodes.iter().any(|n| {
+                    n.unresponsive.iter().any(|&(s, e, _)| e - s >= 10)
+                        || n.status == Status::Crashed
+                        || n.node.version() < v
+                })
+            }
+            LossReason::Retired => {
+                let v = self.nodes[i].node.version();
+                self.nodes.iter().any(|n| n.node.version() > v)
+            }
+            LossReason::Hidden => self.hiding == Some(i),
+        };
+        if !justified {
+            self.violation(format!(
+                "ctx{i}: #{id} on {name} stolen without cause ({reason:?})"
+            ));
+        }
+        self.bump(match reason {
+            LossReason::Stolen => "stolen:steal",
+            LossReason::Evicted => "stolen:evicted",
+            LossReason::Reset => "stolen:reset",
+            LossReason::Retired => "stolen:retired",
+            LossReason::Hidden => "stolen:hidden",
+        });
+        if reason != LossReason::Hidden {
+            self.unconfirmed.push((i, id, Expect::Revoked));
+        }
+    }
+
+    /// A query's answer must show exactly the locks its context holds, every request it made before the
+    /// query and still waits for, and no request it does not wait for (spec: a query sees the requests
+    /// made before it in the same context).
+    pub(crate) fn on_snapshot(&mut self, i: usize, query: u64, snapshot: Snapshot) {
+        let client = format!("ctx{i}");
+        let cut = self.nodes[i].query_cut.get(&query).copied().unwrap_or(0);
+        type Counts = BTreeMap<(Rc<str>, bool), usize>;
+        let count = |infos: &[weblocks::scheduler::LockInfo]| {
+            let mut m: Counts = BTreeMap::new();
+            for info in infos.iter().filter(|l| *l.client_id == *client) {
+                *m.entry((info.name.clone(), info.mode == LockMode::Shared))
+                    .or_default() += 1;
+            }
+            m
+        };
+        let (mut held, mut before, mut all, mut ended): (Counts, Counts, Counts, Counts) =
+            Default::default();
+        for (id, r) in &self.nodes[i].requests {
+            let key = (r.name.clone(), r.mode == LockMode::Shared);
+            match r.state {
+                ReqState::Held => *held.entry(key).or_default() += 1,
+                ReqState::Pending => {
+                    if *id < cut {
+                        *before.entry(key.clone()).or_default() += 1;
+                    }
+                    *all.entry(key).or_default() += 1;
+                }
+                ReqState::Released | ReqState::Stolen(_) => *ended.entry(key).or_default() += 1,
+                // An abort after the query was asked may not show yet: as pending, or as held when the
+                // origin granted the request before it applied the abort (which then releases it).
+                ReqState::Aborted => {
+                    *all.entry(key.clone()).or_default() += 1;
+                    *ended.entry(key).or_default() += 1;
+                }
+                _ => {}
+            }
+        }
+        let shown_held = count(&snapshot.held);
+        let shown_pending = count(&snapshot.pending);
+        let at_least = |want: &Counts, shown: &Counts| {
+            want.iter()
+                .all(|(k, n)| shown.get(k).copied().unwrap_or(0) >= *n)
+        };
+        let pending_ok = at_least(&before, &shown_pending)
+            && shown_pending
+                .iter()
+                .all(|(k, n)| all.get(k).copied().unwrap_or(0) >= *n);
+        // A lock released after the query was asked may still show (the query saw an earlier moment).
+        let held_ok = at_least(&held, &shown_held)
+            && shown_held.iter().all(|(k, n)| {
+                held.get(k).copied().unwrap_or(0) + ended.get(k).copied().unwrap_or(0) >= *n
+            });
+        if !held_ok || !pending_ok {
+            self.violation(format!(
+                "ctx{i}: query shows held {shown_held:?} pending {shown_pending:?}, the context holds \
+                 {held:?} and waits for {before:?} (asked before the query) of {all:?}"
+            ));
+        }
+        self.nodes[i].queries_answered.push(snapshot);
+    }
+
+    /// After context `i` applied log message `idx`: it reported exactly what the observer decided.
+    pub(crate) fn check_expected(&mut self, i: usize, idx: usize) {
+        while let Some(&(at, inc, id, expect)) = self.nodes[i].expected.front() {
+            if at > idx {
+                break;
+            }
+            self.nodes[i].expected.pop_front();
+            let Some(r) = self.nodes[i].requests.get(&id) else {
+                self.violation(format!(
+                    "ctx{i}: observer decided {expect:?} for unknown #{id}"
+                ));
+                continue;
+            };
+            if r.posted_as != Some(inc) && r.held_as != Some(inc) {
+                continue; // about an earlier sending of this request, before a rejoin
+            }
+            let ok = match expect {
+                Expect::Granted => r.granted_at.is_some() || r.state == ReqState::Aborted,
+                Expect::NotAvailable => {
+                    matches!(r.state, ReqState::NotAvailable | ReqState::Aborted)
+                }
+                Expect::Revoked => matches!(
+                    r.state,
+                    ReqState::Stolen(_) | ReqState::Released | ReqState::Aborted
+                ),
+            };
+            if !ok {
+                let state = r.state;
+                self.violation(format!(
+                    "ctx{i}: observer decided {expect:?} for #{id} (incarnation {inc}) at log {at}, \
+                     the context applied it and reports {state:?}"
+                ));
+            }
+            self.unconfirmed.retain(|u| *u != (i, id, expect));
+        }
+        let left: Vec<_> = self
+            .unconfirmed
+            .iter()
+            .filter(|u| u.0 == i)
+            .cloned()
+            .collect();
+        for (_, id, expect) in left {
+            self.violation(format!(
+                "ctx{i}: reported {expect:?} for #{id} that the observer did not decide"
+            ));
+        }
+        self.unconfirmed.retain(|u| u.0 != i);
+    }
+
+    fn effective(&self, i: usize, id: u64, r: &ReqRecord) -> bool {
+        let n = &self.nodes[i];
+        let member = MemberKey {
+            client: n.node.client_id().into(),
+            incarnation: r.held_as.expect("held"),
+        };
+        self.observer_of(n.node.version()).holds(&member, id)
+    }
+
+    /// Mutual exclusion over beliefs, at every step.
+    pub(crate) fn check_step(&mut self) {
+        let mut by_name: BTreeMap<Rc<str>, Vec<(usize, u64, LockMode)>> = BTreeMap::new();
+        for &(i, id) in &self.beliefs {
+            let n = &self.nodes[i];
+            if !n.status.alive() {
+                continue;
+            }
+            let r = &n.requests[&id];
+            if self.effective(i, id, r) {
+                by_name
+                    .entry(r.name.clone())
+                    .or_default()
+                    .push((i, id, r.mode));
+            }
+        }
+        for (name, holders) in by_name {
+            let exclusive = holders
+                .iter()
+                .filter(|h| h.2 == LockMode::Exclusive)
+                .count();
+            if exclusive > 1 || (exclusive == 1 && holders.len() > 1) {
+                self.violation(format!("mutual exclusion broken on {name:?}: {holders:?}"));
+            }
+        }
+    }
+
+    fn note_trace(&mut self, f: impl FnOnce() -> String) {
+        if let Some(t) = &mut self.trace {
+            t.push(format!("{:>7} {}", self.now, f()));
+        }
+    }
+
+    /// Once everything has settled: requests settled, contexts quiet.
+    pub(crate) fn check_settled(&mut self) {
+        for i in 0..self.nodes.len() {
+            let n = &self.nodes[i];
+            if n.status != Status::Running {
+                continue;
+            }
+            for (id, r) in &n.requests {
+                let open = matches!(r.state, ReqState::Pending | ReqState::Held);
+                if open && !(n.retired && r.state == ReqState::Pending) {
+                    let v = format!(
+                        "ctx{i}: request #{id} on {} never settled ({:?})",
+                        r.name, r.state
+                    );
+                    self.violations.push(v);
+                    return;
+                }
+            }
+            if !n.retired && !n.node.is_quiet() {
+                let v = format!("ctx{i}: not quiet after settling");
+                self.violations.push(v);
+                return;
+            }
+        }
+    }
+
+    /// Every live context's query must equal the observer's snapshot (queue order per name; the
+    /// order of names may differ after a state transfer, see Replica::import).
+    pub(crate) fn check_queries_agree(&mut self) {
+        for i in 0..self.nodes.len() {
+            let n = &self.nodes[i];
+            if n.status != Status::Running || n.retired || n.queries_answered.is_empty() {
+                continue;
+            }
+            let got = normalize(n.queries_answered.last().expect("answered"));
+            let want = normalize(&self.observer_of(n.node.version()).snapshot());
+            if got != want {
+                let v = format!("ctx{i}: final query {got:?} differs from the origin's {want:?}");
+                self.violations.push(v);
+                return;
+            }
+        }
+    }
+
+    /// Asks a live context for every name still held or requested by contexts that are gone. Returns
+    /// the number of names asked for, or `None` when no context of the newest version is alive.
+    pub(crate) fn probe_stranded(&mut self) -> Option<usize> {
+        let version = self.observers.iter().map(|o| o.version).max()?;
+        let prober = (0..self.nodes.len()).find(|&i| {
+            self.nodes[i].status == Status::Running
+                && !self.nodes[i].retired
+                && self.nodes[i].node.version() == version
+        })?;
+        let snapshot = self.observer_of(version).snapshot();
+        let mut names: Vec<Rc<str>> = snapshot
+            .held
+            .iter()
+            .chain(snapshot.pending.iter())
+            .map(|l| l.name.clone())
+            .collect();
+        names.sort();
+        names.dedup();
+        for name in &names {
+            let at = self.now;
+            self.client_at(
+                at,
+                prober,
+                Action::Request {
+                    name: name.clone(),
+                    mode: LockMode::Exclusive,
+                    if_available: false,
+                    steal: false,
+                    hold: 0,
+                    abort_after: None,
+                },
+            );
+        }
+        Some(names.len())
+    }
+
+    /// Every history is idle: nothing stranded. Only the newest version's history is probed; an older
+    /// one ended when the newer version appeared (or will when it next speaks).
+    pub(crate) fn check_origin_idle(&mut self) {
+        let newest = self.observers.iter().map(|o| o.version).max().unwrap_or(0);
+        for o in self.observers.iter().filter(|o| o.version == newest) {
+            if !o.replica.is_idle() {
+                let v = format!(
+                    "v{} origin not idle at the end: {:?}",
+                    o.version,
+                    o.replica.snapshot()
+                );
+                self.violations.push(v);
+                return;
+            }
+        }
+    }
+}
+
+type Normal = (
+    Vec<(Rc<str>, LockMode, Rc<str>)>,
+    BTreeMap<Rc<str>, Vec<(LockMode, Rc<str>)>>,
+);
+
+fn normalize(s: &Snapshot) -> Normal {
+    let held = s
+        .held
+        .iter()
+        .map(|l| (l.name.clone(), l.mode, l.client_id.clone()))
+        .collect();
+    let mut pending: BTreeMap<Rc<str>, Vec<(LockMode, Rc<str>)>> = BTreeMap::new();
+    for l in &s.pending {
+        pending
+            .entry(l.name.clone())
+            .or_default()
+            .push((l.mode, l.client_id.clone()));
+    }
+    (held, pending)
+}

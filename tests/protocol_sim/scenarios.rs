@@ -1,0 +1,318 @@
+//! Scripted scenarios: the bounds of issue 3 (handoff, crash and close recovery, frozen and slow
+//! holders, the back/forward cache, ten contexts starting at once, a version skew, quiet when idle),
+//! each run in the simulated world with every check of checks.rs active.
+
+use std::rc::Rc;
+
+use weblocks::protocol::{Config, LIVE_KEY, LossReason};
+use weblocks::scheduler::LockMode;
+
+use super::world::{Action, Env, Fault, ReqState, Status, World};
+
+/// A lively environment: messages take up to 5 ms per hop, storage up to 5 ms.
+fn env() -> Env {
+    Env {
+        send_max: 2,
+        delivery_max: 5,
+        storage_lag_max: 5,
+        storage: true,
+        config: Config::default(),
+    }
+}
+
+fn world_of(n: usize, seed: u64) -> World {
+    let mut w = World::new(seed, env(), &[1]);
+    for _ in 0..n {
+        w.add_node(0, 1, 2);
+    }
+    w
+}
+
+fn request(w: &mut World, at: u64, node: usize, name: &str, hold: u64) {
+    w.client_at(
+        at,
+        node,
+        Action::Request {
+            name: Rc::from(name),
+            mode: LockMode::Exclusive,
+            if_available: false,
+            steal: false,
+            hold,
+            abort_after: None,
+        },
+    );
+}
+
+fn run(w: &mut World, until: u64) {
+    w.run_until(until);
+    assert!(w.violations.is_empty(), "{:?}", w.violations);
+}
+
+/// (state, granted at) of `node`'s request `id`.
+fn record(w: &World, node: usize, id: u64) -> (ReqState, Option<u64>) {
+    let r = &w.nodes[node].requests[&id];
+    (r.state, r.granted_at)
+}
+
+const FOREVER: u64 = u64::MAX;
+
+#[test]
+fn a_lone_context_gets_its_first_lock_after_the_join_wait() {
+    let mut w = world_of(1, 1);
+    request(&mut w, 100, 0, "x", 10);
+    run(&mut w, 1_000);
+    let (state, granted) = record(&w, 0, 1);
+    assert_eq!(state, ReqState::Released);
+    let latency = granted.unwrap() - w.nodes[0].requests[&1].issued_at;
+    let wait = Config::default().join_wait;
+    assert!(
+        (wait..wait + 40).contains(&latency),
+        "first grant after {latency} ms"
+    );
+}
+
+#[test]
+fn a_release_hands_the_lock_over_in_one_message() {
+    for seed in 0..20 {
+        let mut w = world_of(2, seed);
+        request(&mut w, 0, 0, "x", 500);
+        request(&mut w, 200, 1, "x", 10);
+        run(&mut w, 2_000);
+        let (_, a) = record(&w, 0, 1);
+        let (_, b) = record(&w, 1, 1);
+        // Release at a + 500; the waiter applies it after one send delay and one delivery delay.
+        let handoff = b.unwrap() - (a.unwrap() + 500);
+        assert!(handoff <= 7, "seed {seed}: handoff took {handoff} ms");
+    }
+}
+
+#[test]
+fn a_waiter_gets_the_lock_within_a_second_of_the_holder_crashing() {
+    for seed in 0..20 {
+        let mut w = world_of(3, seed);
+        request(&mut w, 0, 0, "x", FOREVER);
+        request(&mut w, 300, 1, "x", 10);
+        request(&mut w, 320, 2, "y", 10);
+        let crash_at = 1_000 + seed * 37;
+        w.fault_at(crash_at, 0, Fault::Crash);
+        run(&mut w, 5_000);
+        let (state, granted) = record(&w, 1, 1);
+        assert_eq!(state, ReqState::Released);
+        let recovery = granted.unwrap() - crash_at;
+        assert!(
+            recovery < 1_000,
+            "seed {seed}: recovery after {recovery} ms"
+        );
+    }
+}
+
+#[test]
+fn a_waiter_gets_the_lock_within_100_ms_of_the_holder_closing_or_hiding() {
+    for (seed, fault) in [Fault::Close, Fault::Hide(5_000)].into_iter().enumerate() {
+        let mut w = world_of(2, seed as u64);
+        request(&mut w, 0, 0, "x", FOREVER);
+        request(&mut w, 300, 1, "x", 10);
+        w.fault_at(1_000, 0, fault.clone());
+        run(&mut w, 3_000);
+        let (_, granted) = record(&w, 1, 1);
+        let recovery = granted.unwrap() - 1_000;
+        assert!(recovery < 100, "{fault:?}: recovery after {recovery} ms");
+    }
+}
+
+#[test]
+fn a_hidden_context_loses_its_locks_and_requests_again_when_shown() {
+    let mut w = world_of(2, 3);
+    request(&mut w, 0, 0, "x", FOREVER);
+    request(&mut w, 200, 1, "y", FOREVER);
+    request(&mut w, 300, 0, "y", 10);
+    w.fault_at(1_000, 0, Fault::Hide(2_000));
+    run(&mut w, 2_500);
+    assert_eq!(record(&w, 0, 1).0, ReqState::Stolen(LossReason::Hidden));
+    assert_eq!(record(&w, 0, 2).0, ReqState::Pending);
+    // Context 1 gives y up; context 0, shown again at 3000, rejoins and gets it.
+    w.client_at(3_500, 1, Action::Release(1));
+    run(&mut w, 5_000);
+    let (state, granted) = record(&w, 0, 2);
+    assert_eq!(state, ReqState::Released);
+    assert!(granted.unwrap() >= 3_500);
+}
+
+#[test]
+fn a_slow_holder_keeps_its_lock() {
+    for seed in 0..10 {
+        let mut w = world_of(2, seed);
+        request(&mut w, 0, 0, "x", 3_000);
+        request(&mut w, 200, 1, "x", 10);
+        // Long tasks a little shorter than the eviction delay, one after another.
+        let stall = Config::default().evict_after - 2 * 7 - 10;
+        for k in 0..3 {
+            w.fault_at(500 + k * (stall + 20), 0, Fault::Stall(stall));
+        }
+        run(&mut w, 6_000);
+        assert_eq!(record(&w, 0, 1).0, ReqState::Released, "seed {seed}");
+        assert!(record(&w, 1, 1).1.unwrap() >= 3_000, "seed {seed}");
+    }
+}
+
+#[test]
+fn a_holder_stuck_longer_than_the_eviction_delay_learns_its_lock_was_taken() {
+    let mut w = world_of(2, 5);
+    request(&mut w, 0, 0, "x", 5_000);
+    request(&mut w, 200, 1, "x", 10);
+    w.fault_at(500, 0, Fault::Stall(3_000));
+    run(&mut w, 8_000);
+    assert_eq!(record(&w, 0, 1).0, ReqState::Stolen(LossReason::Evicted));
+    assert!(record(&w, 1, 1).1.unwrap() < 500 + 1_000);
+}
+
+#[test]
+fn a_frozen_holder_keeps_its_lock_for_the_grace_and_no_longer() {
+    let grace = Config::default().freeze_grace;
+    // Frozen for less than the grace: nobody takes its lock, and it releases it after resuming.
+    let mut w = world_of(2, 7);
+    request(&mut w, 0, 0, "x", 1_000);
+    request(&mut w, 200, 1, "x", 10);
+    w.fault_at(500, 0, Fault::Freeze(grace - 1_000));
+    run(&mut w, grace + 3_000);
+    assert_eq!(record(&w, 0, 1).0, ReqState::Released);
+    assert!(record(&w, 1, 1).1.unwrap() >= 500 + grace - 1_000);
+    // Frozen for longer: the waiter gets the lock once the grace is over, and the frozen context
+    // learns on resuming that it lost it.
+    let mut w = world_of(2, 8);
+    request(&mut w, 0, 0, "x", FOREVER);
+    request(&mut w, 200, 1, "x", 10);
+    w.fault_at(500, 0, Fault::Freeze(grace + 5_000));
+    run(&mut w, grace + 8_000);
+    let granted = record(&w, 1, 1).1.unwrap();
+    assert!(
+        (500 + grace..500 + grace + 1_000).contains(&granted),
+        "granted at {granted}"
+    );
+    assert_eq!(record(&w, 0, 1).0, ReqState::Stolen(LossReason::Evicted));
+}
+
+#[test]
+fn a_context_joining_while_the_holder_is_frozen_waits_for_it() {
+    let grace = Config::default().freeze_grace;
+    let mut w = World::new(9, env(), &[1]);
+    w.add_node(0, 1, 2);
+    let late = w.add_node(2_000, 1, 2);
+    request(&mut w, 0, 0, "x", 1_000);
+    w.fault_at(500, 0, Fault::Freeze(4_000));
+    // The only member is frozen: the newcomer hears no answer, but the storage hint tells it to wait.
+    request(&mut w, 2_100, late, "y", 10);
+    request(&mut w, 2_100, late, "x", 10);
+    run(&mut w, grace + 5_000);
+    assert_eq!(
+        record(&w, 0, 1).0,
+        ReqState::Released,
+        "the frozen holder kept x"
+    );
+    assert!(
+        record(&w, late, 1).1.unwrap() >= 4_500,
+        "y only after the frozen member answered"
+    );
+    assert!(!w.stats.contains_key("stolen:reset"));
+}
+
+#[test]
+fn a_context_joining_while_the_only_holder_is_stuck_does_not_take_its_lock() {
+    let mut w = World::new(10, env(), &[1]);
+    w.add_node(0, 1, 2);
+    let late = w.add_node(1_000, 1, 2);
+    request(&mut w, 0, 0, "x", 3_000);
+    // A long task a little shorter than the eviction delay, during which a context joins.
+    w.fault_at(900, 0, Fault::Stall(Config::default().evict_after - 30));
+    request(&mut w, 1_100, late, "y", 10);
+    run(&mut w, 6_000);
+    assert_eq!(record(&w, 0, 1).0, ReqState::Released);
+    assert_eq!(record(&w, late, 1).0, ReqState::Released);
+    assert!(!w.stats.contains_key("stolen:reset"));
+}
+
+#[test]
+fn ten_contexts_starting_together_form_one_history() {
+    for seed in 0..20 {
+        let mut w = world_of(10, seed);
+        for i in 0..10 {
+            request(&mut w, i as u64 % 3, i, "x", 20);
+        }
+        run(&mut w, 5_000);
+        let geneses = w
+            .log
+            .iter()
+            .filter(|m| matches!(weblocks::protocol::wire::decode(m), Some(weblocks::protocol::wire::Decoded::Ours(m)) if m.body == weblocks::protocol::wire::Body::Genesis))
+            .count();
+        assert!(geneses >= 1);
+        for i in 0..10 {
+            assert_eq!(record(&w, i, 1).0, ReqState::Released, "seed {seed} ctx{i}");
+        }
+        assert!(!w.stats.contains_key("stolen:reset"), "seed {seed}");
+        // The ten exclusive grants happen one after another, each 20 ms plus a handoff.
+        let last = (0..10).map(|i| record(&w, i, 1).1.unwrap()).max().unwrap();
+        assert!(last < 600, "seed {seed}: last grant at {last}");
+    }
+}
+
+#[test]
+fn a_newer_version_retires_the_older_contexts_and_never_shares_a_lock_with_them() {
+    let mut w = World::new(11, env(), &[1, 2]);
+    w.add_node(0, 1, 2);
+    w.add_node(0, 1, 2);
+    let new = w.add_node(1_000, 2, 2);
+    let late_old = w.add_node(3_000, 1, 2);
+    request(&mut w, 0, 0, "x", FOREVER);
+    request(&mut w, 100, 1, "x", 10);
+    request(&mut w, 1_100, new, "x", 10);
+    request(&mut w, 3_100, late_old, "x", 10);
+    run(&mut w, 6_000);
+    assert_eq!(record(&w, 0, 1).0, ReqState::Stolen(LossReason::Retired));
+    assert_eq!(record(&w, new, 1).0, ReqState::Released);
+    assert!(w.nodes[0].retired && w.nodes[1].retired);
+    // A context of the old version that starts later hears the new version answer and stays out.
+    assert!(w.nodes[late_old].retired);
+    assert_eq!(record(&w, late_old, 1).0, ReqState::Pending);
+}
+
+#[test]
+fn nothing_happens_while_nothing_is_held_or_wanted() {
+    let mut w = world_of(4, 12);
+    for i in 0..4 {
+        request(&mut w, 10 * i as u64, i, "x", 30);
+    }
+    run(&mut w, 10_000);
+    let steps = w.steps;
+    let log = w.log.len();
+    // Nothing was scheduled after the last release: no timer, message or storage write.
+    assert!(w.run_until(1_000_000));
+    assert_eq!((w.steps, w.log.len()), (steps, log));
+    assert!(w.nodes.iter().all(|n| n.node.is_quiet()));
+    assert!(
+        w.storage_value(LIVE_KEY).is_none(),
+        "the storage hint is removed when idle"
+    );
+}
+
+#[test]
+fn without_local_storage_contexts_coordinate_over_messages_alone() {
+    let mut e = env();
+    e.storage = false;
+    let mut w = World::new(13, e, &[1]);
+    for _ in 0..4 {
+        w.add_node(0, 1, 2);
+    }
+    for i in 0..4 {
+        for k in 0..5 {
+            request(&mut w, 50 * k + i as u64, i, "x", 15);
+        }
+    }
+    w.fault_at(120, 2, Fault::Crash);
+    run(&mut w, 10_000);
+    for i in [0, 1, 3] {
+        for id in 1..=5 {
+            assert_eq!(record(&w, i, id).0, ReqState::Released, "ctx{i} #{id}");
+        }
+    }
+    assert!(w.nodes[2].status == Status::Crashed);
+}

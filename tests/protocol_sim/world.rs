@@ -1,0 +1,796 @@
+//! The simulated origin: contexts running `protocol::Node`s, a broadcast channel, localStorage, timers,
+//! clients and faults, driven by one event queue in simulated wall-clock time (ms).
+//!
+//! The channel gives exactly what docs/PROTOCOL.md assumes and no more: every message a context posts
+//! joins one global sequence (the log) after a random sending delay, in the sender's order; each
+//! connected context (the sender included: its echo object) receives the messages appended after it
+//! connected, in log order, each after its own random delay. A context that crashes may lose the
+//! messages it had not finished sending. Storage writes reach the authoritative store after a delay
+//! and every other context's cache after a further, per-context delay (storage events).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::rc::Rc;
+
+use weblocks::protocol::replica::{Outcome, Replica};
+use weblocks::protocol::wire::{self, Body, Decoded, MemberKey, Value};
+use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason, Node};
+use weblocks::scheduler::{LockMode, Snapshot};
+
+use super::rng::Rng;
+
+/// Bounds of the simulated environment.
+#[derive(Clone, Debug)]
+pub struct Env {
+    pub send_max: u64,
+    pub delivery_max: u64,
+    pub storage_lag_max: u64,
+    /// localStorage exists (else writes are lost and no storage event fires).
+    pub storage: bool,
+    pub config: Config,
+}
+
+#[derive(Clone, Debug)]
+pub enum Action {
+    Request {
+        name: Rc<str>,
+        mode: LockMode,
+        if_available: bool,
+        steal: bool,
+        hold: u64,
+        abort_after: Option<u64>,
+    },
+    Release(u64),
+    Abort(u64),
+    Query,
+}
+
+#[derive(Clone, Debug)]
+pub enum Fault {
+    Crash,
+    Stall(u64),
+    Freeze(u64),
+    Hide(u64),
+    Close,
+}
+
+#[derive(Clone, Debug)]
+enum Ev {
+    Start,
+    Append { msg: Rc<Vec<Value>>, life: u32 },
+    Deliver { idx: usize, epoch: u32 },
+    Timer { generation: u64 },
+    StorageGlobal { key: String, value: Option<String> },
+    StorageEvent { key: String, value: Option<String> },
+    Client(Action),
+    Fault(Fault),
+    EndStall,
+    Resume,
+    Show,
+}
+
+struct Scheduled {
+    at: u64,
+    seq: u64,
+    node: usize,
+    ev: Ev,
+}
+
+impl PartialEq for Scheduled {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Scheduled {}
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Scheduled {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    NotStarted,
+    Running,
+    Stalled,
+    Frozen,
+    Hidden,
+    Crashed,
+    Closed,
+}
+
+impl Status {
+    /// The context exists and its JS may believe it holds locks.
+    pub fn alive(self) -> bool {
+        matches!(self, Status::Running | Status::Stalled | Status::Frozen)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReqState {
+    Pending,
+    Held,
+    Released,
+    NotAvailable,
+    Aborted,
+    Stolen(LossReason),
+}
+
+#[derive(Clone, Debug)]
+pub struct ReqRecord {
+    pub name: Rc<str>,
+    pub mode: LockMode,
+    pub if_available: bool,
+    pub steal: bool,
+    pub hold: u64,
+    pub state: ReqState,
+    /// Incarnation under which the node last sent it.
+    pub posted_as: Option<u32>,
+    /// Incarnation under which it was granted.
+    pub held_as: Option<u32>,
+    pub issued_at: u64,
+    pub granted_at: Option<u64>,
+}
+
+pub struct SimNode {
+    pub node: Node,
+    pub status: Status,
+    deferred: VecDeque<Ev>,
+    /// Channel connection (a new one after the back/forward cache); deliveries of an old one are lost.
+    epoch: u32,
+    /// Bumped by a crash: messages not yet sent may be lost.
+    life: u32,
+    last_append: u64,
+    last_delivery: u64,
+    last_storage_write: u64,
+    last_storage_event: u64,
+    timer_generation: u64,
+    pub timer_lateness: u64,
+    cache: BTreeMap<String, String>,
+    pub next_id: u64,
+    pub requests: BTreeMap<u64, ReqRecord>,
+    pub queries_answered: Vec<Snapshot>,
+    pub queries_asked: usize,
+    /// For each query asked: the next request id at that moment (requests before it must show).
+    pub query_cut: BTreeMap<u64, u64>,
+    /// Stalls and freezes (start, end): when this context could not answer.
+    pub unresponsive: Vec<(u64, u64, bool)>,
+    pub hidden_count: usize,
+    pub retired: bool,
+    /// Outcomes the observer decided for this node's requests, to be checked once the node has
+    /// applied the same message: (log index, incarnation, local id, outcome kind).
+    pub expected: VecDeque<(usize, u32, u64, Expect)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    Granted,
+    NotAvailable,
+    Revoked,
+}
+
+pub struct Observer {
+    pub version: u32,
+    pub replica: Replica,
+}
+
+pub struct World {
+    pub now: u64,
+    seq: u64,
+    queue: BinaryHeap<Reverse<Scheduled>>,
+    pub nodes: Vec<SimNode>,
+    pub log: Vec<Rc<Vec<Value>>>,
+    pub observers: Vec<Observer>,
+    storage: BTreeMap<String, String>,
+    pub rng: Rng,
+    pub env: Env,
+    /// Set once the workload stops: no new requests or faults.
+    pub settling: bool,
+    pub violations: Vec<String>,
+    pub steps: u64,
+    pub trace: Option<Vec<String>>,
+    /// Counters for reports.
+    pub stats: BTreeMap<&'static str, u64>,
+    /// (context, request id) of every lock a context's JS currently believes it holds.
+    pub beliefs: std::collections::BTreeSet<(usize, u64)>,
+    /// Effects seen while a context applied a message, waiting for the observer's confirmation.
+    pub unconfirmed: Vec<(usize, u64, Expect)>,
+    /// The context inside `pagehide` right now.
+    pub hiding: Option<usize>,
+    /// Something the per-step check depends on changed (a grant, or the observers applied a message).
+    pub dirty: bool,
+}
+
+impl World {
+    pub fn new(seed: u64, env: Env, versions: &[u32]) -> World {
+        let mut distinct: Vec<u32> = versions.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        World {
+            now: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            nodes: Vec::new(),
+            log: Vec::new(),
+            observers: distinct
+                .into_iter()
+                .map(|version| Observer {
+                    version,
+                    replica: Replica::origin(version),
+                })
+                .collect(),
+            storage: BTreeMap::new(),
+            rng: Rng::new(seed),
+            env,
+            settling: false,
+            violations: Vec::new(),
+            steps: 0,
+            trace: None,
+            stats: BTreeMap::new(),
+            beliefs: Default::default(),
+            unconfirmed: Vec::new(),
+            hiding: None,
+            dirty: false,
+        }
+    }
+
+    pub fn bump(&mut self, stat: &'static str) {
+        *self.stats.entry(stat).or_insert(0) += 1;
+    }
+
+    /// Adds a context that starts at `at`.
+    pub fn add_node(&mut self, at: u64, version: u32, timer_lateness: u64) -> usize {
+        let i = self.nodes.len();
+        let node = Node::with_version(&format!("ctx{i}"), self.env.config.clone(), version);
+        self.nodes.push(SimNode {
+            node,
+            status: Status::NotStarted,
+            deferred: VecDeque::new(),
+            epoch: 0,
+            life: 0,
+            last_append: 0,
+            last_delivery: 0,
+            last_storage_write: 0,
+            last_storage_event: 0,
+            timer_generation: 0,
+            timer_lateness,
+            cache: BTreeMap::new(),
+            next_id: 1,
+            requests: BTreeMap::new(),
+            queries_answered: Vec::new(),
+            queries_asked: 0,
+            query_cut: BTreeMap::new(),
+            unresponsive: Vec::new(),
+            hidden_count: 0,
+            retired: false,
+            expected: VecDeque::new(),
+        });
+        self.schedule(at, i, Ev::Start);
+        i
+    }
+
+    pub fn client_at(&mut self, at: u64, node: usize, action: Action) {
+        self.schedule(at, node, Ev::Client(action));
+    }
+
+    pub fn fault_at(&mut self, at: u64, node: usize, fault: Fault) {
+        self.schedule(at, node, Ev::Fault(fault));
+    }
+
+    fn schedule(&mut self, at: u64, node: usize, ev: Ev) {
+        self.seq += 1;
+        self.queue.push(Reverse(Scheduled {
+            at,
+            seq: self.seq,
+            node,
+            ev,
+        }));
+    }
+
+    fn note(&mut self, f: impl FnOnce() -> String) {
+        if let Some(t) = &mut self.trace {
+            t.push(format!("{:>7} {}", self.now, f()));
+        }
+    }
+
+    /// Runs events until the queue is empty, `until` is reached, or a violation is found. Returns
+    /// false if it stopped at `until` with events left.
+    pub fn run_until(&mut self, until: u64) -> bool {
+        while self.violations.is_empty() {
+            let Some(Reverse(next)) = self.queue.peek() else {
+                return true;
+            };
+            if next.at > until {
+                self.now = until;
+                return false;
+            }
+            let Reverse(s) = self.queue.pop().expect("peeked");
+            self.now = self.now.max(s.at);
+            self.steps += 1;
+            if self.steps > 300_000 {
+                self.violation("runaway: more than 3,000,000 events".into());
+                break;
+            }
+            self.dispatch(s.node, s.ev);
+            if std::mem::take(&mut self.dirty) {
+                self.check_step();
+            }
+        }
+        true
+    }
+
+    /// Ends the workload: no more faults; frozen, stalled and hidden contexts come back now.
+    pub fn settle(&mut self) {
+        self.settling = true;
+        for i in 0..self.nodes.len() {
+            match self.nodes[i].status {
+                Status::Stalled => self.end_stall(i),
+                Status::Frozen => self.resume(i),
+                Status::Hidden => self.show(i),
+                _ => {}
+            }
+        }
+    }
+
+    fn dispatch(&mut self, i: usize, ev: Ev) {
+        match ev {
+            Ev::Start => self.start(i),
+            Ev::Append { msg, life } => self.append(i, msg, life),
+            Ev::StorageGlobal { key, value } => self.storage_global(i, key, value),
+            Ev::Fault(f) => {
+                if !self.settling && self.nodes[i].status == Status::Running {
+                    self.fault(i, f);
+                }
+            }
+            Ev::EndStall => {
+                if self.nodes[i].status == Status::Stalled {
+                    self.end_stall(i);
+                }
+            }
+            Ev::Resume => {
+                if self.nodes[i].status == Status::Frozen {
+                    self.resume(i);
+                }
+            }
+            Ev::Show => {
+                if self.nodes[i].status == Status::Hidden {
+                    self.show(i);
+                }
+            }
+            Ev::Deliver { .. } | Ev::Timer { .. } | Ev::StorageEvent { .. } | Ev::Client(_) => {
+                match self.nodes[i].status {
+                    Status::Running => self.run(i, ev),
+                    Status::Stalled | Status::Frozen => self.nodes[i].deferred.push_back(ev),
+                    Status::Hidden => match ev {
+                        Ev::Client(_) => self.nodes[i].deferred.push_back(ev),
+                        Ev::StorageEvent { key, value } => self.cache_set(i, key, value),
+                        _ => {}
+                    },
+                    Status::NotStarted | Status::Crashed | Status::Closed => {}
+                }
+            }
+        }
+    }
+
+    fn cache_set(&mut self, i: usize, key: String, value: Option<String>) {
+        match value {
+            Some(v) => self.nodes[i].cache.insert(key, v),
+            None => self.nodes[i].cache.remove(&key),
+        };
+    }
+
+    fn start(&mut self, i: usize) {
+        let now = self.now;
+        let n = &mut self.nodes[i];
+        n.status = Status::Running;
+        n.cache = self.storage.clone();
+        let live = n.cache.get(LIVE_KEY).cloned();
+        n.node.storage_changed(now, LIVE_KEY, live.as_deref());
+        self.note(|| format!("ctx{i} starts"));
+        self.effects(i);
+    }
+
+    fn run(&mut self, i: usize, ev: Ev) {
+        let now = self.now;
+        match ev {
+            Ev::Deliver { idx, epoch } => {
+                if epoch != self.nodes[i].epoch {
+                    return;
+                }
+                let msg = self.log[idx].clone();
+                if self.trace.is_some() && std::env::var_os("WEBLOCKS_SIM_VERBOSE").is_some() {
+                    let what = match wire::decode(&msg) {
+                        Some(Decoded::Ours(m)) => {
+                            format!("{}/{} {:?}", m.sender.client, m.sender.incarnation, m.body)
+                        }
+                        other => format!("{other:?}"),
+                    };
+                    let what: String = what.chars().take(160).collect();
+                    self.note(|| format!("ctx{i} <- [{idx}] {what}"));
+                }
+                self.nodes[i].node.deliver(now, &msg);
+                self.effects(i);
+                self.check_expected(i, idx);
+            }
+            Ev::Timer { generation } => {
+                if generation == self.nodes[i].timer_generation {
+                    self.note(|| format!("ctx{i} timer"));
+                    self.nodes[i].node.timer(now);
+                    self.effects(i);
+                }
+            }
+            Ev::StorageEvent { key, value } => {
+                self.nodes[i]
+                    .node
+                    .storage_changed(now, &key, value.as_deref());
+                self.cache_set(i, key, value);
+                self.effects(i);
+            }
+            Ev::Client(action) => self.client(i, action),
+            _ => unreachable!("node-side events only"),
+        }
+    }
+
+    fn client(&mut self, i: usize, action: Action) {
+        let now = self.now;
+        match action {
+            Action::Request {
+                name,
+                mode,
+                if_available,
+                steal,
+                hold,
+                abort_after,
+            } => {
+                let n = &mut self.nodes[i];
+                let id = n.next_id;
+                n.next_id += 1;
+                n.requests.insert(
+                    id,
+                    ReqRecord {
+                        name: name.clone(),
+                        mode,
+                        if_available,
+                        steal,
+                        hold,
+                        state: ReqState::Pending,
+                        posted_as: None,
+                        held_as: None,
+                        issued_at: now,
+                        granted_at: None,
+                    },
+                );
+                self.note(|| format!("ctx{i} request #{id} {name} {mode:?} ifAvailable={if_available} steal={steal}"));
+                self.nodes[i]
+                    .node
+                    .request(now, id, &name, mode, if_available, steal);
+                if let Some(after) = abort_after {
+                    self.schedule(now + after, i, Ev::Client(Action::Abort(id)));
+                }
+                self.effects(i);
+            }
+            Action::Release(id) => {
+                if self.nodes[i]
+                    .requests
+                    .get(&id)
+                    .is_some_and(|r| r.state == ReqState::Held)
+                {
+                    self.nodes[i].requests.get_mut(&id).expect("held").state = ReqState::Released;
+                    self.note(|| format!("ctx{i} release #{id}"));
+                    self.nodes[i].node.release(now, id);
+                    self.effects(i);
+                }
+            }
+            Action::Abort(id) => {
+                let state = self.nodes[i].requests.get(&id).map(|r| r.state);
+                if state.is_none() {
+                    return;
+                }
+                let aborted = self.nodes[i].node.abort(now, id);
+                self.note(|| format!("ctx{i} abort #{id} -> {aborted}"));
+                if aborted {
+                    if state != Some(ReqState::Pending) {
+                        self.violation(format!(
+                            "ctx{i}: abort of #{id} returned true in state {state:?}"
+                        ));
+                    }
+                    self.nodes[i].requests.get_mut(&id).expect("known").state = ReqState::Aborted;
+                } else if state == Some(ReqState::Pending) {
+                    self.violation(format!("ctx{i}: abort of pending #{id} returned false"));
+                }
+                self.effects(i);
+            }
+            Action::Query => {
+                self.nodes[i].queries_asked += 1;
+                let q = self.nodes[i].queries_asked as u64;
+                let cut = self.nodes[i].next_id;
+                self.nodes[i].query_cut.insert(q, cut);
+                self.nodes[i].node.query(now, q);
+                self.effects(i);
+            }
+        }
+    }
+
+    fn effects(&mut self, i: usize) {
+        let now = self.now;
+        let effects = self.nodes[i].node.drain();
+        for e in effects {
+            match e {
+                Effect::Post(m) => {
+                    if let Body::Request { id, .. } = &m.body
+                        && let Some(r) = self.nodes[i].requests.get_mut(id)
+                    {
+                        r.posted_as = Some(m.sender.incarnation);
+                    }
+                    self.note(|| match &m.body {
+                        Body::State(st) => format!(
+                            "ctx{i} post State as of {:?}/{} ({} members, {} held, {} pending) #{}",
+                            st.as_of.sender,
+                            st.as_of.seq,
+                            st.members.len(),
+                            st.held.len(),
+                            st.pending.len(),
+                            m.seq
+                        ),
+                        body => format!("ctx{i} post {body:?} #{}", m.seq),
+                    });
+                    let version = self.nodes[i].node.version();
+                    let msg = Rc::new(wire::encode_versioned(&m, version));
+                    let delay = self.rng.range(0, self.env.send_max);
+                    let n = &mut self.nodes[i];
+                    let at = (now + delay).max(n.last_append);
+                    n.last_append = at;
+                    let life = n.life;
+                    self.schedule(at, i, Ev::Append { msg, life });
+                }
+                Effect::StorageWrite { key, value } => {
+                    self.write_storage(i, key.to_owned(), Some(value));
+                }
+                Effect::StorageRemove { key } => self.write_storage(i, key.to_owned(), None),
+                Effect::SetTimer { at } => {
+                    let lateness = self.rng.range(0, self.nodes[i].timer_lateness);
+                    let n = &mut self.nodes[i];
+                    n.timer_generation += 1;
+                    let generation = n.timer_generation;
+                    self.schedule(at.max(now) + lateness, i, Ev::Timer { generation });
+                }
+                Effect::ClearTimer => self.nodes[i].timer_generation += 1,
+                Effect::Granted(id) => self.on_granted(i, id),
+                Effect::NotAvailable(id) => self.on_not_available(i, id),
+                Effect::Stolen { id, reason } => self.on_stolen(i, id, reason),
+                Effect::Snapshot { query, snapshot } => self.on_snapshot(i, query, snapshot),
+                Effect::Incompatible { version } => {
+                    self.note(|| format!("ctx{i} incompatible with v{version}"));
+                    self.nodes[i].retired = true;
+                }
+            }
+        }
+    }
+
+    fn write_storage(&mut self, i: usize, key: String, value: Option<String>) {
+        if !self.env.storage {
+            return;
+        }
+        self.cache_set(i, key.clone(), value.clone());
+        let delay = self.rng.range(0, self.env.storage_lag_max);
+        let n = &mut self.nodes[i];
+        let at = (self.now + delay).max(n.last_storage_write);
+        n.last_storage_write = at;
+        self.schedule(at, i, Ev::StorageGlobal { key, value });
+    }
+
+    fn storage_global(&mut self, writer: usize, key: String, value: Option<String>) {
+        match &value {
+            Some(v) => self.storage.insert(key.clone(), v.clone()),
+            None => self.storage.remove(&key),
+        };
+        for j in 0..self.nodes.len() {
+            if j == writer
+                || matches!(
+                    self.nodes[j].status,
+                    Status::NotStarted | Status::Crashed | Status::Closed
+                )
+            {
+                continue;
+            }
+            let delay = self.rng.range(0, self.env.storage_lag_max);
+            let n = &mut self.nodes[j];
+            let at = (self.now + delay).max(n.last_storage_event);
+            n.last_storage_event = at;
+            self.schedule(
+                at,
+                j,
+                Ev::StorageEvent {
+                    key: key.clone(),
+                    value: value.clone(),
+                },
+            );
+        }
+    }
+
+    fn append(&mut self, i: usize, msg: Rc<Vec<Value>>, life: u32) {
+        if life != self.nodes[i].life && self.rng.chance(0.5) {
+            return; // the sender crashed before this message left it
+        }
+        let idx = self.log.len();
+        self.log.push(msg.clone());
+        self.observe(idx, &msg);
+        for j in 0..self.nodes.len() {
+            if !matches!(
+                self.nodes[j].status,
+                Status::Running | Status::Stalled | Status::Frozen
+            ) {
+                continue;
+            }
+            let delay = self.rng.range(0, self.env.delivery_max);
+            let n = &mut self.nodes[j];
+            let at = (self.now + delay).max(n.last_delivery);
+            n.last_delivery = at;
+            let epoch = n.epoch;
+            self.schedule(at, j, Ev::Deliver { idx, epoch });
+        }
+    }
+
+    /// Feeds a newly appended message to the observers (replicas that see the whole log at once) and
+    /// records what they decided for each context's requests.
+    fn observe(&mut self, idx: usize, msg: &[Value]) {
+        self.dirty = true;
+        for o in 0..self.observers.len() {
+            let version = self.observers[o].version;
+            let mut outcomes = Vec::new();
+            match wire::decode_versioned(msg, version) {
+                Some(Decoded::Ours(m)) => self.observers[o].replica.apply(&m, &mut outcomes),
+                Some(Decoded::Foreign {
+                    version: v,
+                    kind,
+                    id,
+                }) => self.observers[o]
+                    .replica
+                    .apply_foreign(v, kind, &id, &mut outcomes),
+                None => {}
+            }
+            for outcome in outcomes {
+                let (member, local_id, expect) = match outcome {
+                    Outcome::Granted { member, local_id } => (member, local_id, Expect::Granted),
+                    Outcome::NotAvailable { member, local_id } => {
+                        (member, local_id, Expect::NotAvailable)
+                    }
+                    Outcome::Revoked {
+                        member, local_id, ..
+                    } => (member, local_id, Expect::Revoked),
+                };
+                // Only a context connected now will apply this message.
+                if let Some(j) = self.node_of(&member)
+                    && self.nodes[j].node.version() == version
+                    && self.nodes[j].status.alive()
+                {
+                    self.nodes[j]
+                        .expected
+                        .push_back((idx, member.incarnation, local_id, expect));
+                }
+            }
+        }
+    }
+
+    /// The authoritative value of a storage key.
+    pub fn storage_value(&self, key: &str) -> Option<&String> {
+        self.storage.get(key)
+    }
+
+    pub fn node_of(&self, member: &MemberKey) -> Option<usize> {
+        member.client.strip_prefix("ctx")?.parse().ok()
+    }
+
+    pub fn observer_of(&self, version: u32) -> &Replica {
+        &self
+            .observers
+            .iter()
+            .find(|o| o.version == version)
+            .expect("observer")
+            .replica
+    }
+
+    fn fault(&mut self, i: usize, f: Fault) {
+        let now = self.now;
+        self.note(|| format!("ctx{i} fault {f:?}"));
+        match f {
+            Fault::Crash => {
+                let n = &mut self.nodes[i];
+                n.status = Status::Crashed;
+                n.life += 1;
+                n.deferred.clear();
+                n.expected.clear();
+            }
+            Fault::Stall(d) => {
+                self.nodes[i].status = Status::Stalled;
+                self.nodes[i].unresponsive.push((now, now + d, false));
+                self.schedule(now + d, i, Ev::EndStall);
+            }
+            Fault::Freeze(d) => {
+                self.nodes[i].node.freeze(now);
+                self.effects(i);
+                self.nodes[i].status = Status::Frozen;
+                self.nodes[i].unresponsive.push((now, now + d, true));
+                self.schedule(now + d, i, Ev::Resume);
+            }
+            Fault::Hide(d) => {
+                self.hiding = Some(i);
+                self.nodes[i].node.pagehide(now, true);
+                self.effects(i);
+                self.hiding = None;
+                let n = &mut self.nodes[i];
+                n.status = Status::Hidden;
+                n.epoch += 1;
+                n.hidden_count += 1;
+                n.expected.clear();
+                self.schedule(now + d, i, Ev::Show);
+            }
+            Fault::Close => {
+                self.nodes[i].node.terminate(now);
+                self.effects(i);
+                self.nodes[i].status = Status::Closed;
+                self.nodes[i].expected.clear();
+            }
+        }
+    }
+
+    fn end_stall(&mut self, i: usize) {
+        let now = self.now;
+        if let Some(last) = self.nodes[i].unresponsive.last_mut() {
+            last.1 = now;
+        }
+        self.nodes[i].status = Status::Running;
+        self.run_deferred(i);
+    }
+
+    fn resume(&mut self, i: usize) {
+        let now = self.now;
+        if let Some(last) = self.nodes[i].unresponsive.last_mut() {
+            last.1 = now;
+        }
+        self.nodes[i].status = Status::Running;
+        self.note(|| format!("ctx{i} resumes"));
+        self.nodes[i].node.resume(now);
+        self.effects(i);
+        self.run_deferred(i);
+    }
+
+    fn show(&mut self, i: usize) {
+        let now = self.now;
+        self.nodes[i].status = Status::Running;
+        self.note(|| format!("ctx{i} pageshow"));
+        let live = self.nodes[i].cache.get(LIVE_KEY).cloned();
+        self.nodes[i]
+            .node
+            .storage_changed(now, LIVE_KEY, live.as_deref());
+        self.nodes[i].node.pageshow(now, true);
+        self.effects(i);
+        self.run_deferred(i);
+    }
+
+    fn run_deferred(&mut self, i: usize) {
+        while self.nodes[i].status == Status::Running {
+            let Some(ev) = self.nodes[i].deferred.pop_front() else {
+                break;
+            };
+            self.run(i, ev);
+        }
+    }
+
+    pub fn violation(&mut self, v: String) {
+        self.note(|| format!("VIOLATION {v}"));
+        self.violations.push(format!("t={} {v}", self.now));
+    }
+
+    pub fn schedule_release(&mut self, i: usize, id: u64, hold: u64) {
+        if hold != u64::MAX {
+            let at = self.now + hold;
+            self.schedule(at, i, Ev::Client(Action::Release(id)));
+        }
+    }
+}
