@@ -469,8 +469,28 @@ impl Node {
         }
     }
 
-    /// Leaves the protocol: tells the others (if it ever joined) and forgets the replica.
+    /// Leaves the protocol: tells the others (if it ever joined) and forgets the replica. The storage
+    /// hint it wrote goes too if nobody else holds or waits for anything (so that the next page of a
+    /// lone tab does not wait for it).
     fn leave(&mut self) {
+        if let Phase::Synced(s) = &self.phase
+            && self.wrote_hint
+        {
+            let me = self.member_key();
+            let snapshot = s.replica.snapshot();
+            let only_mine = snapshot
+                .held
+                .iter()
+                .chain(snapshot.pending.iter())
+                .all(|l| l.client_id == me.client);
+            if only_mine {
+                self.wrote_hint = false;
+                self.live_until = None;
+                self.emit(Effect::StorageRemove {
+                    key: live_record::LIVE_KEY,
+                });
+            }
+        }
         if !matches!(self.phase, Phase::Detached) {
             self.post(Body::Leave);
         }

@@ -1,1 +1,473 @@
-//! Unit tests of the node (filled in next).
+//! The node's handlers, driven by hand: each test feeds events and looks at the effects. `Bus` is a
+//! minimal channel (one order, delivered to every node including the sender when `pump` is called).
+
+use super::*;
+use crate::protocol::LIVE_KEY;
+use crate::protocol::wire::{self, Body, KIND_JOIN, MessageId, encode, encode_versioned};
+
+fn config() -> Config {
+    Config::default()
+}
+
+/// Posts of the effects, as wire messages.
+fn posts(effects: &[Effect]) -> Vec<Body> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Post(m) => Some(m.body.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn engine_effects(effects: &[Effect]) -> Vec<Effect> {
+    effects
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Effect::Granted(_)
+                    | Effect::NotAvailable(_)
+                    | Effect::Stolen { .. }
+                    | Effect::Snapshot { .. }
+            )
+        })
+        .cloned()
+        .collect()
+}
+
+struct Bus {
+    nodes: Vec<Node>,
+    log: Vec<Vec<Value>>,
+    seen: Vec<usize>,
+    /// Every effect of each node, in order.
+    effects: Vec<Vec<Effect>>,
+    now: u64,
+}
+
+impl Bus {
+    fn new(n: usize) -> Bus {
+        Bus {
+            nodes: (0..n)
+                .map(|i| Node::new(&format!("n{i}"), config()))
+                .collect(),
+            log: Vec::new(),
+            seen: vec![0; n],
+            effects: vec![Vec::new(); n],
+            now: 1_000,
+        }
+    }
+
+    fn collect(&mut self, i: usize) -> Vec<Effect> {
+        let fx = self.nodes[i].drain();
+        for e in &fx {
+            if let Effect::Post(m) = e {
+                self.log.push(encode(m));
+            }
+        }
+        self.effects[i].extend(fx.iter().cloned());
+        fx
+    }
+
+    fn call(&mut self, i: usize, f: impl FnOnce(&mut Node, u64)) -> Vec<Effect> {
+        let now = self.now;
+        f(&mut self.nodes[i], now);
+        self.collect(i)
+    }
+
+    /// Delivers everything posted so far to every node, until nothing new is posted.
+    fn pump(&mut self) {
+        loop {
+            let mut progressed = false;
+            for i in 0..self.nodes.len() {
+                while self.seen[i] < self.log.len() {
+                    let m = self.log[self.seen[i]].clone();
+                    self.seen[i] += 1;
+                    let now = self.now;
+                    self.nodes[i].deliver(now, &m);
+                    self.collect(i);
+                    progressed = true;
+                }
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    /// Advances the clock and fires every timer that is due, then pumps.
+    fn advance(&mut self, ms: u64) {
+        self.now += ms;
+        for i in 0..self.nodes.len() {
+            let due = self.effects[i].iter().rev().find_map(|e| match e {
+                Effect::SetTimer { at } => Some(Some(*at)),
+                Effect::ClearTimer => Some(None),
+                _ => None,
+            });
+            if let Some(Some(at)) = due
+                && at <= self.now
+            {
+                let now = self.now;
+                self.nodes[i].timer(now);
+                self.collect(i);
+            }
+        }
+        self.pump();
+    }
+
+    /// Node `i` joins (through a first request or query) and the bus runs until it is synced.
+    fn settle(&mut self) {
+        for _ in 0..20 {
+            self.advance(config().join_wait);
+        }
+    }
+}
+
+fn request(id: u64, name: &str) -> impl FnOnce(&mut Node, u64) {
+    let name = name.to_owned();
+    move |n, now| n.request(now, id, &name, LockMode::Exclusive, false, false)
+}
+
+#[test]
+fn a_first_request_joins_waits_for_an_answer_then_starts_a_history_and_is_granted() {
+    let mut bus = Bus::new(1);
+    let fx = bus.call(0, request(1, "x"));
+    assert_eq!(posts(&fx), [Body::Join { need_state: true }]);
+    bus.pump();
+    // The Join came back: a timer for the join wait.
+    let at = bus.now + config().join_wait;
+    assert!(bus.effects[0].contains(&Effect::SetTimer { at }));
+    bus.advance(config().join_wait - 1);
+    assert!(
+        !posts(&bus.effects[0]).contains(&Body::Genesis),
+        "not before the wait"
+    );
+    bus.advance(1);
+    let all = posts(&bus.effects[0]);
+    assert_eq!(
+        &all[1..3],
+        [
+            Body::Genesis,
+            Body::Request {
+                id: 1,
+                name: "x".into(),
+                mode: LockMode::Exclusive,
+                if_available: false,
+                steal: false
+            }
+        ]
+    );
+    assert_eq!(engine_effects(&bus.effects[0]), [Effect::Granted(1)]);
+}
+
+#[test]
+fn a_second_context_gets_a_state_transfer_and_queues_behind() {
+    let mut bus = Bus::new(2);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    bus.call(1, request(1, "x"));
+    bus.pump();
+    // Node 0 answered at once (rank 0) with a State; node 1 is synced and its request queued.
+    assert!(
+        posts(&bus.effects[0])
+            .iter()
+            .any(|b| matches!(b, Body::State(_)))
+    );
+    assert!(!posts(&bus.effects[1]).contains(&Body::Genesis));
+    assert!(
+        bus.nodes[1]
+            .replica()
+            .unwrap()
+            .is_pending(&bus.nodes[1].member_key(), 1)
+    );
+    bus.call(0, |n, now| n.release(now, 1));
+    bus.pump();
+    assert_eq!(engine_effects(&bus.effects[1]), [Effect::Granted(1)]);
+}
+
+#[test]
+fn abort_answers_from_the_local_state() {
+    let mut bus = Bus::new(2);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    // Queued (not sent yet): removed without a message.
+    let fx = bus.call(1, request(1, "x"));
+    assert_eq!(posts(&fx), [Body::Join { need_state: true }]);
+    let mut aborted = false;
+    bus.call(1, |n, now| aborted = n.abort(now, 1));
+    assert!(aborted);
+    bus.call(1, request(2, "x"));
+    bus.pump();
+    // Sent and pending: an Abort message.
+    let fx = bus.call(1, |n, now| aborted = n.abort(now, 2));
+    assert!(aborted);
+    assert_eq!(posts(&fx), [Body::Abort { id: 2 }]);
+    // Held: false. Unknown: false.
+    bus.call(0, |n, now| aborted = n.abort(now, 1));
+    assert!(!aborted);
+    bus.call(0, |n, now| aborted = n.abort(now, 42));
+    assert!(!aborted);
+    bus.pump();
+    assert!(
+        bus.nodes[0]
+            .replica()
+            .unwrap()
+            .snapshot()
+            .pending
+            .is_empty()
+    );
+}
+
+#[test]
+fn releasing_a_lock_not_held_sends_nothing() {
+    let mut bus = Bus::new(1);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    assert_eq!(posts(&bus.call(0, |n, now| n.release(now, 7))), []);
+    assert_eq!(
+        posts(&bus.call(0, |n, now| n.release(now, 1))),
+        [Body::Release { id: 1 }]
+    );
+    assert_eq!(posts(&bus.call(0, |n, now| n.release(now, 1))), []);
+}
+
+#[test]
+fn a_ping_is_answered_from_the_message_handler() {
+    let mut bus = Bus::new(2);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    bus.call(1, request(1, "x"));
+    bus.pump();
+    // Node 1 waits behind node 0, which stays silent: after ping_interval node 1 pings it and node 0,
+    // handling the message, answers at once.
+    bus.effects[0].clear();
+    bus.advance(config().ping_interval);
+    assert!(posts(&bus.effects[1]).contains(&Body::Ping {
+        target: bus.nodes[0].member_key()
+    }));
+    assert_eq!(posts(&bus.effects[0]), [Body::Alive]);
+    assert!(
+        engine_effects(&bus.effects[0]).is_empty(),
+        "it keeps its lock"
+    );
+}
+
+#[test]
+fn garbage_on_the_channel_changes_nothing() {
+    let mut bus = Bus::new(1);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    let before = bus.effects[0].len();
+    for junk in [
+        vec![],
+        vec![Value::Str("weblocks".into())],
+        vec![Value::Num(f64::NAN); 9],
+        vec![Value::Str("not ours".into()), Value::Num(1.0)],
+    ] {
+        bus.nodes[0].deliver(bus.now, &junk);
+        bus.collect(0);
+    }
+    assert_eq!(bus.effects[0].len(), before);
+}
+
+#[test]
+fn the_storage_hint_is_kept_while_busy_and_removed_when_idle() {
+    let mut bus = Bus::new(1);
+    // A corrupt value counts as absent (no wait for it).
+    bus.call(0, |n, now| {
+        n.storage_changed(now, LIVE_KEY, Some("garbage"))
+    });
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    let writes = |fx: &[Effect]| {
+        fx.iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Effect::StorageWrite { .. } | Effect::StorageRemove { .. }
+                )
+            })
+            .count()
+    };
+    assert_eq!(writes(&bus.effects[0]), 1);
+    // Renewed at half its life.
+    bus.advance(config().live_ttl / 2);
+    assert_eq!(writes(&bus.effects[0]), 2);
+    bus.call(0, |n, now| n.release(now, 1));
+    bus.pump();
+    assert_eq!(
+        bus.effects[0].iter().rev().find(|e| matches!(
+            e,
+            Effect::StorageWrite { .. } | Effect::StorageRemove { .. }
+        )),
+        Some(&Effect::StorageRemove { key: LIVE_KEY })
+    );
+    assert!(bus.nodes[0].is_quiet(), "no timer once idle");
+}
+
+#[test]
+fn freezing_announces_a_deadline_and_resuming_shows_life() {
+    let mut bus = Bus::new(1);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    let now = bus.now;
+    let fx = bus.call(0, |n, now| n.freeze(now));
+    assert_eq!(
+        posts(&fx),
+        [Body::Freeze {
+            until: now + config().freeze_grace
+        }]
+    );
+    assert!(fx.contains(&Effect::StorageWrite {
+        key: LIVE_KEY,
+        value: (now + config().freeze_grace).to_string()
+    }));
+    assert_eq!(posts(&bus.call(0, |n, now| n.resume(now))), [Body::Alive]);
+}
+
+#[test]
+fn the_back_forward_cache_gives_up_locks_and_requests_again_on_return() {
+    let mut bus = Bus::new(1);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    bus.call(0, request(2, "y"));
+    let fx = bus.call(0, |n, now| n.pagehide(now, true));
+    assert_eq!(posts(&fx), [Body::Leave]);
+    assert!(fx.contains(&Effect::Stolen {
+        id: 1,
+        reason: LossReason::Hidden
+    }));
+    assert_eq!(fx.last(), Some(&Effect::ClearTimer));
+    // While hidden, the channel is ignored.
+    let leave = bus.log.last().unwrap().clone();
+    bus.nodes[0].deliver(bus.now, &leave);
+    assert!(bus.nodes[0].drain().is_empty());
+    bus.seen[0] = bus.log.len();
+    let fx = bus.call(0, |n, now| n.pageshow(now, true));
+    assert_eq!(posts(&fx), [Body::Join { need_state: true }]);
+    bus.settle();
+    assert!(bus.effects[0].contains(&Effect::Granted(2)));
+}
+
+#[test]
+fn a_newer_version_retires_this_context() {
+    let mut bus = Bus::new(1);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    bus.call(0, |n, now| {
+        n.request(now, 2, "x", LockMode::Exclusive, true, false)
+    });
+    bus.call(0, request(3, "x"));
+    // request 2 was not available; now a version-2 context speaks.
+    let newer = Message {
+        sender: MemberKey::new("future", 1),
+        seq: 1,
+        body: Body::Join { need_state: true },
+    };
+    bus.nodes[0].deliver(bus.now, &encode_versioned(&newer, PROTOCOL_VERSION + 1));
+    let fx = bus.collect(0);
+    assert_eq!(
+        fx[0],
+        Effect::Incompatible {
+            version: PROTOCOL_VERSION + 1
+        }
+    );
+    assert!(fx.contains(&Effect::Stolen {
+        id: 1,
+        reason: LossReason::Retired
+    }));
+    // Afterwards: ifAvailable is never available, other requests wait forever, the channel is ignored.
+    let fx = bus.call(0, |n, now| {
+        n.request(now, 4, "z", LockMode::Exclusive, true, false)
+    });
+    assert_eq!(fx, [Effect::NotAvailable(4)]);
+    bus.pump();
+    assert!(!engine_effects(&bus.effects[0]).contains(&Effect::Granted(3)));
+}
+
+#[test]
+fn an_older_version_joining_hears_that_a_newer_one_runs() {
+    let mut bus = Bus::new(1);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    let older = Message {
+        sender: MemberKey::new("past", 1),
+        seq: 1,
+        body: Body::Join { need_state: true },
+    };
+    bus.nodes[0].deliver(bus.now, &encode_versioned(&older, PROTOCOL_VERSION - 1));
+    assert_eq!(posts(&bus.collect(0)), [Body::Alive]);
+    assert_eq!(
+        wire::decode(&encode_versioned(&older, 0)).map(|d| matches!(
+            d,
+            wire::Decoded::Foreign {
+                kind: KIND_JOIN,
+                ..
+            }
+        )),
+        Some(true)
+    );
+}
+
+#[test]
+fn a_query_waits_for_the_requests_made_before_it() {
+    let mut bus = Bus::new(1);
+    bus.call(0, request(1, "x"));
+    bus.call(0, |n, now| n.query(now, 9));
+    assert!(
+        engine_effects(&bus.effects[0]).is_empty(),
+        "not while joining"
+    );
+    bus.settle();
+    let snapshots: Vec<Snapshot> = bus.effects[0]
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Snapshot { query: 9, snapshot } => Some(snapshot.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(snapshots.len(), 1);
+    assert_eq!(snapshots[0].held.len(), 1);
+    assert_eq!(&*snapshots[0].held[0].client_id, "n0");
+}
+
+#[test]
+fn an_evicted_context_learns_it_and_sends_its_requests_again() {
+    let mut bus = Bus::new(2);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    bus.call(0, request(2, "x"));
+    bus.call(1, request(1, "x"));
+    bus.pump();
+    // Node 1 evicts node 0 (as if it had not answered a ping).
+    let me0 = bus.nodes[0].member_key();
+    bus.call(1, |n, _| {
+        n.post(Body::Ping {
+            target: me0.clone(),
+        });
+        n.post(Body::Evict {
+            target: me0.clone(),
+            ts: 0,
+        });
+    });
+    // Node 0 does not answer before the eviction is sequenced: deliver to node 0 last.
+    let seen0 = bus.seen[0];
+    bus.seen[0] = bus.log.len();
+    bus.pump();
+    bus.seen[0] = seen0;
+    bus.pump();
+    assert!(bus.effects[0].contains(&Effect::Stolen {
+        id: 1,
+        reason: LossReason::Evicted
+    }));
+    // It rejoined (no state transfer needed) and asked again for what it was waiting for.
+    assert_eq!(bus.nodes[0].member_key().incarnation, me0.incarnation + 1);
+    assert!(posts(&bus.effects[0]).contains(&Body::Join { need_state: false }));
+    assert!(
+        bus.nodes[1]
+            .replica()
+            .unwrap()
+            .is_pending(&bus.nodes[0].member_key(), 2)
+    );
+    let _ = MessageId::origin();
+}
