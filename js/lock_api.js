@@ -190,6 +190,16 @@ function toDOMString(value, context) {
  * one; calls made before it is ready are queued and replayed in order. Touches no global.
  * Returns `{ locks, LockManager, Lock, clientId, ready }`; `ready` settles when the engine has loaded.
  */
+/** Why a held lock was taken away (the engine's payload of sink kind 3): the AbortError's message. */
+const LOSS_MESSAGES = {
+  stolen: "Lock broken by another request with the 'steal' option.",
+  evicted:
+    'Lock lost: this context did not answer the other contexts of the origin in time, was presumed gone, and its locks were released.',
+  reset: 'Lock lost: this context was cut off from the other contexts of the origin, which started without it.',
+  retired: 'Lock lost: a newer version of weblocks runs in this origin; reload this page to use it.',
+  hidden: 'Lock released: the page entered the back/forward cache.',
+};
+
 export function createLockApi(makeEngine) {
   const clientId = newClientId();
   let engine = null;
@@ -349,7 +359,7 @@ export function createLockApi(makeEngine) {
     } else if (kind === EFFECT_STOLEN) {
       record.stolen = true;
       requests.delete(id);
-      record.reject(domException("Lock broken by another request with the 'steal' option.", 'AbortError'));
+      record.reject(domException(LOSS_MESSAGES[payload] ?? LOSS_MESSAGES.stolen, 'AbortError'));
     }
   }
 

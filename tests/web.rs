@@ -23,9 +23,13 @@ extern "C" {
 /// The `env` every case receives: `{ createLockApi, makeEngine }`, where `makeEngine(clientId, sink)`
 /// builds the real wasm engine.
 fn env() -> JsValue {
-    let make_engine = Closure::<dyn Fn(String, Function) -> JsValue>::new(|client_id, sink| {
-        JsValue::from(Engine::new(client_id, sink))
-    });
+    let make_engine =
+        Closure::<dyn Fn(String, Function) -> JsValue>::new(|client_id: String, sink: Function| {
+            // Each api gets its own channel scope: the cases stay isolated from one another while every
+            // call still goes through the origin protocol (BroadcastChannel, join, echo) as in production.
+            let scope = Some(client_id.clone());
+            JsValue::from(Engine::new(client_id, sink, scope))
+        });
     let env = Object::new();
     let create = CREATE_LOCK_API.with(|f| JsValue::from(f.clone()));
     Reflect::set(&env, &"createLockApi".into(), &create).unwrap();

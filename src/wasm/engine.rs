@@ -3,31 +3,55 @@ use std::rc::Rc;
 use js_sys::{Array, Function, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
+use crate::protocol::{Config, Node};
 use crate::scheduler::{Decision, LockInfo, LockManager, LockMode, LockRequest, Snapshot};
 
+use super::coordination::Coordination;
+
 /// Effect kinds passed to the sink as its first argument (mirrored in `js/lock_api.js`).
-const EFFECT_GRANTED: u32 = 1;
-const EFFECT_NOT_AVAILABLE: u32 = 2;
-const EFFECT_STOLEN: u32 = 3;
-const EFFECT_SNAPSHOT: u32 = 4;
+pub(super) const EFFECT_GRANTED: u32 = 1;
+pub(super) const EFFECT_NOT_AVAILABLE: u32 = 2;
+pub(super) const EFFECT_STOLEN: u32 = 3;
+pub(super) const EFFECT_SNAPSHOT: u32 = 4;
+
+/// Where decisions are made: the origin's shared lock manager (the coordination protocol), or, where
+/// the global has no BroadcastChannel, this context alone.
+enum Backend {
+    Origin(Rc<Coordination>),
+    Alone(LockManager),
+}
 
 /// One context's lock engine as JS sees it. Requests are identified by ids that JS allocates; the
 /// engine reports every decision by calling `sink(kind, id, payload)`.
 #[wasm_bindgen]
 pub struct Engine {
     client_id: Rc<str>,
-    manager: LockManager,
+    backend: Backend,
     sink: Function,
 }
 
 #[wasm_bindgen]
 impl Engine {
+    /// `scope` isolates a group of engines from the rest of the origin (tests); `undefined` joins the
+    /// origin's one lock manager.
     #[wasm_bindgen(constructor)]
-    pub fn new(client_id: String, sink: Function) -> Engine {
+    pub fn new(client_id: String, sink: Function, scope: Option<String>) -> Engine {
         console_error_panic_hook::set_once();
+        let node = Node::new(&client_id, Config::default());
+        let backend = match Coordination::start(node, sink.clone(), scope) {
+            Some(coordination) => Backend::Origin(coordination),
+            None => {
+                web_sys::console::warn_1(
+                    &"weblocks: this global has no BroadcastChannel; locks are coordinated within this \
+                      context only."
+                        .into(),
+                );
+                Backend::Alone(LockManager::new())
+            }
+        };
         Engine {
             client_id: client_id.into(),
-            manager: LockManager::new(),
+            backend,
             sink,
         }
     }
@@ -38,7 +62,13 @@ impl Engine {
         self.client_id.to_string()
     }
 
-    /// Request a lock (spec 4.1 step 3). Decisions reach the sink before this returns.
+    /// Whether this engine shares the origin's lock manager (false: this context alone).
+    #[wasm_bindgen(getter)]
+    pub fn shared(&self) -> bool {
+        matches!(self.backend, Backend::Origin(_))
+    }
+
+    /// Request a lock (spec 4.1 step 3).
     pub fn request(
         &mut self,
         id: f64,
@@ -47,65 +77,94 @@ impl Engine {
         if_available: bool,
         steal: bool,
     ) -> Result<(), JsError> {
-        let request = LockRequest {
-            id: id as u64,
-            client_id: self.client_id.clone(),
-            name: name.into(),
-            mode: if exclusive {
-                LockMode::Exclusive
-            } else {
-                LockMode::Shared
-            },
+        let mode = if exclusive {
+            LockMode::Exclusive
+        } else {
+            LockMode::Shared
         };
-        let decisions = self
-            .manager
-            .request_lock(request, if_available, steal)
-            .map_err(|e| JsError::new(&format!("{e:?}")))?;
-        self.deliver(&decisions);
+        match &mut self.backend {
+            Backend::Origin(c) => {
+                c.with_node(|n, t| n.request(t, id as u64, &name, mode, if_available, steal))
+            }
+            Backend::Alone(manager) => {
+                let request = LockRequest {
+                    id: id as u64,
+                    client_id: self.client_id.clone(),
+                    name: name.into(),
+                    mode,
+                };
+                let decisions = manager
+                    .request_lock(request, if_available, steal)
+                    .map_err(|e| JsError::new(&format!("{e:?}")))?;
+                deliver(&self.sink, &decisions);
+            }
+        }
         Ok(())
     }
 
     /// Release lock `id` (spec 4.2).
     pub fn release(&mut self, id: f64) {
-        let decisions = self.manager.release_lock(id as u64);
-        self.deliver(&decisions);
+        match &mut self.backend {
+            Backend::Origin(c) => c.with_node(|n, t| n.release(t, id as u64)),
+            Backend::Alone(manager) => {
+                let decisions = manager.release_lock(id as u64);
+                deliver(&self.sink, &decisions);
+            }
+        }
     }
 
     /// Abort request `id` (spec 4.3). Returns false when it was no longer pending (it was granted).
     pub fn abort(&mut self, id: f64) -> bool {
-        match self.manager.abort_request(id as u64) {
-            Some(decisions) => {
-                self.deliver(&decisions);
-                true
-            }
-            None => false,
+        match &mut self.backend {
+            Backend::Origin(c) => c.with_node(|n, t| n.abort(t, id as u64)),
+            Backend::Alone(manager) => match manager.abort_request(id as u64) {
+                Some(decisions) => {
+                    deliver(&self.sink, &decisions);
+                    true
+                }
+                None => false,
+            },
         }
     }
 
     /// Snapshot the lock state (spec 4.5); the snapshot reaches the sink as `(4, queryId, snapshot)`.
     pub fn query(&mut self, query_id: f64) {
-        let snapshot = snapshot_to_js(&self.manager.snapshot_lock_state());
-        let _ = self.sink.call3(
-            &JsValue::NULL,
-            &EFFECT_SNAPSHOT.into(),
-            &query_id.into(),
-            &snapshot,
-        );
+        match &mut self.backend {
+            Backend::Origin(c) => c.with_node(|n, t| n.query(t, query_id as u64)),
+            Backend::Alone(manager) => {
+                let snapshot = snapshot_to_js(&manager.snapshot_lock_state());
+                let _ = self.sink.call3(
+                    &JsValue::NULL,
+                    &EFFECT_SNAPSHOT.into(),
+                    &query_id.into(),
+                    &snapshot,
+                );
+            }
+        }
+    }
+
+    /// This context is going away: give up its locks and requests, and tell the others at once.
+    pub fn close(&mut self) {
+        if let Backend::Origin(c) = &self.backend {
+            c.close();
+        }
     }
 }
 
-impl Engine {
-    fn deliver(&self, decisions: &[Decision]) {
-        for d in decisions {
-            let (kind, id) = match *d {
-                Decision::Granted(id) => (EFFECT_GRANTED, id),
-                Decision::NotAvailable(id) => (EFFECT_NOT_AVAILABLE, id),
-                Decision::Stolen(id) => (EFFECT_STOLEN, id),
-            };
-            let _ = self
-                .sink
-                .call2(&JsValue::NULL, &kind.into(), &(id as f64).into());
-        }
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn deliver(sink: &Function, decisions: &[Decision]) {
+    for d in decisions {
+        let (kind, id) = match *d {
+            Decision::Granted(id) => (EFFECT_GRANTED, id),
+            Decision::NotAvailable(id) => (EFFECT_NOT_AVAILABLE, id),
+            Decision::Stolen(id) => (EFFECT_STOLEN, id),
+        };
+        let _ = sink.call2(&JsValue::NULL, &kind.into(), &(id as f64).into());
     }
 }
 
@@ -123,7 +182,7 @@ fn lock_infos_to_js(infos: &[LockInfo]) -> Array {
         .collect()
 }
 
-fn snapshot_to_js(s: &Snapshot) -> JsValue {
+pub(super) fn snapshot_to_js(s: &Snapshot) -> JsValue {
     let o = Object::new();
     let _ = Reflect::set(&o, &"held".into(), &lock_infos_to_js(&s.held));
     let _ = Reflect::set(&o, &"pending".into(), &lock_infos_to_js(&s.pending));

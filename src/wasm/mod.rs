@@ -1,6 +1,7 @@
 //! The wasm-bindgen edge: converts values between JS and the pure core, and carries out its decisions.
 //! Nothing here decides anything; see `docs/ARCHITECTURE.md` for the contract with `js/lock_api.js`.
 
+mod coordination;
 mod engine;
 mod lease_operation;
 

@@ -1,0 +1,314 @@
+//! The I/O edge of the coordination protocol: carries a [`Node`]'s effects out over BroadcastChannel,
+//! localStorage and timers, and feeds it the events of this global scope (messages, timer, storage
+//! changes, page lifecycle). It decides nothing; every handler is written so that nothing it receives
+//! can throw out of it.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use js_sys::{Array, Function, Reflect};
+use wasm_bindgen::prelude::*;
+use web_sys::{BroadcastChannel, EventTarget, MessageEvent, Storage, StorageEvent};
+
+use crate::protocol::wire::{self, Value};
+use crate::protocol::{Effect, LIVE_KEY, LossReason, Node};
+
+use super::engine::{
+    EFFECT_GRANTED, EFFECT_NOT_AVAILABLE, EFFECT_SNAPSHOT, EFFECT_STOLEN, snapshot_to_js,
+};
+
+/// The channel every weblocks context of an origin listens on; `scope` (tests) appends `:scope`.
+const CHANNEL: &str = "weblocks";
+
+fn now() -> u64 {
+    js_sys::Date::now() as u64
+}
+
+/// Looks up a property of the global object without throwing.
+fn global_property(name: &str) -> Option<JsValue> {
+    Reflect::get(&js_sys::global(), &JsValue::from_str(name))
+        .ok()
+        .filter(|v| !v.is_undefined() && !v.is_null())
+}
+
+/// The global's localStorage, if it exists and can be read (it throws when storage is disabled).
+fn local_storage() -> Option<Storage> {
+    let storage: Storage = global_property("localStorage")?.dyn_into().ok()?;
+    storage.get_item(LIVE_KEY).ok()?;
+    Some(storage)
+}
+
+/// An event listener this edge added, kept to be removed on close.
+type Listener = (
+    EventTarget,
+    &'static str,
+    Closure<dyn FnMut(web_sys::Event)>,
+);
+
+/// What the handlers share: the node, the I/O objects, and the JS sink of the Engine contract.
+pub(super) struct Coordination {
+    node: RefCell<Node>,
+    tx: BroadcastChannel,
+    rx: BroadcastChannel,
+    storage: Option<Storage>,
+    storage_key: String,
+    sink: Function,
+    timer: Cell<Option<JsValue>>,
+    timer_callback: Closure<dyn FnMut()>,
+    listeners: RefCell<Vec<Listener>>,
+    on_message: Closure<dyn FnMut(MessageEvent)>,
+    warned: Cell<bool>,
+}
+
+impl Coordination {
+    /// Starts coordinating over BroadcastChannel; `None` where the global has no BroadcastChannel.
+    pub(super) fn start(
+        node: Node,
+        sink: Function,
+        scope: Option<String>,
+    ) -> Option<Rc<Coordination>> {
+        global_property("BroadcastChannel")?;
+        let channel = match &scope {
+            Some(s) => format!("{CHANNEL}:{s}"),
+            None => CHANNEL.to_owned(),
+        };
+        let tx = BroadcastChannel::new(&channel).ok()?;
+        // A channel object does not receive its own messages; a second one does, in the order the
+        // browser delivers them to every context (docs/PROTOCOL.md, assumption A1).
+        let rx = BroadcastChannel::new(&channel).ok()?;
+        let storage_key = match &scope {
+            Some(s) => format!("{LIVE_KEY}:{s}"),
+            None => LIVE_KEY.to_owned(),
+        };
+        let this = Rc::new_cyclic(|weak: &std::rc::Weak<Coordination>| {
+            let on_message_target = weak.clone();
+            let timer_target = weak.clone();
+            Coordination {
+                node: RefCell::new(node),
+                tx,
+                rx,
+                storage: local_storage(),
+                storage_key,
+                sink,
+                timer: Cell::new(None),
+                timer_callback: Closure::new(move || {
+                    if let Some(this) = timer_target.upgrade() {
+                        this.timer.set(None);
+                        this.with_node(|n, t| n.timer(t));
+                    }
+                }),
+                listeners: RefCell::new(Vec::new()),
+                on_message: Closure::new(move |event: MessageEvent| {
+                    if let (Some(this), Some(values)) =
+                        (on_message_target.upgrade(), decode_values(&event.data()))
+                    {
+                        this.with_node(|n, t| n.deliver(t, &values));
+                    }
+                }),
+                warned: Cell::new(false),
+            }
+        });
+        this.install_handlers();
+        if let Some(storage) = &this.storage {
+            let value = storage.get_item(&this.storage_key).ok().flatten();
+            this.with_node(|n, t| n.storage_changed(t, LIVE_KEY, value.as_deref()));
+        }
+        Some(this)
+    }
+
+    fn install_handlers(self: &Rc<Self>) {
+        self.rx
+            .set_onmessage(Some(self.on_message.as_ref().unchecked_ref()));
+
+        let global: EventTarget = js_sys::global().unchecked_into();
+        if self.storage.is_some() {
+            self.listen(&global, "storage", |this, event| {
+                let Some(event) = event.dyn_ref::<StorageEvent>() else {
+                    return;
+                };
+                let key = event.key();
+                // `key` is null when another context cleared the whole storage.
+                if key.is_none() || key.as_deref() == Some(this.storage_key.as_str()) {
+                    let value = event.new_value();
+                    this.with_node(|n, t| n.storage_changed(t, LIVE_KEY, value.as_deref()));
+                }
+            });
+        }
+        self.listen(&global, "pagehide", |this, event| {
+            let persisted = Reflect::get(event, &"persisted".into())
+                .ok()
+                .and_then(|v| v.as_bool());
+            this.with_node(|n, t| n.pagehide(t, persisted == Some(true)));
+        });
+        self.listen(&global, "pageshow", |this, event| {
+            let persisted = Reflect::get(event, &"persisted".into())
+                .ok()
+                .and_then(|v| v.as_bool());
+            this.with_node(|n, t| n.pageshow(t, persisted == Some(true)));
+        });
+        if let Some(document) =
+            global_property("document").and_then(|d| d.dyn_into::<EventTarget>().ok())
+        {
+            self.listen(&document, "freeze", |this, _| {
+                this.with_node(|n, t| n.freeze(t))
+            });
+            self.listen(&document, "resume", |this, _| {
+                this.with_node(|n, t| n.resume(t))
+            });
+        }
+    }
+
+    fn listen(
+        self: &Rc<Self>,
+        target: &EventTarget,
+        kind: &'static str,
+        handler: fn(&Coordination, &web_sys::Event),
+    ) {
+        let weak = Rc::downgrade(self);
+        let closure = Closure::<dyn FnMut(web_sys::Event)>::new(move |event: web_sys::Event| {
+            if let Some(this) = weak.upgrade() {
+                handler(&this, &event);
+            }
+        });
+        if target
+            .add_event_listener_with_callback(kind, closure.as_ref().unchecked_ref())
+            .is_ok()
+        {
+            self.listeners
+                .borrow_mut()
+                .push((target.clone(), kind, closure));
+        }
+    }
+
+    /// Runs one event through the node, then carries out its effects with the node released (the sink
+    /// may call back into the engine).
+    pub(super) fn with_node<R>(&self, f: impl FnOnce(&mut Node, u64) -> R) -> R {
+        let (result, effects) = {
+            let mut node = self.node.borrow_mut();
+            let result = f(&mut node, now());
+            (result, node.drain())
+        };
+        for effect in effects {
+            self.carry_out(effect);
+        }
+        result
+    }
+
+    fn carry_out(&self, effect: Effect) {
+        match effect {
+            Effect::Post(message) => {
+                let array: Array = wire::encode(&message).iter().map(value_to_js).collect();
+                let _ = self.tx.post_message(&array);
+            }
+            Effect::StorageWrite { value, .. } => {
+                if let Some(storage) = &self.storage {
+                    let _ = storage.set_item(&self.storage_key, &value);
+                }
+            }
+            Effect::StorageRemove { .. } => {
+                if let Some(storage) = &self.storage {
+                    let _ = storage.remove_item(&self.storage_key);
+                }
+            }
+            Effect::SetTimer { at } => self.set_timer(at),
+            Effect::ClearTimer => self.clear_timer(),
+            Effect::Granted(id) => self.notify(EFFECT_GRANTED, id, &JsValue::UNDEFINED),
+            Effect::NotAvailable(id) => self.notify(EFFECT_NOT_AVAILABLE, id, &JsValue::UNDEFINED),
+            Effect::Stolen { id, reason } => {
+                self.notify(EFFECT_STOLEN, id, &loss_reason(reason).into())
+            }
+            Effect::Snapshot { query, snapshot } => {
+                self.notify(EFFECT_SNAPSHOT, query, &snapshot_to_js(&snapshot))
+            }
+            Effect::Incompatible { version } => {
+                if !self.warned.replace(true) {
+                    web_sys::console::warn_1(
+                        &format!(
+                            "weblocks: another context of this origin runs protocol version {version}, newer than \
+                             this one's; this context gave up its locks and grants nothing more. Reload it."
+                        )
+                        .into(),
+                    );
+                }
+            }
+        }
+    }
+
+    fn notify(&self, kind: u32, id: u64, payload: &JsValue) {
+        let _ = self
+            .sink
+            .call3(&JsValue::NULL, &kind.into(), &(id as f64).into(), payload);
+    }
+
+    fn set_timer(&self, at: u64) {
+        self.clear_timer();
+        let delay = at.saturating_sub(now()) as f64;
+        let Some(set_timeout) =
+            global_property("setTimeout").and_then(|f| f.dyn_into::<Function>().ok())
+        else {
+            return;
+        };
+        let callback: &JsValue = self.timer_callback.as_ref();
+        if let Ok(handle) = set_timeout.call2(&JsValue::NULL, callback, &delay.into()) {
+            self.timer.set(Some(handle));
+        }
+    }
+
+    fn clear_timer(&self) {
+        if let Some(handle) = self.timer.take()
+            && let Some(clear) =
+                global_property("clearTimeout").and_then(|f| f.dyn_into::<Function>().ok())
+        {
+            let _ = clear.call1(&JsValue::NULL, &handle);
+        }
+    }
+
+    /// The context is going away for good (the Engine is freed): leave, close the channels.
+    pub(super) fn close(&self) {
+        self.with_node(|n, t| n.terminate(t));
+        self.clear_timer();
+        self.rx.set_onmessage(None);
+        self.tx.close();
+        self.rx.close();
+        for (target, kind, closure) in self.listeners.borrow_mut().drain(..) {
+            let _ =
+                target.remove_event_listener_with_callback(kind, closure.as_ref().unchecked_ref());
+        }
+    }
+}
+
+fn loss_reason(reason: LossReason) -> &'static str {
+    match reason {
+        LossReason::Stolen => "stolen",
+        LossReason::Evicted => "evicted",
+        LossReason::Reset => "reset",
+        LossReason::Retired => "retired",
+        LossReason::Hidden => "hidden",
+    }
+}
+
+fn value_to_js(value: &Value) -> JsValue {
+    match value {
+        Value::Num(n) => JsValue::from_f64(*n),
+        Value::Str(s) => JsValue::from_str(s),
+    }
+}
+
+/// A message's data as wire values; `None` for anything that is not a flat array of numbers and
+/// strings (other libraries may share the channel name; hostile peers may send anything).
+fn decode_values(data: &JsValue) -> Option<Vec<Value>> {
+    if !Array::is_array(data) {
+        return None;
+    }
+    let array: &Array = data.unchecked_ref();
+    if array.length() > 100_000 {
+        return None;
+    }
+    array
+        .iter()
+        .map(|v| match v.as_f64() {
+            Some(n) => Some(Value::Num(n)),
+            None => v.as_string().map(Value::Str),
+        })
+        .collect()
+}
