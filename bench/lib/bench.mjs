@@ -86,7 +86,7 @@ export async function runBench({ smoke = false, browsers = ['chromium'], only = 
           const runsByVariant = Object.fromEntries(variants.map((v) => [v.id, []]));
           runsByKey[scenario.key] = runsByVariant;
           if (scenario.requires && !browser[scenario.requires]) {
-            for (const v of variants) runsByVariant[v.id].push({ error: `not drivable in ${browserName}` });
+            for (const v of variants) runsByVariant[v.id].push({ skipped: `not drivable in ${browserName}` });
             continue;
           }
           if (scenario.crossTab) await closeKeptTabs(ctx); // cross-tab scenarios start with their own tabs only

@@ -4,14 +4,20 @@ import { medianOf } from './single_context.mjs';
 import { weblocksCoordinatesAcrossTabs } from './expectations.mjs';
 
 /**
- * Median of `pick` over the runs that produced a number; or the first run's error. `invalid(run)`, when
+ * Median of `pick` over the runs that produced a number; or the first run's error, or why the scenario
+ * was skipped (`run.skipped`: the browser cannot be driven so). `invalid(run)`, when
  * given, names why a run's figure means nothing (e.g. "overlaps: 12": a handoff time between tabs that
  * were inside the lock at once); such runs count as errors.
  */
 export function summarise(runs, pick, invalid = () => null) {
   const values = [];
   let error = null;
+  let skipped = null;
   for (const run of runs) {
+    if (run.skipped) {
+      skipped ??= run.skipped;
+      continue;
+    }
     const why = run.error ?? invalid(run);
     if (why) {
       error ??= why;
@@ -25,14 +31,14 @@ export function summarise(runs, pick, invalid = () => null) {
     }
     if (typeof value === 'number' && Number.isFinite(value)) values.push(value);
   }
-  return { value: medianOf(values), samples: values.length, error };
+  return { value: medianOf(values), samples: values.length, error, skipped };
 }
 
 /** Worst (largest) value of a safety check over the runs, or null when no run produced it. */
 export function worstCheck(runs, pick) {
   let worst = null;
   for (const run of runs) {
-    if (run.error) continue;
+    if (run.error || run.skipped) continue;
     const value = pick(run);
     if (typeof value === 'number') worst = Math.max(worst ?? 0, value);
   }
@@ -100,6 +106,7 @@ export function summariseScenario(scenario, runsByVariant, variants) {
 
 function metricCell(cell, metric, isNative) {
   if (cell.value === null) {
+    if (cell.skipped) return cell.skipped;
     if (!cell.error) return 'n/a';
     return `${cell.error.split('\n')[0].slice(0, 60)}${metric.target && !isNative ? ' ✗' : ''}`;
   }
