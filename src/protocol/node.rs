@@ -123,6 +123,8 @@ pub(super) struct LocalRequest {
     pub if_available: bool,
     pub steal: bool,
     pub state: RequestState,
+    /// Position among this context's calls (see [`Node::queries`]).
+    pub call: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,7 +160,12 @@ pub struct Node {
     pub(super) phase: Phase,
     pub(super) requests: BTreeMap<u64, LocalRequest>,
     /// Queries waiting for the replica to include every message this context posted before them.
-    pub(super) queries: Vec<(u64, Option<u64>)>,
+    /// Queries waiting for the replica: (query id, watermark, call). The watermark is the sequence
+    /// number of this context's last message posted before the query (known once every request made
+    /// before the query is posted); `call` orders the query among this context's calls.
+    pub(super) queries: Vec<(u64, Option<u64>, u64)>,
+    /// Counts this context's request and query calls, to keep a query after the requests made before it.
+    pub(super) calls: u64,
     /// The storage hint as last read or written.
     pub(super) live_until: Option<u64>,
     /// This context wrote the storage hint and has not removed it since.
@@ -185,6 +192,7 @@ impl Node {
             phase: Phase::Detached,
             requests: BTreeMap::new(),
             queries: Vec::new(),
+            calls: 0,
             live_until: None,
             wrote_hint: false,
             timer: None,
@@ -256,6 +264,10 @@ impl Node {
                 if_available,
                 steal,
                 state: RequestState::Queued,
+                call: {
+                    self.calls += 1;
+                    self.calls
+                },
             },
         );
         self.attach(now);
@@ -304,7 +316,8 @@ impl Node {
             self.emit(Effect::Snapshot { query, snapshot });
             return;
         }
-        self.queries.push((query, None));
+        self.calls += 1;
+        self.queries.push((query, None, self.calls));
         self.attach(now);
         self.after(now);
     }
@@ -524,6 +537,22 @@ impl Node {
                 steal: r.steal,
             };
             self.post(body);
+            self.settle_watermarks();
+        }
+    }
+
+    /// Gives a watermark to each query that no unposted request of this context precedes: the snapshot
+    /// must include exactly this context's calls made before the query, not those made after it.
+    fn settle_watermarks(&mut self) {
+        let seq = self.seq;
+        let requests = &self.requests;
+        for q in self.queries.iter_mut().filter(|q| q.1.is_none()) {
+            let preceded = requests
+                .values()
+                .any(|r| r.state == RequestState::Queued && r.call < q.2);
+            if !preceded {
+                q.1 = Some(seq);
+            }
         }
     }
 
@@ -583,7 +612,7 @@ impl Node {
         self.phase = Phase::Detached;
         self.lifecycle = Lifecycle::Retired;
         let queries = std::mem::take(&mut self.queries);
-        for (query, _) in queries {
+        for (query, _, _) in queries {
             let snapshot = self.local_snapshot();
             self.emit(Effect::Snapshot { query, snapshot });
         }
@@ -642,23 +671,17 @@ impl Node {
         if self.queries.is_empty() || !self.is_active_member() {
             return;
         }
-        let Phase::Synced(s) = &self.phase else {
-            return;
-        };
-        if s.awaiting_join {
+        if !matches!(&self.phase, Phase::Synced(s) if !s.awaiting_join) {
             return;
         }
-        let seq = self.seq;
-        for q in &mut self.queries {
-            q.1.get_or_insert(seq);
-        }
+        self.settle_watermarks();
         let echoed = self.echoed_seq;
         let (ready, waiting): (Vec<_>, Vec<_>) = self
             .queries
             .drain(..)
-            .partition(|(_, after)| after.is_some_and(|a| a <= echoed));
+            .partition(|(_, after, _)| after.is_some_and(|a| a <= echoed));
         self.queries = waiting;
-        for (query, _) in ready {
+        for (query, _, _) in ready {
             let snapshot = match &self.phase {
                 Phase::Synced(s) => s.replica.snapshot(),
                 _ => unreachable!("checked above"),
