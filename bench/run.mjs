@@ -4,11 +4,12 @@
 //
 //   node bench/run.mjs [--smoke] [--no-build] [--firefox | --browsers=chromium,firefox]
 //                      [--only=1,3,pingpong-two] [--repeat=N] [--out=FILE]
+//   node bench/run.mjs --from=bench-results/FILE.json      (print the table of a saved run again)
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { repoRoot } from '../tests/e2e/server.mjs';
-import { runBench } from './lib/bench.mjs';
+import { runBench, summariseRuns } from './lib/bench.mjs';
 import { markdownTable } from './lib/report.mjs';
 import { variants } from './lib/variants.mjs';
 import { weblocksCoordinatesAcrossTabs } from './lib/expectations.mjs';
@@ -25,6 +26,29 @@ if (option('firefox') === true) browsers = ['chromium', 'firefox'];
 const only = option('only')?.split(',') ?? [];
 const repeat = option('repeat') !== undefined ? Number(option('repeat')) : undefined;
 
+/** The markdown tables of `results` (what runBench returns, or a saved JSON file). */
+function printTables(results) {
+  for (const [browserName, result] of Object.entries(results.browsers)) {
+    const how = results.meta.smoke ? 'smoke sizes' : `median of ${results.meta.sizes.repeat} runs`;
+    console.log(`\n## ${browserName} ${result.version}, ${results.meta.date.slice(0, 10)}, commit ${results.meta.commit} (${how})\n`);
+    console.log(markdownTable(result.summaries, variants));
+  }
+  const loads = (l) => l.map((x) => x.toFixed(1)).join(' ');
+  console.log(
+    `\nRatios are weblocks ÷ native (↑: higher is better, ↓: lower is better). Load average ${loads(results.meta.loadAverageAtStart)} at start, ${loads(results.meta.loadAverageAtEnd)} at end (${results.meta.cpus} CPUs).`,
+  );
+  if (!weblocksCoordinatesAcrossTabs) {
+    console.log('Cross-tab rows (6, 7, 8): weblocks does not coordinate across tabs yet (issue 3); its failures there are expected.');
+  }
+}
+
+if (typeof option('from') === 'string') {
+  const saved = JSON.parse(fs.readFileSync(option('from'), 'utf8'));
+  for (const result of Object.values(saved.browsers)) result.summaries = summariseRuns(saved.meta.sizes, result.runs);
+  printTables(saved);
+  process.exit(0);
+}
+
 if (option('no-build') !== true) {
   const build = spawnSync('npm', ['run', 'build'], { cwd: repoRoot, stdio: 'inherit' });
   if (build.status !== 0) {
@@ -36,19 +60,8 @@ if (option('no-build') !== true) {
 const started = performance.now();
 const results = await runBench({ smoke, browsers, only, repeat, log: (line) => console.error(`bench: ${line}`) });
 const minutes = ((performance.now() - started) / 60_000).toFixed(1);
-
-for (const [browserName, result] of Object.entries(results.browsers)) {
-  console.log(`\n## ${browserName} ${result.version}, ${results.meta.date.slice(0, 10)} (${smoke ? 'smoke sizes' : `median of ${results.meta.sizes.repeat} runs`})\n`);
-  console.log(markdownTable(result.summaries, variants));
-}
-console.log(
-  `\nRatios are weblocks ÷ native (↑: higher is better, ↓: lower is better). ${minutes} min; load average ${results.meta.loadAverageAtStart
-    .map((l) => l.toFixed(1))
-    .join(' ')} at start, ${results.meta.loadAverageAtEnd.map((l) => l.toFixed(1)).join(' ')} at end.`,
-);
-if (!weblocksCoordinatesAcrossTabs) {
-  console.log('Cross-tab rows (6, 7, 8): weblocks does not coordinate across tabs yet (issue 3); its failures there are expected.');
-}
+printTables(results);
+console.log(`${minutes} min.`);
 
 const out = typeof option('out') === 'string' ? option('out') : path.join(repoRoot, 'bench-results', `${smoke ? 'smoke' : 'bench'}-${results.meta.date.replace(/[:.]/g, '-')}.json`);
 fs.mkdirSync(path.dirname(out), { recursive: true });

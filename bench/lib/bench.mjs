@@ -44,6 +44,21 @@ function growthSummary(sizes, runsByKey) {
   return summariseScenario(scenario, runsByVariant, variants);
 }
 
+/**
+ * The summaries (table rows) of `runsByKey` ({ [scenario key]: { [variant]: runs } }), for the scenarios
+ * that ran, with the growth row of scenario 3 when both of its sizes ran. Also used to re-read saved JSON.
+ */
+export function summariseRuns(sizes, runsByKey) {
+  const summaries = allScenarios(sizes)
+    .filter((s) => runsByKey[s.key])
+    .map((s) => summariseScenario(s, runsByKey[s.key], variants));
+  if (runsByKey[`drain-1name-${sizes.growth[0]}`] && runsByKey[`drain-1name-${sizes.growth.at(-1)}`]) {
+    const at = summaries.findLastIndex((s) => s.number === '3');
+    summaries.splice(at + 1, 0, growthSummary(sizes, runsByKey));
+  }
+  return summaries;
+}
+
 function gitCommit() {
   try {
     return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim();
@@ -110,12 +125,7 @@ export async function runBench({ smoke = false, browsers = ['chromium'], only = 
       } finally {
         await browser.close();
       }
-      const summaries = scenarios.map((s) => summariseScenario(s, runsByKey[s.key], variants));
-      if (runsByKey[`drain-1name-${sizes.growth[0]}`] && runsByKey[`drain-1name-${sizes.growth.at(-1)}`]) {
-        const at = summaries.findLastIndex((s) => s.number === '3');
-        summaries.splice(at + 1, 0, growthSummary(sizes, runsByKey));
-      }
-      results.browsers[browserName] = { version: browser.version, summaries, runs: runsByKey };
+      results.browsers[browserName] = { version: browser.version, summaries: summariseRuns(sizes, runsByKey), runs: runsByKey };
     }
   } finally {
     await server.close();
