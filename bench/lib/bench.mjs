@@ -4,7 +4,7 @@
 import os from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { repoRoot, startServer } from '../../tests/e2e/server.mjs';
-import { variants } from './variants.mjs';
+import { perTabControl, variants } from './variants.mjs';
 import { fullSizes, smokeSizes } from './sizes.mjs';
 import { idleScenario, loadScenario, singleContextScenarios } from './single_context.mjs';
 import { crossTabScenarios } from './cross_tab.mjs';
@@ -69,10 +69,11 @@ function gitCommit() {
 
 /**
  * Run the bench. Options: `smoke` (tiny sizes), `browsers` (['chromium'], 'firefox'), `only` (scenario
- * numbers or keys), `repeat` (overrides the sizes'), `log` (progress lines).
- * Returns { meta, browsers: { [name]: { version, summaries, runs } } }.
+ * numbers or keys), `repeat` (overrides the sizes'), `log` (progress lines), `control` (keys of
+ * cross-tab scenarios to run once more on the per-tab control, see variants.mjs).
+ * Returns { meta, browsers: { [name]: { version, summaries, runs, controlRuns } } }.
  */
-export async function runBench({ smoke = false, browsers = ['chromium'], only = [], repeat, log = () => {} } = {}) {
+export async function runBench({ smoke = false, browsers = ['chromium'], only = [], repeat, log = () => {}, control = [] } = {}) {
   const sizes = { ...(smoke ? smokeSizes : fullSizes) };
   if (repeat !== undefined) sizes.repeat = repeat;
   const scenarios = allScenarios(sizes).filter((s) => selected(s, only));
@@ -96,6 +97,7 @@ export async function runBench({ smoke = false, browsers = ['chromium'], only = 
       const browser = await driver.launch();
       const ctx = { browser, port: server.port, reuseTabs: smoke };
       const runsByKey = {};
+      const controlRuns = {};
       try {
         for (const scenario of scenarios) {
           const runsByVariant = Object.fromEntries(variants.map((v) => [v.id, []]));
@@ -122,10 +124,22 @@ export async function runBench({ smoke = false, browsers = ['chromium'], only = 
             }
           }
         }
+        await closeKeptTabs(ctx);
+        for (const scenario of allScenarios(sizes).filter((s) => s.crossTab && control.includes(s.key))) {
+          const timeoutMs = sizes.timeoutMs[scenario.key] ?? sizes.timeoutMs.default;
+          let run;
+          try {
+            run = await withTimeout(scenario.run(ctx, perTabControl, timeoutMs), timeoutMs + 15_000, `${scenario.key} control`);
+          } catch (e) {
+            run = { error: e.message.split('\n')[0] };
+          }
+          controlRuns[scenario.key] = run;
+          log(`${browserName} ${scenario.number} ${scenario.key} control: ${run.error ? `ERROR ${run.error}` : 'ok'}`);
+        }
       } finally {
         await browser.close();
       }
-      results.browsers[browserName] = { version: browser.version, summaries: summariseRuns(sizes, runsByKey), runs: runsByKey };
+      results.browsers[browserName] = { version: browser.version, summaries: summariseRuns(sizes, runsByKey), runs: runsByKey, controlRuns };
     }
   } finally {
     await server.close();

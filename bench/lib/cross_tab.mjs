@@ -118,7 +118,7 @@ function contentionScenario(sizes, tabCount) {
           (async () => {
             const name = `bench-contend-${randomId()}`;
             const refereeName = `referee-${randomId()}`;
-            const startEpoch = (await tabs[0].evaluate(() => bench.cross.epochNow())) + 500;
+            const startEpoch = (await tabs[0].evaluate(() => bench.cross.epochNow())) + sizes.contentionStartMs;
             const endEpoch = startEpoch + sizes.contentionMs;
             const runs = await Promise.all(
               tabs.map((tab, i) => tab.evaluate((args) => bench.cross.contend(args), { name, refereeName, tab: i, startEpoch, endEpoch })),
@@ -170,9 +170,10 @@ function recoveryScenario(sizes, how) {
     async run(ctx, variant, timeoutMs) {
       const tabs = [];
       try {
-        const holder = await openReady(ctx, variant);
-        const waiter = await openReady(ctx, variant);
-        tabs.push(holder, waiter);
+        const opened = await Promise.allSettled([openReady(ctx, variant), openReady(ctx, variant)]);
+        for (const o of opened) if (o.status === 'fulfilled') tabs.push(o.value);
+        for (const o of opened) if (o.status === 'rejected') throw o.reason;
+        const [holder, waiter] = tabs;
         return await withTimeout(
           (async () => {
             const name = `bench-recovery-${randomId()}`;

@@ -2,8 +2,8 @@
 // either way; this only decides whether their safety failures count as failures of the smoke test.
 
 /**
- * TODO(issue 3): flip to `true` once weblocks coordinates across contexts (BroadcastChannel/localStorage
- * edge). Until then its cross-tab rows (scenarios 6, 7, 8) are expected to show overlaps and waiters
- * granted while the holder lives, and tests/e2e/bench_smoke.test.mjs marks those checks TODO.
+ * Whether weblocks coordinates across contexts (issue 3: the BroadcastChannel/localStorage edge, in main
+ * since e2d02d8). While false, its cross-tab rows (scenarios 6, 7, 8) are labelled as expected to fail
+ * and tests/e2e/bench_smoke.test.mjs marks their checks TODO instead of failing.
  */
-export const weblocksCoordinatesAcrossTabs = false;
+export const weblocksCoordinatesAcrossTabs = true;

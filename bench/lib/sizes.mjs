@@ -19,6 +19,7 @@ export const fullSizes = {
   turns: 200,
   pendingVisibleMs: 2_000,
   contentionTabs: [4, 8],
+  contentionStartMs: 500, // the tabs start together this long after the harness asks them
   contentionMs: 3_000,
   settleMs: 300,
   recoveryTimeoutMs: 5_000,
@@ -42,7 +43,8 @@ export const smokeSizes = {
   burst: 20,
   turns: 20,
   pendingVisibleMs: 300,
-  contentionTabs: [2, 4], // fewer tabs than the full 4 and 8: opening tabs dominates the smoke run's time
+  contentionTabs: [2, 3], // fewer tabs than the full 4 and 8: opening tabs dominates the smoke run's time
+  contentionStartMs: 200,
   contentionMs: 300,
   settleMs: 100,
   recoveryTimeoutMs: 3_000,

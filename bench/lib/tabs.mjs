@@ -31,6 +31,7 @@ const expectedPage = {
   native: { hasLockManager: true, secure: true, measuresNavigatorLocks: true, navigatorLocksIsWeblocks: false, measuresNativeObject: true },
   polyfill: { hasLockManager: true, secure: false, measuresNavigatorLocks: true, navigatorLocksIsWeblocks: true, measuresNativeObject: false },
   ponyfill: { hasLockManager: true, secure: true, measuresNavigatorLocks: false, navigatorLocksIsWeblocks: false, measuresNativeObject: false },
+  control: { hasLockManager: true, secure: true, measuresNavigatorLocks: false, navigatorLocksIsWeblocks: false, measuresNativeObject: false },
 };
 
 /**

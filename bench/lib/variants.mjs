@@ -12,6 +12,13 @@ export const variants = [
 ];
 
 /**
+ * Not measured: a lock manager confined to its tab (bench/pages/per_tab_locks.js), on which the smoke
+ * test runs the cross-tab scenarios to check that their safety checks catch a lock that does not
+ * coordinate across tabs.
+ */
+export const perTabControl = { id: 'control', label: 'per-tab control', page: 'bench/pages/control.html', secure: true };
+
+/**
  * The URL of `path` (default: the variant's page, with `query`) for a variant: 127.0.0.1 for secure
  * variants, the plain-http host otherwise.
  */

@@ -249,6 +249,18 @@
   // ---------------------------------------------------------------------------------------------
   // Cross-tab scenarios (6, 7, 8): each tab runs its half; the Node harness merges what they return.
 
+  /** Resolves in a new task (a MessageChannel hop: not a timer, which background tabs throttle). */
+  function nextTask() {
+    return new Promise((resolve) => {
+      const channel = new MessageChannel();
+      channel.port1.onmessage = () => {
+        channel.port1.close();
+        resolve();
+      };
+      channel.port2.postMessage(undefined);
+    });
+  }
+
   /** An RPC port to the referee SharedWorker (referee_worker.js) named `name`. */
   function referee(name) {
     const port = new SharedWorker('/bench/pages/referee_worker.js', { name }).port;
@@ -285,13 +297,18 @@
       return granted.promise;
     },
 
-    /** Holder: poll query() until another client's request for `name` is pending (bounded). */
+    /**
+     * Holder: poll query() until another client's request for `name` is pending (bounded). Each poll
+     * yields a task: weblocks may answer query() without one (in the context that decides), and a loop
+     * of microtasks would starve the messages that carry the other tab's request.
+     */
     async waitForOtherPending(name, timeoutMs) {
       const deadline = now() + timeoutMs;
       while (now() < deadline) {
         const { held: heldInfos, pending } = await locks.query();
         const mine = heldInfos.find((info) => info.name === name)?.clientId;
         if (pending.some((info) => info.name === name && info.clientId !== mine)) return true;
+        await nextTask();
       }
       return false;
     },
