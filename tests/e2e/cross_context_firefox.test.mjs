@@ -1,13 +1,13 @@
 // Issue 3 in Firefox (Debian's firefox-esr through the bench's driver, bench/lib/firefox.mjs): a smoke test
 // that weblocks' tabs of one origin share one lock manager there too: exclusion and FIFO handoff across
-// tabs, the handoff latency, a short read-modify-write stress with the overlap marker, and a closed holder.
+// tabs, the handoff latency, a short read-modify-write stress with the overlap marker, and closed holders.
 // The tabs use the ponyfill with the native navigator.locks removed (fixtures/xctx_page.html).
 // Needs the build (`npm run build`).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from './server.mjs';
 import { launch as launchFirefox } from '../../bench/lib/firefox.mjs';
-import { call, expectEvent, expectNoEvent, fixtureUrl, percentile, sleep, untilPending } from './fixtures/xctx_harness.mjs';
+import { call, expectEvent, expectNoEvent, fixtureUrl, measureHandoffs, percentile, readCounter, sleep, untilPending } from './fixtures/xctx_harness.mjs';
 
 let server;
 let firefox;
@@ -59,7 +59,8 @@ test('Firefox: exclusion across tabs, FIFO handoff, query() from the waiting tab
     const tb = (await expectEvent(b, 'w', 'granted')).t;
     const tc = (await expectEvent(c, 'w', 'granted')).t;
     assert.ok(tb < tc, 'FIFO');
-    assert.ok(tc >= (await expectEvent(b, 'w', 'resolved')).t - 1, 'the second waiter is granted after the first finished');
+    // Clocks of two processes: allow 2 ms of skew between performance.timeOrigin values.
+    assert.ok(tc >= (await expectEvent(b, 'w', 'callback-done')).t - 2, 'the second waiter is granted after the first finished');
   });
 });
 
@@ -67,29 +68,8 @@ test('Firefox: handoff latency between two tabs (ping-pong), p50/p95', async () 
   const name = `ff-pp-${++runs}`;
   await withTabs(['a', 'b'], async (tabs) => {
     const rounds = 50;
-    const loop = (tab) =>
-      tab.evaluate(
-        async ([n, lockName]) => {
-          const now = () => performance.timeOrigin + performance.now();
-          const spans = [];
-          for (let i = 0; i < n; i++) {
-            await window.agent.locks.request(lockName, async () => {
-              const granted = now();
-              await new Promise((resolve) => setTimeout(resolve, 1));
-              spans.push([granted, now()]);
-            });
-          }
-          return spans;
-        },
-        [rounds, name],
-      );
-    const [sa, sb] = await Promise.all(tabs.map(loop));
-    const spans = [...sa.map((s) => [...s, 'a']), ...sb.map((s) => [...s, 'b'])].sort((x, y) => x[0] - y[0]);
-    const handoffs = [];
-    for (let i = 1; i < spans.length; i++) {
-      assert.ok(spans[i][0] >= spans[i - 1][1] - 1, `grant ${i} overlaps the previous holder`);
-      if (spans[i][2] !== spans[i - 1][2]) handoffs.push(spans[i][0] - spans[i - 1][1]);
-    }
+    const { handoffs, overlaps } = await measureHandoffs(tabs, { rounds, name });
+    assert.deepEqual(overlaps, [], 'grants that began before the previous holder had finished');
     console.log(`# firefox handoff between tabs: ${handoffs.length} handoffs, p50 ${percentile(handoffs, 50).toFixed(1)} ms, p95 ${percentile(handoffs, 95).toFixed(1)} ms`);
     assert.ok(handoffs.length >= rounds / 2, `the tabs alternated (${handoffs.length} handoffs)`);
   });
@@ -101,25 +81,35 @@ test('Firefox: 3 tabs x 60 read-modify-write cycles on one name: 0 lost updates,
     const db = `xctx-${name}`;
     const started = Date.now();
     const results = await Promise.all(tabs.map((t) => call(t, 'cycles', { name, count: 60, db, holder: t.label })));
-    const counter = await tabs[0].evaluate(async (d) => (await import('/tests/e2e/fixtures/xctx_agent.js')).readCounter(d), db);
+    const counter = await readCounter(tabs[0], db);
     console.log(`# firefox stress: 180 cycles in ${Date.now() - started} ms, counter ${counter}`);
     assert.deepEqual(results.flatMap((r) => r.overlaps), []);
     assert.equal(counter, 180);
   });
 });
 
-test('Firefox: a closed holder tab frees its lock for the waiter in another tab', async () => {
-  const name = `ff-close-${++runs}`;
-  await withTabs(['holder', 'waiter'], async ([holder, waiter]) => {
-    await call(holder, 'request', 'h', name);
-    await expectEvent(holder, 'h', 'granted');
-    await call(waiter, 'request', 'w', name);
-    await untilPending(waiter, name, 1);
-    const start = Date.now();
-    await holder.close();
-    holder.closed = true;
-    const granted = await expectEvent(waiter, 'w', 'granted', 3000);
-    console.log(`# firefox close -> waiter granted: ${(granted.t - start).toFixed(0)} ms`);
-    assert.ok(granted.t - start < 1000, `${granted.t - start} ms: the close was announced (not an eviction)`);
-  });
+// Known bug (reported to the lead): Firefox stops a closing tab's pagehide handlers about a millisecond after
+// they start (a plain page: a BroadcastChannel message posted after 1 ms of work in pagehide arrives 7 times
+// in 10, after 3 ms 3 in 10). The engine's handler often does not get as far as posting its Leave, so about
+// half of the closes are only noticed by eviction (~800 ms) instead of within 100 ms. Remove `todo` once fixed.
+const FIREFOX_CLOSE_TODO = "Firefox cuts a closing tab's pagehide handler short: the Leave is often never posted";
+
+test('Firefox: a closed holder tab frees its lock for the waiter in another tab within 100 ms (6 closes)', { todo: FIREFOX_CLOSE_TODO }, async () => {
+  const times = [];
+  for (let i = 0; i < 6; i++) {
+    const name = `ff-close-${++runs}`;
+    await withTabs(['holder', 'waiter'], async ([holder, waiter]) => {
+      await call(holder, 'request', 'h', name);
+      await expectEvent(holder, 'h', 'granted');
+      await call(waiter, 'request', 'w', name);
+      await untilPending(waiter, name, 1);
+      const start = Date.now();
+      await holder.close();
+      holder.closed = true;
+      const granted = await expectEvent(waiter, 'w', 'granted', 3000);
+      times.push(granted.t - start);
+    });
+  }
+  console.log(`# firefox close -> waiter granted: ${times.map((t) => t.toFixed(0)).join(', ')} ms`);
+  assert.ok(Math.max(...times) < 250, `every close announced, none left to eviction (100 ms bound + margin): ${times.map(Math.round)}`);
 });
