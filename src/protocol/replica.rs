@@ -57,7 +57,8 @@ pub struct Member {
     pub pending: bool,
     pub tainted: bool,
     pub frozen_until: Option<u64>,
-    pub silent: bool,
+    /// The ping left unanswered since this member's last message.
+    pub silent: Option<MessageId>,
 }
 
 /// One context's copy of the origin's lock state.
@@ -194,7 +195,7 @@ impl Replica {
         if let Some(m) = self.members.get_mut(sender)
             && !m.pending
         {
-            m.silent = false;
+            m.silent = None;
             m.frozen_until = None;
         }
         match &msg.body {
@@ -226,13 +227,18 @@ impl Replica {
                     Body::Ping { target } => {
                         if let Some(t) = self.members.get_mut(target)
                             && !t.pending
+                            && t.silent.is_none()
                         {
-                            t.silent = true;
+                            t.silent = Some(msg.id());
                         }
                     }
-                    Body::Evict { target, ts } => {
+                    // Valid only on the strength of the very ping its sender waited on: a later ping
+                    // (after the target spoke again) restarts the wait.
+                    Body::Evict { target, ping, ts } => {
                         let valid = self.members.get(target).is_some_and(|t| {
-                            !t.pending && t.silent && t.frozen_until.is_none_or(|f| *ts >= f)
+                            !t.pending
+                                && t.silent.as_ref() == Some(ping)
+                                && t.frozen_until.is_none_or(|f| *ts >= f)
                         });
                         if valid {
                             self.remove_member(target, Some(RevokeReason::Evicted), out);
@@ -287,7 +293,7 @@ impl Replica {
                 pending: need_state,
                 tainted: false,
                 frozen_until: None,
-                silent: false,
+                silent: None,
             },
         );
     }
@@ -317,7 +323,7 @@ impl Replica {
                         pending: true,
                         tainted: true,
                         frozen_until: None,
-                        silent: false,
+                        silent: None,
                     },
                 );
             }
@@ -329,7 +335,7 @@ impl Replica {
                 pending: false,
                 tainted: false,
                 frozen_until: None,
-                silent: false,
+                silent: None,
             },
         );
         self.start_history(msg.id(), members);
@@ -554,7 +560,7 @@ impl Replica {
                     pending: m.pending,
                     tainted: m.tainted,
                     frozen_until: m.frozen_until,
-                    silent: m.silent,
+                    silent: m.silent.clone(),
                 })
                 .collect(),
             held: self
@@ -587,7 +593,7 @@ impl Replica {
                 pending: m.pending,
                 tainted: m.tainted,
                 frozen_until: m.frozen_until,
-                silent: m.silent,
+                silent: m.silent.clone(),
             };
             if m.join_pos > st.as_of_pos || r.members.insert(m.key.clone(), member).is_some() {
                 return None;

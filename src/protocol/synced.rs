@@ -21,8 +21,8 @@ pub(super) struct Synced {
     respond_at: Option<u64>,
     /// When a message of each member was last applied here.
     last_heard: HashMap<MemberKey, u64>,
-    /// When a member became silent (a ping applied while it was not).
-    silent_since: HashMap<MemberKey, u64>,
+    /// When the ping a member left unanswered was applied here (the wait before evicting starts then).
+    silent_since: HashMap<MemberKey, (MessageId, u64)>,
     /// When a ping of each member (by anyone) was last applied: one pinger is enough.
     last_ping: HashMap<MemberKey, u64>,
     /// Pings and evictions this context posted that have not taken effect yet.
@@ -73,7 +73,7 @@ impl Node {
                 s.ping_posted.remove(&m.sender);
                 s.evict_posted.remove(&m.sender);
                 let was_silent = match &m.body {
-                    Body::Ping { target } => s.replica.member(target).map(|t| t.silent),
+                    Body::Ping { target } => s.replica.member(target).map(|t| t.silent.is_some()),
                     _ => None,
                 };
                 s.replica.apply(m, &mut outcomes);
@@ -91,9 +91,9 @@ impl Node {
                         s.ping_posted.remove(target);
                         s.last_ping.insert(target.clone(), now);
                         if was_silent == Some(false)
-                            && s.replica.member(target).is_some_and(|t| t.silent)
+                            && s.replica.member(target).is_some_and(|t| t.silent.is_some())
                         {
-                            s.silent_since.insert(target.clone(), now);
+                            s.silent_since.insert(target.clone(), (m.id(), now));
                         }
                         answer_ping = *target == me && echoed_all && s.active;
                     }
@@ -274,11 +274,20 @@ impl Node {
             let Some(m) = s.replica.member(&b) else {
                 continue;
             };
-            let due = if m.silent {
+            let due = if let Some(ping) = &m.silent {
                 if s.evict_posted.contains(&b) {
                     continue;
                 }
-                let since = *s.silent_since.entry(b.clone()).or_insert(now);
+                let since = s
+                    .silent_since
+                    .get(&b)
+                    .filter(|(id, _)| id == ping)
+                    .map(|(_, at)| *at);
+                let since = since.unwrap_or_else(|| {
+                    // Silent on a ping applied before this replica was built: the wait starts now.
+                    s.silent_since.insert(b.clone(), (ping.clone(), now));
+                    now
+                });
                 (since + config.evict_after).max(m.frozen_until.unwrap_or(0))
             } else {
                 if s.ping_posted.contains(&b) {
@@ -289,9 +298,13 @@ impl Node {
             };
             if now < due {
                 next = [next, Some(due)].into_iter().flatten().min();
-            } else if m.silent {
+            } else if let Some(ping) = m.silent.clone() {
                 s.evict_posted.insert(b.clone());
-                posts.push(Body::Evict { target: b, ts: now });
+                posts.push(Body::Evict {
+                    target: b,
+                    ping,
+                    ts: now,
+                });
             } else {
                 s.ping_posted.insert(b.clone());
                 posts.push(Body::Ping { target: b });

@@ -119,8 +119,9 @@ pub struct MemberRecord {
     pub tainted: bool,
     /// Announced frozen until this time (wall clock, ms): not evicted before it.
     pub frozen_until: Option<u64>,
-    /// Pinged and silent since: may be evicted.
-    pub silent: bool,
+    /// The ping this member has left unanswered (it sent nothing since): it may be evicted on the
+    /// strength of that ping.
+    pub silent: Option<MessageId>,
 }
 
 /// A held lock or a pending request in a state transfer. `member` indexes the transfer's member list.
@@ -173,8 +174,12 @@ pub enum Body {
     Ping { target: MemberKey },
     /// The sender is alive (an answer to a ping, or a return from freezing).
     Alive,
-    /// `target` did not answer a ping: remove it, taking its locks (`ts`: sender's wall clock).
-    Evict { target: MemberKey, ts: u64 },
+    /// `target` left ping `ping` unanswered: remove it, taking its locks (`ts`: sender's wall clock).
+    Evict {
+        target: MemberKey,
+        ping: MessageId,
+        ts: u64,
+    },
     /// The sender is being frozen; keep its locks until `until` (wall clock, ms).
     Freeze { until: u64 },
     /// The sender leaves: release its locks, drop its requests.
@@ -289,8 +294,15 @@ pub fn encode_versioned(message: &Message, version: u32) -> Vec<Value> {
             for m in &s.members {
                 e.member(&m.key);
                 e.push(m.join_pos);
-                e.push(u32::from(m.pending) | u32::from(m.tainted) << 1 | u32::from(m.silent) << 2);
+                e.push(
+                    u32::from(m.pending)
+                        | u32::from(m.tainted) << 1
+                        | u32::from(m.silent.is_some()) << 2,
+                );
                 e.optional(m.frozen_until);
+                if let Some(ping) = &m.silent {
+                    e.message_id(ping);
+                }
             }
             e.push(s.held.len() as u64);
             s.held.iter().for_each(|l| e.lock(l));
@@ -312,8 +324,9 @@ pub fn encode_versioned(message: &Message, version: u32) -> Vec<Value> {
         }
         Body::Release { id } | Body::Abort { id } => e.push(*id),
         Body::Ping { target } => e.member(target),
-        Body::Evict { target, ts } => {
+        Body::Evict { target, ping, ts } => {
             e.member(target);
+            e.message_id(ping);
             e.push(*ts);
         }
         Body::Freeze { until } => e.push(*until),
@@ -444,8 +457,12 @@ fn decode_state(c: &mut Cursor) -> Option<StateTransfer> {
             join_pos,
             pending: flags & 1 != 0,
             tainted: flags & 2 != 0,
-            silent: flags & 4 != 0,
             frozen_until: c.optional()?,
+            silent: if flags & 4 != 0 {
+                Some(c.message_id()?)
+            } else {
+                None
+            },
         });
     }
     let n = c.count(5)?;
@@ -513,6 +530,7 @@ pub fn decode_versioned(values: &[Value], version: u32) -> Option<Decoded> {
         KIND_ALIVE => Body::Alive,
         KIND_EVICT => Body::Evict {
             target: c.member()?,
+            ping: c.message_id()?,
             ts: c.u64()?,
         },
         KIND_FREEZE => Body::Freeze { until: c.u64()? },
@@ -574,7 +592,10 @@ mod tests {
                         pending: false,
                         tainted: false,
                         frozen_until: Some(1_700_000_000_000),
-                        silent: true,
+                        silent: Some(MessageId {
+                            sender: member("b", 1),
+                            seq: 8,
+                        }),
                     },
                     MemberRecord {
                         key: member("b", 1),
@@ -582,7 +603,7 @@ mod tests {
                         pending: true,
                         tainted: true,
                         frozen_until: None,
-                        silent: false,
+                        silent: None,
                     },
                 ],
                 held: vec![
@@ -613,6 +634,10 @@ mod tests {
             Body::Alive,
             Body::Evict {
                 target: member("b", 1),
+                ping: MessageId {
+                    sender: member("client-a", 3),
+                    seq: 16,
+                },
                 ts: 1_700_000_000_123,
             },
             Body::Freeze {

@@ -445,8 +445,13 @@ fn an_evicted_context_learns_it_and_sends_its_requests_again() {
         n.post(Body::Ping {
             target: me0.clone(),
         });
+        let ping = MessageId {
+            sender: n.member_key(),
+            seq: n.seq,
+        };
         n.post(Body::Evict {
             target: me0.clone(),
+            ping,
             ts: 0,
         });
     });
@@ -469,5 +474,4 @@ fn an_evicted_context_learns_it_and_sends_its_requests_again() {
             .unwrap()
             .is_pending(&bus.nodes[0].member_key(), 2)
     );
-    let _ = MessageId::origin();
 }

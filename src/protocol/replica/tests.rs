@@ -251,25 +251,38 @@ fn strangers_and_pending_members_cannot_request() {
 }
 
 #[test]
-fn eviction_needs_a_ping_left_unanswered() {
-    let mut f = Feed::with_members("a", &["b"]);
+fn eviction_needs_the_very_ping_its_sender_waited_on_to_be_left_unanswered() {
+    let mut f = Feed::with_members("a", &["b", "c"]);
     f.request("a", 1, "x", LockMode::Exclusive);
     f.request("b", 1, "x", LockMode::Exclusive);
-    let evict = |ts| Body::Evict {
+    let evict = |ping: &MessageId, ts| Body::Evict {
         target: key("a"),
+        ping: ping.clone(),
         ts,
     };
     // No ping: no eviction.
-    assert_eq!(f.send(&key("b"), evict(10)), []);
-    // A ping answered (any message of a): no eviction.
+    let never = MessageId {
+        sender: key("b"),
+        seq: 999,
+    };
+    assert_eq!(f.send(&key("b"), evict(&never, 10)), []);
+    // A ping answered (any message of a): no eviction on its strength.
     f.send(&key("b"), Body::Ping { target: key("a") });
-    assert!(f.r.member(&key("a")).unwrap().silent);
+    let first = f.last_id(&key("b"));
+    assert_eq!(f.r.member(&key("a")).unwrap().silent, Some(first.clone()));
     f.send(&key("a"), Body::Alive);
-    assert_eq!(f.send(&key("b"), evict(20)), []);
-    // A ping left unanswered: a is removed, its lock revoked and granted on.
+    assert_eq!(f.r.member(&key("a")).unwrap().silent, None);
+    assert_eq!(f.send(&key("b"), evict(&first, 20)), []);
+    // Pinged again (by c): an eviction that waited on the first ping is still void; a second ping by
+    // anyone does not restart the wait of the one that came first.
+    f.send(&key("c"), Body::Ping { target: key("a") });
+    let second = f.last_id(&key("c"));
     f.send(&key("b"), Body::Ping { target: key("a") });
+    assert_eq!(f.send(&key("b"), evict(&first, 30)), []);
+    assert_eq!(f.r.member(&key("a")).unwrap().silent, Some(second.clone()));
+    // Left unanswered: a is removed, its lock revoked and granted on.
     assert_eq!(
-        f.send(&key("b"), evict(30)),
+        f.send(&key("c"), evict(&second, 40)),
         [revoked("a", 1, RevokeReason::Evicted), granted("b", 1)]
     );
     assert!(f.r.member(&key("a")).is_none());
@@ -282,8 +295,10 @@ fn a_frozen_member_is_not_evicted_before_its_announced_time() {
     f.request("b", 1, "x", LockMode::Exclusive);
     f.send(&key("a"), Body::Freeze { until: 1_000 });
     f.send(&key("b"), Body::Ping { target: key("a") });
+    let ping = f.last_id(&key("b"));
     let evict = |ts| Body::Evict {
         target: key("a"),
+        ping: ping.clone(),
         ts,
     };
     assert_eq!(f.send(&key("b"), evict(999)), []);
