@@ -76,6 +76,14 @@ impl Coordination {
         // A channel object does not receive its own messages; a second one does, in the order the
         // browser delivers them to every context (docs/PROTOCOL.md, assumption A1).
         let rx = BroadcastChannel::new(&channel).ok()?;
+        // In Node a listening channel keeps the process alive; let it exit once nothing else is pending.
+        for channel in [&tx, &rx] {
+            if let Ok(unref) = Reflect::get(channel, &"unref".into())
+                && let Some(unref) = unref.dyn_ref::<Function>()
+            {
+                let _ = unref.call0(channel);
+            }
+        }
         let storage_key = match &scope {
             Some(s) => format!("{LIVE_KEY}:{s}"),
             None => LIVE_KEY.to_owned(),
