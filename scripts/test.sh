@@ -27,7 +27,8 @@ step build npm run build
 export WASM_BINDGEN_TEST_TIMEOUT=120  # the runner's budget for a whole test binary (default 20 s)
 step wasm-chrome wasm-pack test --headless --chrome --mode no-install
 step wasm-firefox wasm-pack test --headless --firefox --mode no-install
-step e2e node --test --test-concurrency=1 tests/e2e/
+# A hung browser or process fails its test after 4 minutes instead of stalling the run.
+step e2e node --test --test-concurrency=1 --test-timeout=240000 tests/e2e/
 
 # Sum what each runner reported: cargo's "test result: ... N passed; M failed" and node's "# pass N"/"# fail N".
 passed=0; failed=0
