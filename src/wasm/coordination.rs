@@ -196,7 +196,12 @@ impl Coordination {
             let result = f(&mut node, now());
             (result, node.drain())
         };
-        for effect in effects {
+        // Messages first: a closing tab's `pagehide` handler may be cut short (Firefox stops it about a
+        // millisecond in), and its Leave must get out before the slower storage call.
+        let (posts, rest): (Vec<Effect>, Vec<Effect>) = effects
+            .into_iter()
+            .partition(|e| matches!(e, Effect::Post(_)));
+        for effect in posts.into_iter().chain(rest) {
             self.carry_out(effect);
         }
         result
