@@ -50,7 +50,15 @@ export function singleContextScenarios(sizes) {
         { label: 'requests/s', better: 'higher', pick: (r) => r.requestsPerSec, target: { ratio: 5 } },
         { label: 'µs/request', better: 'lower', pick: (r) => r.usPerRequest },
         ...(d.names === 1
-          ? [{ label: 'heap bytes/pending request', better: 'lower', pick: (r) => r.memory?.bytesPerRequest, digits: 0 }]
+          ? [
+              {
+                label: 'heap bytes/pending request',
+                better: 'lower',
+                pick: (r) => r.memory?.bytesPerRequest,
+                invalid: (r) => (r.memory?.bytesPerRequest < 0 ? 'heap shrank (GC noise)' : null),
+                digits: 0,
+              },
+            ]
           : []),
       ],
     })),
