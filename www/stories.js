@@ -22,7 +22,7 @@ locks.request(PRIMARY_LOCK, () => {
 
 // --- One writer to IndexedDB: read the counter, wait a little, write counter + 1.
 const WRITER_LOCK = 'weblocks-demo:idb-writer';
-const WRITE_DELAY_MS = 5;
+const WRITE_DELAY_MS = 15;
 const BURST = 50;
 let dbPromise = null;
 let myWrites = 0;
