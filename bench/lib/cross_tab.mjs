@@ -6,46 +6,28 @@ import { openReady, sleep, withTimeout } from './tabs.mjs';
 
 const randomId = () => Math.random().toString(36).slice(2, 10);
 
-/**
- * Slack for comparing epoch times taken in different tabs: the browser coarsens performance.now() to
- * 100 µs (with jitter) without cross-origin isolation, so two tabs' clocks may disagree by ~0.2 ms.
- * A real overlap (two tabs inside at once) is far longer than that.
- */
-const CLOCK_SLACK_MS = 0.25;
-
 function percentile(sorted, p) {
   if (sorted.length === 0) return null;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
 /**
- * Merge the tabs' [grantedAt, releasedAt] intervals (epoch ms): overlaps (a grant while another tab
- * still held) and the handoff times (a grant in one tab after a release in another).
+ * Handoff times of a ping-pong from each tab's own clock, never comparing two tabs' clocks (they may
+ * disagree by more than a handoff: seen in Firefox). `first` and `second` are the tabs' [grantedAt,
+ * releasedAt] intervals in turn order, `first` starting with its initial hold, so the lock went
+ * first[0], second[0], first[1], second[1], ... One tab's release-to-next-grant time, less the other tab's
+ * hold in between (its own clock), is two handoffs; half of it is a sample.
  */
-export function analyseIntervals(perTab) {
-  const all = perTab.flatMap((intervals, tab) => intervals.map(([granted, released]) => ({ tab, granted, released })));
-  all.sort((a, b) => a.granted - b.granted);
-  const lastRelease = new Map();
-  let overlaps = 0;
-  let sameTabTwice = 0;
-  const handoffs = [];
-  for (let i = 0; i < all.length; i++) {
-    const cur = all[i];
-    for (const [tab, released] of lastRelease) {
-      if (tab !== cur.tab && released > cur.granted + CLOCK_SLACK_MS) {
-        overlaps++;
-        break;
-      }
-    }
-    if (i > 0) {
-      const prev = all[i - 1];
-      if (prev.tab !== cur.tab) handoffs.push(cur.granted - prev.released);
-      else sameTabTwice++;
-    }
-    lastRelease.set(cur.tab, Math.max(lastRelease.get(cur.tab) ?? -Infinity, cur.released));
+export function handoffsFromRoundTrips(first, second) {
+  const samples = [];
+  for (let k = 0; k + 1 < first.length && k < second.length; k++) {
+    samples.push((first[k + 1][0] - first[k][1] - (second[k][1] - second[k][0])) / 2);
   }
-  handoffs.sort((a, b) => a - b);
-  return { grants: all.length, overlaps, sameTabTwice, handoffs: handoffs.length, p50: percentile(handoffs, 50), p95: percentile(handoffs, 95) };
+  for (let k = 0; k + 1 < second.length && k + 1 < first.length; k++) {
+    samples.push((second[k + 1][0] - second[k][1] - (first[k + 1][1] - first[k + 1][0])) / 2);
+  }
+  samples.sort((a, b) => a - b);
+  return { grants: first.length + second.length, handoffs: samples.length, p50: percentile(samples, 50), p95: percentile(samples, 95) };
 }
 
 /** Why a ping-pong's handoff times mean nothing: the two tabs held the lock at once. */
@@ -73,14 +55,16 @@ function pingPongScenario(sizes, thirdTab) {
             const name = `bench-pingpong-${randomId()}`;
             const perTab = Math.ceil(sizes.turns / 2);
             const budgetMs = timeoutMs / 2;
-            const holdGrantedAt = await a.evaluate((n) => bench.cross.holdFirst(n), name);
-            const bDone = b.evaluate((args) => bench.cross.pingPong(args), { name, turns: perTab, holding: false, budgetMs });
+            const refereeName = `referee-${randomId()}`;
+            await a.evaluate(([n, r]) => bench.cross.holdFirst(n, r), [name, refereeName]);
+            const common = { name, turns: perTab, budgetMs, refereeName };
+            const bDone = b.evaluate((args) => bench.cross.pingPong(args), { ...common, holding: false, tab: 'b' });
             const otherVisible = await a.evaluate(([n, t]) => bench.cross.waitForOtherPending(n, t), [name, sizes.pendingVisibleMs]);
-            const holdReleasedAt = await a.evaluate(() => bench.cross.epochNow());
-            const aDone = a.evaluate((args) => bench.cross.pingPong(args), { name, turns: perTab, holding: true, budgetMs });
+            const aDone = a.evaluate((args) => bench.cross.pingPong(args), { ...common, holding: true, tab: 'a' });
             const [ra, rb] = await Promise.all([aDone, bDone]);
-            const analysis = analyseIntervals([[[holdGrantedAt, holdReleasedAt], ...ra.intervals], rb.intervals]);
-            return { otherVisible, errors: [ra.error, rb.error].filter(Boolean), ...analysis };
+            const referee = await a.evaluate((n) => bench.cross.refereeStats(n), refereeName);
+            const handoffs = handoffsFromRoundTrips(ra.intervals, rb.intervals);
+            return { otherVisible, errors: [ra.error, rb.error].filter(Boolean), overlaps: referee.overlaps, referee, ...handoffs };
           })(),
           timeoutMs,
           `${variant.id} ping-pong`,
@@ -94,7 +78,8 @@ function pingPongScenario(sizes, thirdTab) {
       { label: 'p95 handoff, ms', better: 'lower', pick: (r) => r.p95, invalid: overlapped, digits: 2 },
     ],
     checks: [
-      { label: 'overlapping grants', pick: (r) => r.overlaps },
+      { label: 'overlapping grants (referee)', pick: (r) => r.overlaps },
+      { label: 'lost updates (referee)', pick: (r) => r.referee.lostUpdates },
       { label: "other tab's request not seen pending by query()", pick: (r) => (r.otherVisible ? 0 : 1) },
     ],
   };

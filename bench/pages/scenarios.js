@@ -285,15 +285,23 @@
   bench.cross = {
     epochNow,
 
-    /** Request `name` and hold it until `releaseHeld()`; resolves when granted. */
-    async holdFirst(name) {
+    /**
+     * 6. Request `name` and hold it (inside the referee's critical section) until pingPong takes over;
+     * resolves when granted.
+     */
+    async holdFirst(name, refereeName) {
+      const call = referee(refereeName);
       const granted = deferred();
       const released = deferred();
-      const done = locks.request(name, () => {
-        granted.resolve(epochNow());
-        return released.promise;
+      const done = locks.request(name, async () => {
+        const grantedAt = epochNow();
+        const value = await call('enter', 'first');
+        granted.resolve();
+        await released.promise;
+        await call('exit', { tab: 'first', value: value + 1 });
+        held.interval = [grantedAt, epochNow()];
       });
-      held = { released, done };
+      held = { released, done, interval: null };
       return granted.promise;
     },
 
@@ -315,17 +323,23 @@
 
     /**
      * 6. Ping-pong: `turns` grants of `name` in this tab. Each grant queues this tab's next request
-     * before releasing, so with another tab doing the same the lock alternates without polling.
+     * before releasing, so with another tab doing the same the lock alternates without polling. Inside,
+     * the referee's critical section (read and write, awaited) catches two tabs holding at once.
      * `holding`: this tab holds `name` from holdFirst, and the other tab's request is already queued.
+     * Returns this tab's [grantedAt, releasedAt] intervals (its own clock), the first one holdFirst's.
      */
-    pingPong({ name, turns, holding, budgetMs }) {
+    async pingPong({ name, turns, holding, budgetMs, refereeName, tab }) {
+      const call = referee(refereeName);
+      await call('hello', tab);
       const deadline = now() + budgetMs;
       const intervals = [];
       const finished = deferred();
       let outstanding = 0;
-      const turn = () => {
+      const turn = async () => {
         const grantedAt = epochNow();
         if (intervals.length + 1 < turns && now() < deadline) request();
+        const value = await call('enter', tab);
+        await call('exit', { tab, value: value + 1 });
         intervals.push([grantedAt, epochNow()]);
       };
       const request = () => {
@@ -338,8 +352,14 @@
         );
       };
       request();
-      if (holding) held.released.resolve();
-      return finished.promise.then((error) => ({ intervals, error: error ?? null }));
+      let holdInterval = null;
+      if (holding) {
+        held.released.resolve();
+        await held.done;
+        holdInterval = held.interval;
+      }
+      const error = await finished.promise;
+      return { intervals: holding ? [holdInterval, ...intervals] : intervals, error: error ?? null };
     },
 
     /**
