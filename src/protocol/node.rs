@@ -230,9 +230,9 @@ impl Node {
         }
     }
 
-    /// True while nothing is held, pending or queued here and no timer is set.
+    /// True while nothing is held, pending, queued or queried here and no timer is set.
     pub fn is_quiet(&self) -> bool {
-        self.requests.is_empty() && self.timer.is_none()
+        self.requests.is_empty() && self.queries.is_empty() && self.timer.is_none()
     }
 
     // ---- the Engine contract ----------------------------------------------------------------------

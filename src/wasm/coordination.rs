@@ -58,6 +58,8 @@ pub(super) struct Coordination {
     listeners: RefCell<Vec<Listener>>,
     on_message: Closure<dyn FnMut(MessageEvent)>,
     warned: Cell<bool>,
+    /// Node.js only: whether the channels keep the process alive (see [`Coordination::keep_alive`]).
+    referenced: Cell<bool>,
 }
 
 impl Coordination {
@@ -76,14 +78,6 @@ impl Coordination {
         // A channel object does not receive its own messages; a second one does, in the order the
         // browser delivers them to every context (docs/PROTOCOL.md, assumption A1).
         let rx = BroadcastChannel::new(&channel).ok()?;
-        // In Node a listening channel keeps the process alive; let it exit once nothing else is pending.
-        for channel in [&tx, &rx] {
-            if let Ok(unref) = Reflect::get(channel, &"unref".into())
-                && let Some(unref) = unref.dyn_ref::<Function>()
-            {
-                let _ = unref.call0(channel);
-            }
-        }
         let storage_key = match &scope {
             Some(s) => format!("{LIVE_KEY}:{s}"),
             None => LIVE_KEY.to_owned(),
@@ -114,9 +108,11 @@ impl Coordination {
                     }
                 }),
                 warned: Cell::new(false),
+                referenced: Cell::new(true),
             }
         });
         this.install_handlers();
+        this.keep_alive(false);
         if let Some(storage) = &this.storage {
             let value = storage.get_item(&this.storage_key).ok().flatten();
             this.with_node(|n, t| n.storage_changed(t, LIVE_KEY, value.as_deref()));
@@ -191,11 +187,12 @@ impl Coordination {
     /// Runs one event through the node, then carries out its effects with the node released (the sink
     /// may call back into the engine).
     pub(super) fn with_node<R>(&self, f: impl FnOnce(&mut Node, u64) -> R) -> R {
-        let (result, effects) = {
+        let (result, effects, busy) = {
             let mut node = self.node.borrow_mut();
             let result = f(&mut node, now());
-            (result, node.drain())
+            (result, node.drain(), !node.is_quiet())
         };
+        self.keep_alive(busy);
         // Messages first: a closing tab's `pagehide` handler may be cut short (Firefox stops it about a
         // millisecond in), and its Leave must get out before the slower storage call.
         let (posts, rest): (Vec<Effect>, Vec<Effect>) = effects
@@ -243,6 +240,23 @@ impl Coordination {
                         .into(),
                     );
                 }
+            }
+        }
+    }
+
+    /// In Node.js a BroadcastChannel keeps the process alive until it is unref'd: keep it referenced
+    /// exactly while this context holds, waits or queries, so a pending request is not cut off and an
+    /// idle import lets the process exit. (Browsers have no `ref`/`unref`: nothing happens there.)
+    fn keep_alive(&self, busy: bool) {
+        if self.referenced.replace(busy) == busy {
+            return;
+        }
+        let method = if busy { "ref" } else { "unref" };
+        for channel in [&self.tx, &self.rx] {
+            if let Ok(f) = Reflect::get(channel, &method.into())
+                && let Some(f) = f.dyn_ref::<Function>()
+            {
+                let _ = f.call0(channel);
             }
         }
     }

@@ -96,4 +96,3 @@ test('a frozen holder that still answers keeps its lock past the grace, like nat
     assert.equal(rejected, undefined, 'the resumed holder lost its lock');
   });
 });
-});
