@@ -162,6 +162,8 @@ impl Coordination {
         }
     }
 
+    /// Listens in the capture phase: at the target, capture listeners run before the page's own
+    /// (bubble) listeners, so the Leave of a closing tab goes out before any slow page handler.
     fn listen(
         self: &Rc<Self>,
         target: &EventTarget,
@@ -175,7 +177,7 @@ impl Coordination {
             }
         });
         if target
-            .add_event_listener_with_callback(kind, closure.as_ref().unchecked_ref())
+            .add_event_listener_with_callback_and_bool(kind, closure.as_ref().unchecked_ref(), true)
             .is_ok()
         {
             self.listeners
@@ -298,8 +300,11 @@ impl Coordination {
         self.tx.close();
         self.rx.close();
         for (target, kind, closure) in self.listeners.borrow_mut().drain(..) {
-            let _ =
-                target.remove_event_listener_with_callback(kind, closure.as_ref().unchecked_ref());
+            let _ = target.remove_event_listener_with_callback_and_bool(
+                kind,
+                closure.as_ref().unchecked_ref(),
+                true,
+            );
         }
     }
 }
