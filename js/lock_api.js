@@ -329,10 +329,17 @@ export function createLockApi(makeEngine) {
       this.id = id;
       this.resolve = resolve;
       this.reject = reject;
+      this.snapshot = null;
     }
     send() {
       queries.set(this.id, this);
       engine.query(this.id);
+    }
+    /** Spec 3.2.2 / 4.5: the snapshot is taken on the lock task queue and the promise resolved from a
+     *  task, as a browser does; never synchronously inside query() (a loop of `await query()` would
+     *  otherwise never yield to tasks, starving this context's message handlers). */
+    runTask() {
+      this.resolve(this.snapshot);
     }
   }
 
@@ -343,7 +350,8 @@ export function createLockApi(makeEngine) {
         queries.delete(id);
         restoreNames(payload.held);
         restoreNames(payload.pending);
-        query.resolve(payload);
+        query.snapshot = payload;
+        queueTask(query);
       }
       return;
     }
