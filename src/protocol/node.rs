@@ -398,19 +398,7 @@ impl Node {
             return;
         }
         self.leave();
-        let held: Vec<u64> = self
-            .requests
-            .iter()
-            .filter(|(_, r)| r.state == RequestState::Held)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in held {
-            self.requests.remove(&id);
-            self.emit(Effect::Stolen {
-                id,
-                reason: LossReason::Hidden,
-            });
-        }
+        self.lose_held_locks(LossReason::Hidden);
         for r in self.requests.values_mut() {
             r.state = RequestState::Queued;
         }
@@ -447,6 +435,20 @@ impl Node {
 
     pub(super) fn emit(&mut self, effect: Effect) {
         self.out.push(effect);
+    }
+
+    /// Every lock this context holds is gone (for `reason`): forget them and tell JS, as after a steal.
+    pub(super) fn lose_held_locks(&mut self, reason: LossReason) {
+        let held: Vec<u64> = self
+            .requests
+            .iter()
+            .filter(|(_, r)| r.state == RequestState::Held)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in held {
+            self.requests.remove(&id);
+            self.emit(Effect::Stolen { id, reason });
+        }
     }
 
     pub(super) fn post(&mut self, body: Body) {
@@ -583,19 +585,7 @@ impl Node {
             s.replica.apply_foreign(version, 0, &id, &mut outcomes);
         }
         self.emit(Effect::Incompatible { version });
-        let held: Vec<u64> = self
-            .requests
-            .iter()
-            .filter(|(_, r)| r.state == RequestState::Held)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in held {
-            self.requests.remove(&id);
-            self.emit(Effect::Stolen {
-                id,
-                reason: LossReason::Retired,
-            });
-        }
+        self.lose_held_locks(LossReason::Retired);
         let unavailable: Vec<u64> = self
             .requests
             .iter()

@@ -175,19 +175,7 @@ impl Node {
         if was_active {
             // Locks whose revocation the replica reported are gone already; any other held lock went
             // with the membership.
-            let held: Vec<u64> = self
-                .requests
-                .iter()
-                .filter(|(_, r)| r.state == RequestState::Held)
-                .map(|(id, _)| *id)
-                .collect();
-            for id in held {
-                self.requests.remove(&id);
-                self.emit(Effect::Stolen {
-                    id,
-                    reason: LossReason::Evicted,
-                });
-            }
+            self.lose_held_locks(LossReason::Evicted);
             for r in self.requests.values_mut() {
                 r.state = RequestState::Queued;
             }
