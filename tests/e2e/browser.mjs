@@ -2,7 +2,9 @@
 // flags this machine needs. `withBrowser` closes the browser whatever happens in the body; the tests
 // that keep one browser across several test cases use `launchChromium` and close it in `after()`
 // (playwright also kills the browsers it launched if the Node process exits).
+import { before, after } from 'node:test';
 import { chromium } from 'playwright-core';
+import { startServer } from './server.mjs';
 
 export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -48,4 +50,22 @@ export async function openPage(browser) {
     if (m.type() === 'error') page.errors.push(`console.error: ${m.text()}`);
   });
   return page;
+}
+
+/**
+ * For a test file whose tests share one server of the repository and one Chromium: starts both before
+ * the file's tests, closes both after them, and hands them to `use(server, browser)`.
+ */
+export function shareServerAndChromium(use) {
+  let server;
+  let browser;
+  before(async () => {
+    server = await startServer();
+    browser = await launchChromium();
+    use(server, browser);
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
 }

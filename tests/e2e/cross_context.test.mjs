@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from './server.mjs';
-import { launchChromium } from './browser.mjs';
+import { launchChromium, shareServerAndChromium } from './browser.mjs';
 import {
   call,
   describeLocks,
@@ -25,15 +25,9 @@ import {
 
 let server;
 let browser;
-
-before(async () => {
-  server = await startServer();
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
+shareServerAndChromium((s, b) => {
+  server = s;
+  browser = b;
 });
 
 /** Run `body(context)` in a fresh browser context; fails on any page error in its tabs. */

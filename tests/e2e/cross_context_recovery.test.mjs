@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from './server.mjs';
-import { launchChromium } from './browser.mjs';
+import { launchChromium, shareServerAndChromium } from './browser.mjs';
 import {
   call,
   expectEvent,
@@ -27,15 +27,9 @@ const LOADED_MACHINE_MARGIN_MS = 150;
 
 let server;
 let browser;
-
-before(async () => {
-  server = await startServer();
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
+shareServerAndChromium((s, b) => {
+  server = s;
+  browser = b;
 });
 
 const withOrigin = (body) => withOriginOf(browser, body);

@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from './server.mjs';
-import { launchChromium } from './browser.mjs';
+import { launchChromium, shareServerAndChromium } from './browser.mjs';
 import {
   call,
   fixtureUrl,
@@ -24,15 +24,9 @@ const CYCLES = Number(process.env.XCTX_STRESS_CYCLES ?? 200);
 
 let server;
 let browser;
-
-before(async () => {
-  server = await startServer();
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
+shareServerAndChromium((s, b) => {
+  server = s;
+  browser = b;
 });
 
 const withOrigin = (body) => withOriginOf(browser, body);

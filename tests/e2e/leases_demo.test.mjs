@@ -6,19 +6,13 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from './server.mjs';
-import { launchChromium } from './browser.mjs';
+import { launchChromium, shareServerAndChromium } from './browser.mjs';
 
 let server;
 let browser;
-
-before(async () => {
-  server = await startServer();
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
+shareServerAndChromium((s, b) => {
+  server = s;
+  browser = b;
 });
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

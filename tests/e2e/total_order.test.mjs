@@ -6,22 +6,16 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from './server.mjs';
-import { launchChromium } from './browser.mjs';
+import { launchChromium, shareServerAndChromium } from './browser.mjs';
 import { compareRecordings, runTotalOrder } from './fixtures/xctx_order_run.mjs';
 
 const MESSAGES = 300;
 
 let server;
 let browser;
-
-before(async () => {
-  server = await startServer();
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
+shareServerAndChromium((s, b) => {
+  server = s;
+  browser = b;
 });
 
 test('the comparison catches a reordering, a missing message and polite turn-taking (so the tests below can fail)', () => {
