@@ -1,6 +1,6 @@
-// `npm run build`: the release wasm + ESM glue in pkg/ (wasm-pack, optimised by npm's wasm-opt), then the
+// `npm run build`: the release wasm + ESM glue in pkg/ (cargo, wasm-bindgen, npm's wasm-opt), then the
 // classic-script polyfill dist/weblocks.polyfill.js (esbuild: one IIFE, wasm embedded, global `weblocks`).
-// `node scripts/build.mjs --bundle-only` skips wasm-pack and rebundles the existing pkg/.
+// `node scripts/build.mjs --bundle-only` skips the wasm build and rebundles the existing pkg/.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -19,23 +19,69 @@ function fail(message) {
   process.exit(1);
 }
 
-function run(command, args, env) {
-  console.log(`build: ${command} ${args.join(' ')}`);
+function run(command, args, env, log = true) {
+  if (log) console.log(`build: ${command} ${args.join(' ')}`);
   const result = spawnSync(command, args, { cwd: root, env, stdio: 'inherit' });
   if (result.error) fail(`${command} could not start: ${result.error.message}`);
   if (result.status !== 0) fail(`${command} exited with status ${result.status}`);
 }
 
-function buildWasm() {
-  // npm's binaryen must come first: wasm-pack runs the first wasm-opt on PATH, and Debian's binaryen
-  // (108) writes wasm that does not load. With --mode no-install a missing wasm-opt is skipped
-  // silently, so check for it here.
+// The release wasm is built for size (issue 4: the classic script under 40 KB gzipped):
+//  - std itself is rebuilt with `-Z build-std` and its `optimize_for_size` feature, and panics abort at once
+//    (`-Cpanic=immediate-abort`: no panic message formatting, no unwinding tables), Debug formatting and
+//    panic locations are compiled out (`-Zfmt-debug=none`, `-Zlocation-detail=none`). These are unstable
+//    flags of the pinned stable toolchain, enabled for this one build with RUSTC_BOOTSTRAP=1; they change
+//    no behaviour of the library (nothing it does reads a Debug string or a panic message), only bytes.
+//    It needs the `rust-src` component (scripts/setup.sh adds it); without it the build falls back to the
+//    plain stable build, which works the same and is larger (`WEBLOCKS_PLAIN_BUILD=1` forces it).
+//  - Its own --target-dir, so these flags never invalidate the caches of `cargo test` / `wasm-pack test`.
+//  - wasm-bindgen (the CLI pinned in Cargo.toml), then npm's wasm-opt -Oz (never Debian's binaryen 108).
+export const SIZE_TARGET_DIR = path.join('target', 'size');
+export const SIZE_RUSTFLAGS = ['-Zunstable-options', '-Cpanic=immediate-abort', '-Zfmt-debug=none', '-Zlocation-detail=none'];
+
+function hasRustSrc(env) {
+  const list = spawnSync('rustup', ['component', 'list', '--installed'], { encoding: 'utf8', env });
+  return list.status === 0 && /^rust-src\b/m.test(list.stdout);
+}
+
+/** `cargo build` of the release wasm; returns the path of the un-bindgen'd .wasm. */
+export function cargoBuildWasm({ env, features = null, log = true } = {}) {
+  env = env ?? toolEnv();
+  const sizeBuild = !process.env.WEBLOCKS_PLAIN_BUILD && hasRustSrc(env);
+  const args = ['build', '--release', '--target', 'wasm32-unknown-unknown', '--target-dir', SIZE_TARGET_DIR];
+  if (features !== null) args.push('--no-default-features', '--features', features.join(','));
+  let buildEnv = env;
+  if (sizeBuild) {
+    args.push('-Z', 'build-std=std,panic_abort', '-Z', 'build-std-features=optimize_for_size');
+    buildEnv = { ...env, RUSTC_BOOTSTRAP: '1', RUSTFLAGS: SIZE_RUSTFLAGS.join(' ') };
+  } else {
+    console.log('build: rust-src missing (or WEBLOCKS_PLAIN_BUILD set): plain stable build, larger wasm');
+    // Keep the flags of a previous size build from leaking in through the environment.
+    buildEnv = { ...env, RUSTFLAGS: '' };
+  }
+  run('cargo', args, buildEnv, log);
+  return path.join(root, SIZE_TARGET_DIR, 'wasm32-unknown-unknown', 'release', 'weblocks.wasm');
+}
+
+function toolEnv() {
   const bin = path.join(root, 'node_modules', '.bin');
-  const env = { ...process.env, PATH: [bin, path.join(os.homedir(), '.cargo', 'bin'), process.env.PATH].join(path.delimiter) };
-  const wasmOpt = spawnSync(path.join(bin, 'wasm-opt'), ['--version'], { encoding: 'utf8' });
+  return { ...process.env, PATH: [bin, path.join(os.homedir(), '.cargo', 'bin'), process.env.PATH].join(path.delimiter) };
+}
+
+/** wasm-bindgen --target web into `outDir`, then wasm-opt -Oz on the wasm in place. */
+export function bindgenAndOptimize(wasm, outDir, { env, log = true } = {}) {
+  env = env ?? toolEnv();
+  const wasmOpt = spawnSync('wasm-opt', ['--version'], { encoding: 'utf8', env });
   if (wasmOpt.status !== 0) fail('node_modules/.bin/wasm-opt is missing or broken: run `npm install` (binaryen@132.0.0) first');
-  console.log(`build: using ${wasmOpt.stdout.trim()}`);
-  run('wasm-pack', ['build', '--release', '--target', 'web', '--mode', 'no-install', '--out-dir', 'pkg'], env);
+  if (log) console.log(`build: using ${wasmOpt.stdout.trim()}`);
+  run('wasm-bindgen', ['--target', 'web', '--out-dir', outDir, wasm], env, log);
+  const bg = path.join(outDir, 'weblocks_bg.wasm');
+  run('wasm-opt', ['-Oz', bg, '-o', bg], env, log);
+}
+
+function buildWasm() {
+  const env = toolEnv();
+  bindgenAndOptimize(cargoBuildWasm({ env }), path.join(root, 'pkg'), { env });
 }
 
 async function bundleClassic() {
@@ -64,7 +110,10 @@ function sizes(file) {
   return `${file}: ${data.length} B (gzip -9: ${gzip} B)`;
 }
 
-if (!bundleOnly) buildWasm();
-if (!fs.existsSync(path.join(root, 'pkg', 'weblocks_bg.wasm'))) fail('pkg/weblocks_bg.wasm is missing: run the full build');
-await bundleClassic();
-for (const file of ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'dist/weblocks.polyfill.js']) console.log(`build: ${sizes(file)}`);
+const isMain = process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url);
+if (isMain) {
+  if (!bundleOnly) buildWasm();
+  if (!fs.existsSync(path.join(root, 'pkg', 'weblocks_bg.wasm'))) fail('pkg/weblocks_bg.wasm is missing: run the full build');
+  await bundleClassic();
+  for (const file of ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'dist/weblocks.polyfill.js']) console.log(`build: ${sizes(file)}`);
+}

@@ -27,6 +27,8 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
+# rust-src: the release wasm rebuilds std for size (scripts/build.mjs); without it the build falls back to a larger one.
+rustup component list --installed 2>/dev/null | grep -q '^rust-src' || rustup component add rust-src
 
 if ! wasm-pack --version 2>/dev/null | grep -qx "wasm-pack $WASM_PACK_VERSION"; then
   say "cargo install wasm-pack $WASM_PACK_VERSION"
