@@ -4,7 +4,9 @@ use js_sys::{Array, Function, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
 use crate::protocol::{Config, Node};
-use crate::scheduler::{Decision, LockInfo, LockManager, LockMode, LockRequest, Snapshot};
+use crate::scheduler::{
+    Decision, LockInfo, LockManager, LockMode, LockRequest, RequestError, Snapshot,
+};
 
 use super::coordination::Coordination;
 
@@ -36,7 +38,6 @@ impl Engine {
     /// origin's one lock manager.
     #[wasm_bindgen(constructor)]
     pub fn new(client_id: String, sink: Function, scope: Option<String>) -> Engine {
-        console_error_panic_hook::set_once();
         let node = Node::new(&client_id, Config::default());
         let backend = match Coordination::start(node, sink.clone(), scope) {
             Some(coordination) => Backend::Origin(coordination),
@@ -93,9 +94,11 @@ impl Engine {
                     name: name.into(),
                     mode,
                 };
-                let decisions = manager
-                    .request_lock(request, if_available, steal)
-                    .map_err(|e| JsError::new(&format!("{e:?}")))?;
+                let decisions = manager.request_lock(request, if_available, steal).map_err(
+                    |RequestError::DuplicateId(_)| {
+                        JsError::new("weblocks: this request id is already in use")
+                    },
+                )?;
                 deliver(&self.sink, &decisions);
             }
         }
