@@ -4,12 +4,16 @@
 //   - ESM package, bundled: the same modules as one minified bundle (esbuild --minify), plus the wasm;
 //   - classic script: dist/weblocks.polyfill.js, one file with the wasm embedded.
 // `--check`: exit 1 if the classic script is over its budget (CLASSIC_BUDGET_GZIP, issue 4: < 40 KB gzipped).
+// `--features`: also what each part of the wasm costs (issue 6): builds the wasm once per cargo feature set
+// (a few minutes) and prints, per feature, the bytes it adds to pkg/weblocks_bg.wasm.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
+import { bindgenAndOptimize, cargoBuildWasm } from './build.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const CLASSIC_BUDGET_GZIP = 40_000;
@@ -81,6 +85,43 @@ export function toMarkdown({ groups }) {
   return lines.join('\n');
 }
 
+/**
+ * The wasm of each feature set: the base (the spec's lock manager alone in each context, the Engine edge,
+ * the allocator and wasm-bindgen's runtime), the base plus one feature, and everything (what ships).
+ * Each feature's cost is what it adds to the base; together they cost a little less than their sum
+ * (code they share, e.g. the same collection types).
+ */
+export function measureFeatureCosts() {
+  const sets = [
+    { what: 'base: scheduler + Engine edge + runtime (no features)', features: [] },
+    { what: '+ coordination (src/protocol, src/wasm/coordination.rs)', features: ['coordination'] },
+    { what: '+ leases (src/lease, src/wasm/lease_operation.rs)', features: ['leases'] },
+    { what: 'everything (the shipped wasm)', features: ['coordination', 'leases'] },
+  ];
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'weblocks-features-'));
+  try {
+    const rows = sets.map(({ what, features }) => {
+      console.error(`sizes: building the wasm with features [${features.join(', ')}]`);
+      const dir = path.join(out, features.join('-') || 'base');
+      bindgenAndOptimize(cargoBuildWasm({ features, log: false }), dir, { log: false });
+      return { what, ...measure(fs.readFileSync(path.join(dir, 'weblocks_bg.wasm'))) };
+    });
+    const [base] = rows;
+    return rows.map((row, i) =>
+      i === 0 || i === rows.length - 1 ? row : { ...row, cost: { raw: row.raw - base.raw, gzip: row.gzip - base.gzip } },
+    );
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
+  }
+}
+
+export function featuresToMarkdown(rows) {
+  const n = (x) => x.toLocaleString('en-US');
+  const lines = ['| wasm built with | bytes | gzip -9 | its cost: bytes | gzip -9 |', '| --- | ---: | ---: | ---: | ---: |'];
+  for (const { what, raw, gzip, cost } of rows) lines.push(`| ${what} | ${n(raw)} | ${n(gzip)} | ${cost ? n(cost.raw) : ''} | ${cost ? n(cost.gzip) : ''} |`);
+  return lines.join('\n');
+}
+
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const sizes = await measureSizes();
   console.log(toMarkdown(sizes));
@@ -88,5 +129,6 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   console.log(
     `\nclassic script: ${sizes.classic.gzip.toLocaleString('en-US')} B gzipped, budget ${CLASSIC_BUDGET_GZIP.toLocaleString('en-US')} B: ${over ? 'OVER' : 'within'}`,
   );
+  if (process.argv.includes('--features')) console.log(`\n${featuresToMarkdown(measureFeatureCosts())}`);
   if (over && process.argv.includes('--check')) process.exit(1);
 }

@@ -5,8 +5,13 @@
 //!   manager (issue 3), as a sans-I/O state machine; see `docs/PROTOCOL.md`.
 //! - [`lease`]: leases, offline pessimistic locks that outlive a page load (an extension; `docs/LEASES.md`).
 //! - `wasm` (wasm32 only): the thin edge that JS drives; see `docs/ARCHITECTURE.md` for its contract.
+//!
+//! The cargo features `coordination` (the protocol) and `leases` are on in every shipped build; turning one
+//! off only serves to measure its bytes (`node scripts/sizes.mjs --features`).
 
+#[cfg(feature = "leases")]
 pub mod lease;
+#[cfg(feature = "coordination")]
 pub mod protocol;
 pub mod scheduler;
 

@@ -3,11 +3,13 @@ use std::rc::Rc;
 use js_sys::{Array, Function, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
+#[cfg(feature = "coordination")]
 use crate::protocol::{Config, Node};
 use crate::scheduler::{
     Decision, LockInfo, LockManager, LockMode, LockRequest, RequestError, Snapshot,
 };
 
+#[cfg(feature = "coordination")]
 use super::coordination::Coordination;
 
 /// Effect kinds passed to the sink as its first argument (mirrored in `js/lock_api.js`).
@@ -19,6 +21,7 @@ pub(super) const EFFECT_SNAPSHOT: u32 = 4;
 /// Where decisions are made: the origin's shared lock manager (the coordination protocol), or, where
 /// the global has no BroadcastChannel, this context alone.
 enum Backend {
+    #[cfg(feature = "coordination")]
     Origin(Rc<Coordination>),
     Alone(LockManager),
 }
@@ -38,9 +41,8 @@ impl Engine {
     /// origin's one lock manager.
     #[wasm_bindgen(constructor)]
     pub fn new(client_id: String, sink: Function, scope: Option<String>) -> Engine {
-        let node = Node::new(&client_id, Config::default());
-        let backend = match Coordination::start(node, sink.clone(), scope) {
-            Some(coordination) => Backend::Origin(coordination),
+        let backend = match origin_backend(&client_id, &sink, scope) {
+            Some(backend) => backend,
             None => {
                 web_sys::console::warn_1(
                     &"weblocks: this global has no BroadcastChannel; locks are coordinated within this \
@@ -66,7 +68,7 @@ impl Engine {
     /// Whether this engine shares the origin's lock manager (false: this context alone).
     #[wasm_bindgen(getter)]
     pub fn shared(&self) -> bool {
-        matches!(self.backend, Backend::Origin(_))
+        !matches!(self.backend, Backend::Alone(_))
     }
 
     /// Request a lock (spec 4.1 step 3).
@@ -84,6 +86,7 @@ impl Engine {
             LockMode::Shared
         };
         match &mut self.backend {
+            #[cfg(feature = "coordination")]
             Backend::Origin(c) => {
                 c.with_node(|n, t| n.request(t, id as u64, &name, mode, if_available, steal))
             }
@@ -108,6 +111,7 @@ impl Engine {
     /// Release lock `id` (spec 4.2).
     pub fn release(&mut self, id: f64) {
         match &mut self.backend {
+            #[cfg(feature = "coordination")]
             Backend::Origin(c) => c.with_node(|n, t| n.release(t, id as u64)),
             Backend::Alone(manager) => {
                 let decisions = manager.release_lock(id as u64);
@@ -119,6 +123,7 @@ impl Engine {
     /// Abort request `id` (spec 4.3). Returns false when it was no longer pending (it was granted).
     pub fn abort(&mut self, id: f64) -> bool {
         match &mut self.backend {
+            #[cfg(feature = "coordination")]
             Backend::Origin(c) => c.with_node(|n, t| n.abort(t, id as u64)),
             Backend::Alone(manager) => match manager.abort_request(id as u64) {
                 Some(decisions) => {
@@ -133,6 +138,7 @@ impl Engine {
     /// Snapshot the lock state (spec 4.5); the snapshot reaches the sink as `(4, queryId, snapshot)`.
     pub fn query(&mut self, query_id: f64) {
         match &mut self.backend {
+            #[cfg(feature = "coordination")]
             Backend::Origin(c) => c.with_node(|n, t| n.query(t, query_id as u64)),
             Backend::Alone(manager) => {
                 let snapshot = snapshot_to_js(&manager.snapshot_lock_state());
@@ -148,6 +154,7 @@ impl Engine {
 
     /// This context is going away: give up its locks and requests, and tell the others at once.
     pub fn close(&mut self) {
+        #[cfg(feature = "coordination")]
         if let Backend::Origin(c) = &self.backend {
             c.close();
         }
@@ -158,6 +165,19 @@ impl Drop for Engine {
     fn drop(&mut self) {
         self.close();
     }
+}
+
+/// The origin's one lock manager, where the global has a BroadcastChannel.
+#[cfg(feature = "coordination")]
+fn origin_backend(client_id: &str, sink: &Function, scope: Option<String>) -> Option<Backend> {
+    let node = Node::new(client_id, Config::default());
+    Coordination::start(node, sink.clone(), scope).map(Backend::Origin)
+}
+
+/// Built without the protocol (only to measure its bytes): every context is alone.
+#[cfg(not(feature = "coordination"))]
+fn origin_backend(_: &str, _: &Function, _: Option<String>) -> Option<Backend> {
+    None
 }
 
 fn deliver(sink: &Function, decisions: &[Decision]) {
