@@ -46,16 +46,24 @@ impl LeaseError {
     }
 }
 
+impl LeaseError {
+    /// The message JS sees (also the `Display` form); built without `format!`, which would bring the
+    /// formatting machinery into the wasm.
+    pub fn message(&self) -> String {
+        match self {
+            LeaseError::InvalidArgument(why) => ["invalid argument: ", why].concat(),
+            LeaseError::AlreadyLocked { .. } => "already locked by another holder".into(),
+            LeaseError::NotFound => "no such lease (released, or expired long ago)".into(),
+            LeaseError::Expired { .. } => "the lease has expired".into(),
+            LeaseError::TakenOver => "the lease was taken over by another holder".into(),
+            LeaseError::Storage(why) => ["lease storage failed: ", why].concat(),
+        }
+    }
+}
+
 impl fmt::Display for LeaseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LeaseError::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
-            LeaseError::AlreadyLocked { .. } => f.write_str("already locked by another holder"),
-            LeaseError::NotFound => f.write_str("no such lease (released, or expired long ago)"),
-            LeaseError::Expired { .. } => f.write_str("the lease has expired"),
-            LeaseError::TakenOver => f.write_str("the lease was taken over by another holder"),
-            LeaseError::Storage(why) => write!(f, "lease storage failed: {why}"),
-        }
+        f.write_str(&self.message())
     }
 }
 

@@ -30,17 +30,24 @@ impl LockId {
         let key = LeaseKey::new(lease_type, id).map_err(|_| invalid())?;
         Ok(LockId { key, token })
     }
+
+    /// The text form, `<type>/<id>/<token>` (built without `format!`, which would bring the formatting
+    /// machinery into the wasm).
+    pub fn to_text(&self) -> String {
+        [
+            escape(self.key.lease_type()).as_str(),
+            "/",
+            escape(self.key.id()).as_str(),
+            "/",
+            self.token.to_hex().as_str(),
+        ]
+        .concat()
+    }
 }
 
 impl fmt::Display for LockId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}/{}/{}",
-            escape(self.key.lease_type()),
-            escape(self.key.id()),
-            self.token
-        )
+        f.write_str(&self.to_text())
     }
 }
 

@@ -15,29 +15,44 @@ impl Token {
         Token(bytes)
     }
 
-    /// Parse 32 lowercase hex digits (the output of `Display`).
+    /// Parse 32 lowercase hex digits (the output of [`Token::to_hex`]).
     pub fn parse_hex(text: &str) -> Option<Token> {
-        if text.len() != Self::HEX_LEN {
+        let digits = text.as_bytes();
+        if digits.len() != Self::HEX_LEN {
             return None;
         }
         let mut bytes = [0u8; 16];
-        for (i, byte) in bytes.iter_mut().enumerate() {
-            let digits = text.get(2 * i..2 * i + 2)?;
-            if !digits
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-            {
-                return None;
-            }
-            *byte = u8::from_str_radix(digits, 16).ok()?;
+        for (byte, pair) in bytes.iter_mut().zip(digits.chunks_exact(2)) {
+            *byte = hex_value(pair[0])? << 4 | hex_value(pair[1])?;
         }
         Some(Token(bytes))
+    }
+
+    /// The text form: 32 lowercase hex digits. Written by hand, not with `format!`: the wasm then carries
+    /// no formatting machinery for it.
+    pub fn to_hex(&self) -> String {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut text = String::with_capacity(Self::HEX_LEN);
+        for byte in self.0 {
+            text.push(DIGITS[usize::from(byte >> 4)] as char);
+            text.push(DIGITS[usize::from(byte & 15)] as char);
+        }
+        text
+    }
+}
+
+/// The value of one lowercase hex digit.
+fn hex_value(digit: u8) -> Option<u8> {
+    match digit {
+        b'0'..=b'9' => Some(digit - b'0'),
+        b'a'..=b'f' => Some(digit - b'a' + 10),
+        _ => None,
     }
 }
 
 impl fmt::Display for Token {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+        f.write_str(&self.to_hex())
     }
 }
 

@@ -71,7 +71,7 @@ impl Coordination {
     ) -> Option<Rc<Coordination>> {
         global_property("BroadcastChannel")?;
         let channel = match &scope {
-            Some(s) => format!("{CHANNEL}:{s}"),
+            Some(s) => [CHANNEL, ":", s].concat(),
             None => CHANNEL.to_owned(),
         };
         let tx = BroadcastChannel::new(&channel).ok()?;
@@ -79,7 +79,7 @@ impl Coordination {
         // browser delivers them to every context (docs/PROTOCOL.md, assumption A1).
         let rx = BroadcastChannel::new(&channel).ok()?;
         let storage_key = match &scope {
-            Some(s) => format!("{LIVE_KEY}:{s}"),
+            Some(s) => [LIVE_KEY, ":", s].concat(),
             None => LIVE_KEY.to_owned(),
         };
         let this = Rc::new_cyclic(|weak: &std::rc::Weak<Coordination>| {
@@ -234,13 +234,17 @@ impl Coordination {
             }
             Effect::Incompatible { version } => {
                 if !self.warned.replace(true) {
-                    web_sys::console::warn_1(
-                        &format!(
-                            "weblocks: another context of this origin runs protocol version {version}, newer than \
-                             this one's; this context gave up its locks and grants nothing more. Reload it."
-                        )
-                        .into(),
+                    // Concatenated by JS (the number converts there): no formatting machinery in the wasm.
+                    let message = js_sys::JsString::from(
+                        "weblocks: another context of this origin runs protocol version ",
+                    )
+                    .concat(&version.into())
+                    .concat(
+                        &", newer than this one's; this context gave up its locks and grants nothing \
+                          more. Reload it."
+                            .into(),
                     );
+                    web_sys::console::warn_1(&message);
                 }
             }
         }

@@ -62,7 +62,7 @@ impl Engine {
     /// This context's client id.
     #[wasm_bindgen(getter, js_name = clientId)]
     pub fn client_id(&self) -> String {
-        self.client_id.to_string()
+        String::from(&*self.client_id)
     }
 
     /// Whether this engine shares the origin's lock manager (false: this context alone).

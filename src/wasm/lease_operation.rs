@@ -10,6 +10,7 @@
 use js_sys::{Array, JsString, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
+use crate::lease::key::invalid;
 use crate::lease::{
     LeaseError, LeaseInfo, LeaseKey, LeaseRecord, Operation, Outcome, Token, Write, list_live,
 };
@@ -125,26 +126,22 @@ fn wrap(operation: Result<Operation, LeaseError>) -> Result<LeaseOperation, JsVa
 fn string_argument(name: &str, value: &JsValue) -> Result<String, LeaseError> {
     match value.dyn_ref::<JsString>() {
         Some(s) if s.is_valid_utf16() => Ok(String::from(s)),
-        Some(_) => Err(LeaseError::InvalidArgument(format!(
-            "{name} contains a lone surrogate"
-        ))),
-        None => Err(LeaseError::InvalidArgument(format!(
-            "{name} must be a string"
-        ))),
+        Some(_) => Err(invalid(name, " contains a lone surrogate")),
+        None => Err(invalid(name, " must be a string")),
     }
 }
 
 fn number_argument(name: &str, value: &JsValue) -> Result<f64, LeaseError> {
-    value.as_f64().ok_or_else(|| {
-        LeaseError::InvalidArgument(format!("{name} must be a number of milliseconds"))
-    })
+    value
+        .as_f64()
+        .ok_or_else(|| invalid(name, " must be a number of milliseconds"))
 }
 
 fn outcome_to_js(outcome: Outcome) -> JsValue {
     match outcome {
         Outcome::Acquired { lock_id, info } => {
             let object = info_to_js(&info);
-            set(&object, "lockId", &lock_id.to_string().into());
+            set(&object, "lockId", &lock_id.to_text().into());
             object
         }
         Outcome::Held(info) => info_to_js(&info),
@@ -167,7 +164,7 @@ fn key_to_js(key: &LeaseKey) -> JsValue {
 /// The stored form: `{ type, id, token, expiresAt }` (the object store's key path is `['type', 'id']`).
 fn record_to_js(record: &LeaseRecord) -> JsValue {
     let object = info_to_js(&record.info());
-    set(&object, "token", &record.token.to_string().into());
+    set(&object, "token", &record.token.to_hex().into());
     object
 }
 
@@ -195,12 +192,12 @@ fn record_from_js(value: &JsValue) -> Result<Option<LeaseRecord>, LeaseError> {
 }
 
 fn corrupt(what: &str) -> LeaseError {
-    LeaseError::Storage(format!("a stored lease record is corrupt ({what})"))
+    LeaseError::Storage(["a stored lease record is corrupt (", what, ")"].concat())
 }
 
 /// `Error { name: 'LockError', code, message, expiresAt? }`.
 fn to_js_error(error: LeaseError) -> JsValue {
-    let object: JsValue = js_sys::Error::new(&error.to_string()).into();
+    let object: JsValue = js_sys::Error::new(&error.message()).into();
     set(&object, "name", &"LockError".into());
     set(&object, "code", &error.code().into());
     if let Some(expires_at_ms) = error.expires_at_ms() {
