@@ -76,7 +76,9 @@ export function bindgenAndOptimize(wasm, outDir, { env, log = true } = {}) {
   if (log) console.log(`build: using ${wasmOpt.stdout.trim()}`);
   run('wasm-bindgen', ['--target', 'web', '--out-dir', outDir, wasm], env, log);
   const bg = path.join(outDir, 'weblocks_bg.wasm');
-  run('wasm-opt', ['-Oz', bg, '-o', bg], env, log);
+  // --converge repeats -Oz until it gains nothing (-0.4 KB gzipped, +4 s); the producers and target
+  // features sections are read by no browser.
+  run('wasm-opt', ['-Oz', '--converge', '--strip-producers', '--strip-target-features', bg, '-o', bg], env, log);
 }
 
 function buildWasm() {
