@@ -343,6 +343,11 @@ impl LockManager {
         self.pending_index.contains_key(&id)
     }
 
+    /// How many locks are held.
+    pub fn held_count(&self) -> usize {
+        self.held.len()
+    }
+
     /// Ids of the held locks, in held-set order.
     pub fn held_ids(&self) -> impl Iterator<Item = RequestId> + '_ {
         self.held_order.values().copied()

@@ -271,7 +271,9 @@ impl Node {
             },
         );
         self.attach(now);
-        self.post_queued();
+        // Earlier queued requests exist only while this context is not an active member, and then
+        // nothing is posted: sending just this one keeps call order and a bulk of calls linear.
+        self.post_request(id, None);
         self.after(now);
     }
 
@@ -519,40 +521,65 @@ impl Node {
 
     /// Sends the queued requests, in call order, once this context is an active member.
     pub(super) fn post_queued(&mut self) {
-        if !self.is_active_member() || self.lifecycle == Lifecycle::Retired {
-            return;
-        }
-        let queued: Vec<u64> = self
+        let mut queued: Vec<(u64, u64)> = self
             .requests
             .iter()
             .filter(|(_, r)| r.state == RequestState::Queued)
-            .map(|(id, _)| *id)
+            .map(|(id, r)| (r.call, *id))
             .collect();
-        for id in queued {
-            let r = self.requests.get_mut(&id).expect("queued id");
-            r.state = RequestState::Posted;
-            let body = Body::Request {
-                id,
-                name: r.name.clone(),
-                mode: r.mode,
-                if_available: r.if_available,
-                steal: r.steal,
-            };
-            self.post(body);
-            self.settle_watermarks();
+        queued.sort_unstable();
+        for k in 0..queued.len() {
+            let next_queued = queued.get(k + 1).map(|q| q.0);
+            self.post_request(queued[k].1, next_queued);
         }
+    }
+
+    /// Posts queued request `id` if this context is an active member, then gives a watermark to the
+    /// queries it no longer precedes. `next_queued` is the call of the first request still queued
+    /// after it (an active member posts every request as it is made, so a new request has none).
+    fn post_request(&mut self, id: u64, next_queued: Option<u64>) {
+        if !self.is_active_member() || self.lifecycle == Lifecycle::Retired {
+            return;
+        }
+        let Some(r) = self
+            .requests
+            .get_mut(&id)
+            .filter(|r| r.state == RequestState::Queued)
+        else {
+            return;
+        };
+        r.state = RequestState::Posted;
+        let body = Body::Request {
+            id,
+            name: r.name.clone(),
+            mode: r.mode,
+            if_available: r.if_available,
+            steal: r.steal,
+        };
+        self.post(body);
+        self.settle_watermarks_before(next_queued);
     }
 
     /// Gives a watermark to each query that no unposted request of this context precedes: the snapshot
     /// must include exactly this context's calls made before the query, not those made after it.
     fn settle_watermarks(&mut self) {
+        if self.queries.iter().all(|q| q.1.is_some()) {
+            return;
+        }
+        let first_queued = self
+            .requests
+            .values()
+            .filter(|r| r.state == RequestState::Queued)
+            .map(|r| r.call)
+            .min();
+        self.settle_watermarks_before(first_queued);
+    }
+
+    /// [`Node::settle_watermarks`] given the call of the first request still queued.
+    fn settle_watermarks_before(&mut self, first_queued: Option<u64>) {
         let seq = self.seq;
-        let requests = &self.requests;
         for q in self.queries.iter_mut().filter(|q| q.1.is_none()) {
-            let preceded = requests
-                .values()
-                .any(|r| r.state == RequestState::Queued && r.call < q.2);
-            if !preceded {
+            if first_queued.is_none_or(|c| c > q.2) {
                 q.1 = Some(seq);
             }
         }

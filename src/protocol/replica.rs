@@ -128,6 +128,11 @@ impl Replica {
         self.manager.is_idle()
     }
 
+    /// How many locks are held in the origin.
+    pub fn held_count(&self) -> usize {
+        self.manager.held_count()
+    }
+
     /// Spec 4.5 over the whole origin.
     pub fn snapshot(&self) -> Snapshot {
         self.manager.snapshot_lock_state()

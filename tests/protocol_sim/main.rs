@@ -5,6 +5,7 @@
 //! `WEBLOCKS_SIM_RUNS=n` sets the number of random runs per family (default below);
 //! `WEBLOCKS_SIM_SEED=s` replays one seed (of any family) with a trace of every event.
 
+mod bench;
 mod checks;
 mod rng;
 mod scenarios;
