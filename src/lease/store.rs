@@ -7,14 +7,13 @@
 //! same read-decide-write steps inside one `readwrite` transaction instead, calling
 //! [`Operation::decide`] through the wasm edge (`src/wasm/lease_operation.rs`).
 
-use std::collections::BTreeMap;
-
 use super::error::LeaseError;
 use super::key::LeaseKey;
 use super::lock_id::LockId;
 use super::operation::{Operation, Outcome, Write, list_live};
 use super::record::{LeaseInfo, LeaseRecord};
 use super::token::Token;
+use crate::sorted_vec::SortedMap;
 
 /// Rows keyed by (type, id), like the seed's `locks` table.
 pub trait LeaseStore {
@@ -29,7 +28,7 @@ pub trait LeaseStore {
 /// A store in memory, for tests and for contexts that need no persistence.
 #[derive(Debug, Default)]
 pub struct MemoryLeaseStore {
-    rows: BTreeMap<LeaseKey, LeaseRecord>,
+    rows: SortedMap<LeaseKey, LeaseRecord>,
 }
 
 impl LeaseStore for MemoryLeaseStore {
