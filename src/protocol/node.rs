@@ -256,6 +256,11 @@ impl Node {
             self.emit(Effect::NotAvailable(id));
             return;
         }
+        if if_available && !steal && self.holds_conflicting(name, mode) {
+            // A local miss (docs/PROTOCOL.md §5): decided here, without the channel's round trip.
+            self.emit(Effect::NotAvailable(id));
+            return;
+        }
         self.requests.insert(
             id,
             LocalRequest {
@@ -275,6 +280,16 @@ impl Node {
         // nothing is posted: sending just this one keeps call order and a bulk of calls linear.
         self.post_request(id, None);
         self.after(now);
+    }
+
+    /// Whether this context holds a lock on `name` that a request in `mode` conflicts with and has not
+    /// released it. Costs a pass over this context's requests, only for `ifAvailable` calls.
+    fn holds_conflicting(&self, name: &str, mode: LockMode) -> bool {
+        self.requests.values().any(|r| {
+            r.state == RequestState::Held
+                && *r.name == *name
+                && (r.mode == LockMode::Exclusive || mode == LockMode::Exclusive)
+        })
     }
 
     /// Spec 4.2: lock `id`'s waiting promise settled. A lock that is not held (stolen) is a no-op.

@@ -56,10 +56,28 @@ impl World {
             return self.violation(format!("ctx{i}: not-available of #{id} in state {state:?}"));
         }
         r.state = ReqState::NotAvailable;
+        let (name, mode, never_sent) = (r.name.clone(), r.mode, r.posted_as.is_none());
         self.note_trace(|| format!("ctx{i} NOT AVAILABLE #{id}"));
-        if !self.nodes[i].retired {
-            self.unconfirmed.push((i, id, Expect::NotAvailable));
+        if self.nodes[i].retired {
+            return;
         }
+        if never_sent {
+            // Decided without the channel: only right while this context holds a lock the request
+            // conflicts with (see docs/PROTOCOL.md, "local misses").
+            let conflicting = self.nodes[i].requests.values().any(|h| {
+                h.state == ReqState::Held
+                    && h.name == name
+                    && (h.mode == LockMode::Exclusive || mode == LockMode::Exclusive)
+            });
+            if !conflicting {
+                self.violation(format!(
+                    "ctx{i}: #{id} on {name} not available without being sent, and nothing here conflicts"
+                ));
+            }
+            self.bump("local misses");
+            return;
+        }
+        self.unconfirmed.push((i, id, Expect::NotAvailable));
     }
 
     pub(crate) fn on_stolen(&mut self, i: usize, id: u64, reason: LossReason) {

@@ -328,3 +328,36 @@ fn without_local_storage_contexts_coordinate_over_messages_alone() {
     }
     assert!(w.nodes[2].status == Status::Crashed);
 }
+
+#[test]
+fn an_if_available_request_against_a_lock_held_here_misses_without_a_message() {
+    let mut w = world_of(2, 7);
+    request(&mut w, 0, 0, "x", FOREVER);
+    run(&mut w, 500);
+    assert_eq!(record(&w, 0, 1).0, ReqState::Held);
+    let if_available = |name: &str, mode| Action::Request {
+        name: Rc::from(name),
+        mode,
+        if_available: true,
+        steal: false,
+        hold: 10,
+        abort_after: None,
+    };
+    let logged = w.log.len();
+    w.client_at(600, 0, if_available("x", LockMode::Shared));
+    w.client_at(600, 0, if_available("x", LockMode::Exclusive));
+    w.run_until(600);
+    for id in [2, 3] {
+        assert_eq!(record(&w, 0, id).0, ReqState::NotAvailable, "#{id}");
+    }
+    assert_eq!(w.log.len(), logged, "a local miss posts nothing");
+    assert_eq!(w.stats.get("local misses"), Some(&2));
+    // Another context's request, or one this context's lock does not decide, goes through the channel.
+    w.client_at(700, 1, if_available("x", LockMode::Shared));
+    w.client_at(700, 0, if_available("y", LockMode::Exclusive));
+    run(&mut w, 1_000);
+    assert_eq!(record(&w, 1, 1).0, ReqState::NotAvailable);
+    assert_eq!(record(&w, 0, 4).0, ReqState::Released);
+    assert_eq!(w.stats.get("local misses"), Some(&2));
+    assert!(w.log.len() > logged);
+}
