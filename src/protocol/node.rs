@@ -475,7 +475,12 @@ impl Node {
             seq: self.seq,
             body,
         };
+        let outcomes = self.apply_alone(&message);
         self.out.push(Effect::Post(message));
+        if let Some(outcomes) = outcomes {
+            let me = self.member_key();
+            self.handle_outcomes(&me, outcomes);
+        }
     }
 
     pub(super) fn write_live(&mut self, until: u64) {

@@ -195,6 +195,13 @@ impl Replica {
     /// Applies one message of our version. Outcomes for every member's requests are appended to `out`.
     pub fn apply(&mut self, msg: &Message, out: &mut Vec<Outcome>) {
         self.pos += 1;
+        self.apply_ahead(msg, out);
+    }
+
+    /// Applies one of the owner's own messages before its place in the sequence is known (the lone
+    /// member's fast path, docs/PROTOCOL.md): everything but the position, which
+    /// [`Replica::count_echo`] advances when the message comes back.
+    pub fn apply_ahead(&mut self, msg: &Message, out: &mut Vec<Outcome>) {
         let sender = &msg.sender;
         // Any message shows its sender alive (and back from freezing).
         if let Some(m) = self.members.get_mut(sender)
@@ -261,6 +268,17 @@ impl Replica {
         }
     }
 
+    /// A message applied ahead came back: it takes its place in the sequence.
+    pub fn count_echo(&mut self) {
+        self.pos += 1;
+    }
+
+    /// Whether `member` is the one member of the history (none pending): no other context can order a
+    /// lock message before one of its own without first starting a new history.
+    pub fn is_sole_member(&self, member: &MemberKey) -> bool {
+        self.members.len() == 1 && self.members.get(member).is_some_and(|m| !m.pending)
+    }
+
     /// Applies a message of another protocol version, of which only the header could be read. A newer
     /// version ends the current history: every lock is revoked (the context running this replica
     /// retires: it grants nothing any more). A Genesis of an older version ends it too, since that
@@ -281,7 +299,11 @@ impl Replica {
         }
     }
 
-    fn on_join(&mut self, sender: &MemberKey, need_state: bool, out: &mut Vec<Outcome>) {
+    /// Every joiner is pending until a member's State admits it, even one that rejoins with a complete
+    /// replica (`need_state` false: it keeps its replica and only needs the admission). Were a rejoin
+    /// active at once, a lone member could not know that nobody else may order a request before its
+    /// own (the lone member's fast path, docs/PROTOCOL.md).
+    fn on_join(&mut self, sender: &MemberKey, _need_state: bool, out: &mut Vec<Outcome>) {
         let same_client: Vec<MemberKey> = self
             .members
             .keys()
@@ -295,7 +317,7 @@ impl Replica {
             sender.clone(),
             Member {
                 join_pos: self.pos,
-                pending: need_state,
+                pending: true,
                 tainted: false,
                 frozen_until: None,
                 silent: None,

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use super::node::{Effect, LossReason, Node, Phase, RequestState};
 use super::replica::{Outcome, Replica};
-use super::wire::{Body, Decoded, KIND_GENESIS, KIND_JOIN, MemberKey, MessageId};
+use super::wire::{Body, Decoded, KIND_GENESIS, KIND_JOIN, MemberKey, Message, MessageId};
 
 pub(super) struct Synced {
     pub replica: Replica,
@@ -35,6 +35,11 @@ pub(super) struct Synced {
     /// number and the last applied message), when it ran, the earliest deadline it found, and the
     /// events with changes it has not looked at yet.
     checked: Option<(u64, MessageId)>,
+    /// Sequence number of the last own message applied ahead of its echo (the lone member's fast
+    /// path); the echoes of those messages only advance the position.
+    applied_ahead: u64,
+    /// Since when this context, rejoining, waits as a pending member for a State.
+    pending_since: Option<u64>,
     checked_at: u64,
     liveness_at: Option<u64>,
     unchecked: usize,
@@ -56,6 +61,8 @@ impl Synced {
             evict_posted: BTreeSet::new(),
             members_changed: false,
             checked: None,
+            applied_ahead: 0,
+            pending_since: None,
             checked_at: 0,
             liveness_at: None,
             unchecked: 0,
@@ -88,7 +95,11 @@ impl Node {
                     Body::Ping { target } => s.replica.member(target).map(|t| t.silent.is_some()),
                     _ => None,
                 };
-                s.replica.apply(m, &mut outcomes);
+                if m.sender.client == me.client && m.seq <= s.applied_ahead {
+                    s.replica.count_echo();
+                } else {
+                    s.replica.apply(m, &mut outcomes);
+                }
                 s.last_applied = m.id();
                 s.members_changed |= matches!(
                     m.body,
@@ -129,8 +140,37 @@ impl Node {
         self.check_membership(now);
     }
 
+    /// The lone member's fast path (docs/PROTOCOL.md, "the lone member"): while this context is the
+    /// only member of the history, with nobody pending, its own Request, Release and Abort are applied
+    /// as they are posted, without waiting for their echo — provided every message it posted before is
+    /// applied already, so its messages keep their order. Returns the outcomes, or None when the message
+    /// must wait for its echo as usual.
+    pub(super) fn apply_alone(&mut self, m: &Message) -> Option<Vec<Outcome>> {
+        if !matches!(
+            m.body,
+            Body::Request { .. } | Body::Release { .. } | Body::Abort { .. }
+        ) {
+            return None;
+        }
+        let echoed = self.echoed_seq;
+        let Phase::Synced(s) = &mut self.phase else {
+            return None;
+        };
+        if !s.active
+            || s.awaiting_join
+            || echoed.max(s.applied_ahead) + 1 != m.seq
+            || !s.replica.is_sole_member(&m.sender)
+        {
+            return None;
+        }
+        let mut outcomes = Vec::new();
+        s.replica.apply_ahead(m, &mut outcomes);
+        s.applied_ahead = m.seq;
+        Some(outcomes)
+    }
+
     /// Turns the outcomes of one applied message for this incarnation's requests into effects.
-    fn handle_outcomes(&mut self, me: &MemberKey, outcomes: Vec<Outcome>) {
+    pub(super) fn handle_outcomes(&mut self, me: &MemberKey, outcomes: Vec<Outcome>) {
         for o in outcomes {
             let (member, local_id) = match &o {
                 Outcome::Granted { member, local_id }
@@ -175,12 +215,18 @@ impl Node {
         if s.awaiting_join {
             return;
         }
-        let active = s.replica.member(&me).is_some_and(|m| !m.pending);
-        if active {
+        let pending = s.replica.member(&me).map(|m| m.pending);
+        if pending == Some(false) {
+            s.pending_since = None;
             if !s.active {
                 s.active = true;
                 self.post_queued();
             }
+            return;
+        }
+        if pending == Some(true) {
+            // A rejoin waits for a member's State (see Replica::on_join).
+            s.pending_since.get_or_insert(now);
             return;
         }
         let was_active = std::mem::replace(&mut s.active, false);
@@ -208,7 +254,23 @@ impl Node {
     pub(super) fn synced_policies(&mut self, now: u64) -> Option<u64> {
         let me = self.member_key();
         let config = self.config.clone();
+        let echoed = self.echoed_seq;
         let s = synced(&mut self.phase);
+        // A state transfer must be as of a place in the sequence: not while own messages applied ahead
+        // are still to come back (their echoes, which follow every joiner's Join, end this at once).
+        let catching_up = s.applied_ahead > echoed;
+        if let Some(since) = s.pending_since
+            && !s.awaiting_join
+        {
+            // No member answered the rejoin: join afresh (a dead member's locks then go with a new
+            // history, as for any joiner).
+            let deadline = since + config.join_patience;
+            if now < deadline {
+                return Some(deadline);
+            }
+            self.start_joining(now);
+            return None;
+        }
         if !s.active || s.awaiting_join {
             return None;
         }
@@ -231,7 +293,9 @@ impl Node {
             s.ping_posted.retain(|k| replica.member(k).is_some());
             s.evict_posted.retain(|k| replica.member(k).is_some());
         }
-        if unanswered {
+        if unanswered && catching_up {
+            // Answered once the echoes are back.
+        } else if unanswered {
             let mut ranked: Vec<(u64, &MemberKey)> = s
                 .replica
                 .members()

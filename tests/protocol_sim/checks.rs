@@ -42,7 +42,8 @@ impl World {
         self.note_trace(|| format!("ctx{i} GRANTED #{id}"));
         self.beliefs.insert((i, id));
         self.dirty = true;
-        self.unconfirmed.push((i, id, Expect::Granted));
+        let due = self.nodes[i].posted_seq;
+        self.unconfirmed.push((i, id, Expect::Granted, due));
         self.bump("grants");
         self.schedule_release(i, id, hold);
     }
@@ -77,7 +78,8 @@ impl World {
             self.bump("local misses");
             return;
         }
-        self.unconfirmed.push((i, id, Expect::NotAvailable));
+        let due = self.nodes[i].posted_seq;
+        self.unconfirmed.push((i, id, Expect::NotAvailable, due));
     }
 
     pub(crate) fn on_stolen(&mut self, i: usize, id: u64, reason: LossReason) {
@@ -139,7 +141,8 @@ impl World {
             LossReason::Hidden => "stolen:hidden",
         });
         if reason != LossReason::Hidden {
-            self.unconfirmed.push((i, id, Expect::Revoked));
+            let due = self.nodes[i].posted_seq;
+            self.unconfirmed.push((i, id, Expect::Revoked, due));
         }
     }
 
@@ -237,20 +240,36 @@ impl World {
                      the context applied it and reports {state:?}"
                 ));
             }
-            self.unconfirmed.retain(|u| *u != (i, id, expect));
+            self.unconfirmed
+                .retain(|u| (u.0, u.1, u.2) != (i, id, expect));
         }
-        let left: Vec<_> = self
-            .unconfirmed
-            .iter()
-            .filter(|u| u.0 == i)
-            .cloned()
-            .collect();
-        for (_, id, expect) in left {
-            self.violation(format!(
-                "ctx{i}: reported {expect:?} for #{id} that the observer did not decide"
-            ));
+        // Due: reported before this context applied back every message it had posted by then.
+        let applied = self.nodes[i].applied_seq;
+        let (left, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.unconfirmed)
+            .into_iter()
+            .partition(|u| u.0 == i && u.3 <= applied);
+        self.unconfirmed = kept;
+        for (_, id, expect, _) in left {
+            // A lone member's decision applied ahead is void if a new history began (or a newer
+            // version took over) before its message took its place: the context was no longer a
+            // member there, and learns so (its locks reported reset or retired) when it applies it.
+            let n = &self.nodes[i];
+            let voided = n.requests.get(&id).is_some_and(|r| {
+                let incarnation = r.held_as.or(r.posted_as).expect("sent or granted");
+                let member = MemberKey {
+                    client: n.node.client_id().into(),
+                    incarnation,
+                };
+                self.observer_of(n.node.version())
+                    .member(&member)
+                    .is_none_or(|m| m.pending)
+            });
+            if !voided {
+                self.violation(format!(
+                    "ctx{i}: reported {expect:?} for #{id} that the observer did not decide"
+                ));
+            }
         }
-        self.unconfirmed.retain(|u| u.0 != i);
     }
 
     fn effective(&self, i: usize, id: u64, r: &ReqRecord) -> bool {
@@ -259,7 +278,15 @@ impl World {
             client: n.node.client_id().into(),
             incarnation: r.held_as.expect("held"),
         };
-        self.observer_of(n.node.version()).holds(&member, id)
+        let observer = self.observer_of(n.node.version());
+        // A grant applied ahead by a lone member holds from the moment it is reported, as long as
+        // the member is one in the observer's history.
+        observer.holds(&member, id)
+            || (self
+                .unconfirmed
+                .iter()
+                .any(|u| (u.0, u.1, u.2) == (i, id, Expect::Granted))
+                && observer.member(&member).is_some_and(|m| !m.pending))
     }
 
     /// Mutual exclusion over beliefs, at every step.
@@ -271,7 +298,15 @@ impl World {
                 continue;
             }
             let r = &n.requests[&id];
-            if self.effective(i, id, r) {
+            // A lock its context released, and whose name it has since been granted again ahead of
+            // the log (a lone member), is over for that context: its Release precedes the new grant.
+            let superseded = r.state == ReqState::Released
+                && self.unconfirmed.iter().any(|u| {
+                    u.0 == i
+                        && u.2 == Expect::Granted
+                        && n.requests.get(&u.1).is_some_and(|g| g.name == r.name)
+                });
+            if !superseded && self.effective(i, id, r) {
                 by_name
                     .entry(r.name.clone())
                     .or_default()

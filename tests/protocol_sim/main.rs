@@ -25,16 +25,20 @@ struct Family {
     faults: bool,
     lifecycle: bool,
     skew: bool,
+    /// Context 0 starts alone and churns locks quickly; the others come later, briefly, and most of
+    /// them leave, crash or stall: the lone member's fast path under joins (docs/PROTOCOL.md).
+    lone: bool,
     /// Seeds of this family are `base + k`.
     base: u64,
 }
 
-const FAMILIES: [Family; 4] = [
+const FAMILIES: [Family; 5] = [
     Family {
         name: "calm",
         faults: false,
         lifecycle: false,
         skew: false,
+        lone: false,
         base: 1_000_000,
     },
     Family {
@@ -42,6 +46,7 @@ const FAMILIES: [Family; 4] = [
         faults: true,
         lifecycle: false,
         skew: false,
+        lone: false,
         base: 2_000_000,
     },
     Family {
@@ -49,6 +54,7 @@ const FAMILIES: [Family; 4] = [
         faults: true,
         lifecycle: true,
         skew: false,
+        lone: false,
         base: 3_000_000,
     },
     Family {
@@ -56,7 +62,16 @@ const FAMILIES: [Family; 4] = [
         faults: true,
         lifecycle: true,
         skew: true,
+        lone: false,
         base: 4_000_000,
+    },
+    Family {
+        name: "lone churner and visitors",
+        faults: true,
+        lifecycle: true,
+        skew: false,
+        lone: true,
+        base: 5_000_000,
     },
 ];
 
@@ -99,8 +114,12 @@ fn build(seed: u64) -> (World, u64) {
         .map(|i| if i >= skew_from { 2 } else { 1 })
         .collect();
     let mut world = World::new(seed, env, &versions);
-    let active = rng.range(800, 2500);
-    let together = rng.chance(0.6);
+    let active = if family.lone {
+        rng.range(500, 1200)
+    } else {
+        rng.range(800, 2500)
+    };
+    let together = rng.chance(0.6) && !family.lone;
     let names: Vec<Rc<str>> = ["a", "b", "c"][..rng.range(1, 3) as usize]
         .iter()
         .map(|s| Rc::from(*s))
@@ -108,6 +127,8 @@ fn build(seed: u64) -> (World, u64) {
     for (i, version) in versions.iter().enumerate() {
         let start = if together || i == 0 {
             rng.range(0, 30)
+        } else if family.lone {
+            rng.range(100, active)
         } else {
             rng.range(0, active / 2)
         };
@@ -124,7 +145,11 @@ fn build(seed: u64) -> (World, u64) {
         world.add_node(start, *version, lateness);
         // The workload.
         // Many contexts share the origin's load, as many tabs of one user would.
-        let gap = rng.range(60, 400) * (count as u64).div_ceil(4);
+        let gap = if family.lone && i == 0 {
+            rng.range(1, 15)
+        } else {
+            rng.range(60, 400) * (count as u64).div_ceil(4)
+        };
         let mut t = start + rng.range(0, 40);
         while t < active {
             let action = if rng.chance(0.05) {
@@ -143,6 +168,8 @@ fn build(seed: u64) -> (World, u64) {
                     steal,
                     hold: if rng.chance(0.2) {
                         0
+                    } else if family.lone && i == 0 {
+                        rng.range(1, 20)
                     } else {
                         rng.range(1, 300)
                     },
@@ -153,7 +180,17 @@ fn build(seed: u64) -> (World, u64) {
             t += rng.range(1, 2 * gap);
         }
         // Faults.
-        if family.faults && rng.chance(0.5) {
+        if family.lone && i > 0 && rng.chance(0.7) {
+            // A visitor: leaves, crashes, hides or stalls soon after it came.
+            let at = start + rng.range(0, 300);
+            let fault = match rng.range(0, 3) {
+                0 => Fault::Close,
+                1 => Fault::Crash,
+                2 => Fault::Hide(rng.range(50, 1000)),
+                _ => Fault::Stall(rng.range(50, 1000)),
+            };
+            world.fault_at(at, i, fault);
+        } else if family.faults && rng.chance(0.5) {
             let at = rng.range(start, active);
             let fault = match rng.range(0, 9) {
                 0 | 1 => Fault::Crash,
@@ -300,6 +337,11 @@ fn runs_with_freeze_bfcache_and_close() {
 #[test]
 fn runs_with_a_version_skew() {
     run_family(FAMILIES[3]);
+}
+
+#[test]
+fn runs_with_a_lone_churner_and_visitors() {
+    run_family(FAMILIES[4]);
 }
 
 /// `WEBLOCKS_SIM_SEED=s cargo test --test protocol_sim -- replay --nocapture` prints the trace of one

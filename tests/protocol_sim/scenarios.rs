@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use weblocks::protocol::{Config, LIVE_KEY, LossReason};
+use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason};
 use weblocks::scheduler::LockMode;
 
 use super::world::{Action, Env, Fault, ReqState, Status, World};
@@ -360,4 +360,39 @@ fn an_if_available_request_against_a_lock_held_here_misses_without_a_message() {
     assert_eq!(record(&w, 0, 4).0, ReqState::Released);
     assert_eq!(w.stats.get("local misses"), Some(&2));
     assert!(w.log.len() > logged);
+}
+
+/// Effects of a request made directly on `node` (outside the world's bookkeeping), at the end of a run.
+fn direct_request(w: &mut World, node: usize, id: u64) -> Vec<Effect> {
+    let now = w.now;
+    let n = &mut w.nodes[node].node;
+    n.request(now, id, "x", LockMode::Exclusive, false, false);
+    n.drain()
+}
+
+#[test]
+fn a_lone_member_is_granted_without_waiting_for_the_channel_until_another_context_joins() {
+    let mut w = world_of(2, 11);
+    w.nodes[1].status = Status::NotStarted;
+    request(&mut w, 0, 0, "x", 5);
+    run(&mut w, 500);
+    // Alone: each request is granted as it is made.
+    for k in 0..5 {
+        request(&mut w, 600 + 20 * k, 0, "x", 5);
+    }
+    run(&mut w, 800);
+    for id in 2..=6 {
+        let r = &w.nodes[0].requests[&id];
+        assert_eq!(r.state, ReqState::Released, "#{id}");
+        assert_eq!(r.granted_at, Some(r.issued_at), "#{id} waited");
+    }
+    assert!(direct_request(&mut w, 0, 99).contains(&Effect::Granted(99)));
+    // With a second member, a request waits for its echo.
+    let mut w = world_of(2, 11);
+    request(&mut w, 0, 0, "x", 5);
+    request(&mut w, 0, 1, "x", 5);
+    run(&mut w, 500);
+    let effects = direct_request(&mut w, 0, 99);
+    assert!(matches!(effects.as_slice(), [Effect::Post(_), ..]));
+    assert!(!effects.contains(&Effect::Granted(99)), "{effects:?}");
 }

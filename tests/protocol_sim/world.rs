@@ -165,6 +165,9 @@ pub struct SimNode {
     /// Outcomes the observer decided for this node's requests, to be checked once the node has
     /// applied the same message: (log index, incarnation, local id, outcome kind).
     pub expected: VecDeque<(usize, u32, u64, Expect)>,
+    /// Sequence number of this node's last posted message, and of its last own message it applied.
+    pub posted_seq: u64,
+    pub applied_seq: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -198,8 +201,11 @@ pub struct World {
     pub stats: BTreeMap<&'static str, u64>,
     /// (context, request id) of every lock a context's JS currently believes it holds.
     pub beliefs: std::collections::BTreeSet<(usize, u64)>,
-    /// Effects seen while a context applied a message, waiting for the observer's confirmation.
-    pub unconfirmed: Vec<(usize, u64, Expect)>,
+    /// Effects a context reported, waiting for the observer's confirmation: (context, id, kind, the
+    /// context's last posted sequence number when it reported it). A lone member applies its own
+    /// messages ahead of their place in the log, so the observer may decide them only once that
+    /// message is appended: the check waits until the context has applied it back.
+    pub unconfirmed: Vec<(usize, u64, Expect, u64)>,
     /// The context inside `pagehide` right now.
     pub hiding: Option<usize>,
     /// Something the per-step check depends on changed (a grant, or the observers applied a message).
@@ -269,6 +275,8 @@ impl World {
             hidden_count: 0,
             retired: false,
             expected: VecDeque::new(),
+            posted_seq: 0,
+            applied_seq: 0,
         });
         self.schedule(at, i, Ev::Start);
         i
@@ -413,6 +421,12 @@ impl World {
                     let what: String = what.chars().take(160).collect();
                     self.note(|| format!("ctx{i} <- [{idx}] {what}"));
                 }
+                let version = self.nodes[i].node.version();
+                if let Some(Decoded::Ours(m)) = wire::decode_versioned(&msg, version)
+                    && *m.sender.client == *self.nodes[i].node.client_id()
+                {
+                    self.nodes[i].applied_seq = m.seq;
+                }
                 self.nodes[i].node.deliver(now, &msg);
                 self.effects(i);
                 self.check_expected(i, idx);
@@ -522,6 +536,7 @@ impl World {
         for e in effects {
             match e {
                 Effect::Post(m) => {
+                    self.nodes[i].posted_seq = m.seq;
                     if let Body::Request { id, .. } = &m.body
                         && let Some(r) = self.nodes[i].requests.get_mut(id)
                     {

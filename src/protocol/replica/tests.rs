@@ -52,6 +52,10 @@ impl Feed {
         for o in others {
             f.send(&key(o), Body::Join { need_state: false });
         }
+        if !others.is_empty() {
+            let st = f.r.export(f.last_id(&key(others[others.len() - 1])));
+            f.send(&key(first), Body::State(Box::new(st)));
+        }
         f
     }
 
@@ -320,7 +324,10 @@ fn a_leave_releases_at_once_and_a_rejoin_replaces_the_old_incarnation() {
     let b2 = MemberKey::new("b", 2);
     f.send(&b2, Body::Join { need_state: false });
     assert!(f.r.member(&key("b")).is_none());
-    assert!(!f.r.member(&b2).unwrap().pending);
+    assert!(
+        f.r.member(&b2).unwrap().pending,
+        "even a rejoin with a complete replica waits for a State"
+    );
     assert!(f.r.is_idle(), "the old incarnation's lock went with it");
 }
 
