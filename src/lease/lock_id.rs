@@ -22,11 +22,21 @@ impl LockId {
     /// Parse the text form; anything else is an `InvalidArgument`.
     pub fn parse(text: &str) -> Result<LockId, LeaseError> {
         let invalid = || LeaseError::InvalidArgument("not a lockId returned by tryLock".into());
-        let (key_text, token_text) = text.rsplit_once('/').ok_or_else(invalid)?;
-        let token = Token::parse_hex(token_text).ok_or_else(invalid)?;
-        let (type_text, id_text) = key_text.split_once('/').ok_or_else(invalid)?;
-        let lease_type = unescape(type_text).ok_or_else(invalid)?;
-        let id = unescape(id_text).ok_or_else(invalid)?;
+        // `<type>/<id>/<token>`: type and id part at the first `/`, the token follows the last one. Byte
+        // searches (`/` is ASCII, so these are char boundaries) keep std's char-pattern searcher out of the wasm.
+        let slash = |b: &u8| *b == b'/';
+        let first = text.bytes().position(|b| slash(&b)).ok_or_else(invalid)?;
+        let last = text
+            .as_bytes()
+            .iter()
+            .rposition(slash)
+            .ok_or_else(invalid)?;
+        if first == last {
+            return Err(invalid());
+        }
+        let token = Token::parse_hex(&text[last + 1..]).ok_or_else(invalid)?;
+        let lease_type = unescape(&text[..first]).ok_or_else(invalid)?;
+        let id = unescape(&text[first + 1..last]).ok_or_else(invalid)?;
         let key = LeaseKey::new(lease_type, id).map_err(|_| invalid())?;
         Ok(LockId { key, token })
     }
@@ -52,14 +62,22 @@ impl fmt::Display for LockId {
 }
 
 fn escape(part: &str) -> String {
-    part.replace('%', "%25").replace('/', "%2F")
+    let mut out = String::with_capacity(part.len());
+    for c in part.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '/' => out.push_str("%2F"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The inverse of `escape`; `None` for a `/` or any `%` escape other than `%25` and `%2F`.
 fn unescape(text: &str) -> Option<String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(at) = rest.find(['%', '/']) {
+    while let Some(at) = rest.bytes().position(|b| b == b'%' || b == b'/') {
         out.push_str(&rest[..at]);
         let escaped = rest.get(at..at + 3)?;
         out.push(match escaped {
