@@ -20,8 +20,9 @@ use crate::scheduler::LockMode;
 
 /// The first slot of every message.
 pub const MAGIC: &str = "weblocks";
-/// The protocol version this build speaks.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// The protocol version this build speaks. 2: a `Join` is always pending until a `State` admits it
+/// (version 1 made a rejoin with a complete replica active at once), for the lone member's fast path.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Frozen across versions (see the module docs).
 pub const KIND_JOIN: u32 = 1;
@@ -662,7 +663,7 @@ mod tests {
             v,
             vec![
                 Value::Str("weblocks".into()),
-                Value::Num(1.0),
+                Value::Num(f64::from(PROTOCOL_VERSION)),
                 Value::Num(1.0),
                 Value::Str("client-a".into()),
                 Value::Num(3.0),
@@ -674,12 +675,12 @@ mod tests {
 
     #[test]
     fn another_version_decodes_as_foreign_whatever_its_body() {
-        let mut v = encode_versioned(&msg(Body::Genesis), 2);
+        let mut v = encode_versioned(&msg(Body::Genesis), PROTOCOL_VERSION + 1);
         v.push(Value::Str("a body we cannot read".into()));
         assert_eq!(
             decode(&v),
             Some(Decoded::Foreign {
-                version: 2,
+                version: PROTOCOL_VERSION + 1,
                 kind: KIND_GENESIS,
                 id: MessageId {
                     sender: member("client-a", 3),

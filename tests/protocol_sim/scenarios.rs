@@ -254,7 +254,7 @@ fn ten_contexts_starting_together_form_one_history() {
         let geneses = w
             .log
             .iter()
-            .filter(|m| matches!(weblocks::protocol::wire::decode(m), Some(weblocks::protocol::wire::Decoded::Ours(m)) if m.body == weblocks::protocol::wire::Body::Genesis))
+            .filter(|m| matches!(weblocks::protocol::wire::decode_versioned(m, 1), Some(weblocks::protocol::wire::Decoded::Ours(m)) if m.body == weblocks::protocol::wire::Body::Genesis))
             .count();
         assert!(geneses >= 1);
         for i in 0..10 {

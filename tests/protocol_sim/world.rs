@@ -412,7 +412,7 @@ impl World {
                 }
                 let msg = self.log[idx].clone();
                 if self.trace.is_some() && std::env::var_os("WEBLOCKS_SIM_VERBOSE").is_some() {
-                    let what = match wire::decode(&msg) {
+                    let what = match wire::decode_versioned(&msg, self.nodes[i].node.version()) {
                         Some(Decoded::Ours(m)) => {
                             format!("{}/{} {:?}", m.sender.client, m.sender.incarnation, m.body)
                         }
