@@ -712,7 +712,12 @@ impl Node {
             return;
         }
         self.settle_watermarks();
-        let echoed = self.echoed_seq;
+        // Own messages applied ahead count as seen: the query is then answered at once, before a
+        // later call of this context is applied ahead too (and would show in its snapshot).
+        let echoed = match &self.phase {
+            Phase::Synced(s) => self.echoed_seq.max(s.applied_ahead),
+            _ => self.echoed_seq,
+        };
         let (ready, waiting): (Vec<_>, Vec<_>) = self
             .queries
             .drain(..)

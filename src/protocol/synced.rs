@@ -37,7 +37,7 @@ pub(super) struct Synced {
     checked: Option<(u64, MessageId)>,
     /// Sequence number of the last own message applied ahead of its echo (the lone member's fast
     /// path); the echoes of those messages only advance the position.
-    applied_ahead: u64,
+    pub applied_ahead: u64,
     /// Since when this context, rejoining, waits as a pending member for a State.
     pending_since: Option<u64>,
     checked_at: u64,
