@@ -549,6 +549,11 @@ impl Node {
             .collect();
         queued.sort_unstable();
         for k in 0..queued.len() {
+            if k == 0 && !self.queries.is_empty() {
+                // Queries made before every queued request see none of them.
+                self.settle_watermarks_before(Some(queued[0].0));
+                self.answer_queries();
+            }
             let next_queued = queued.get(k + 1).map(|q| q.0);
             self.post_request(queued[k].1, next_queued);
         }
@@ -578,6 +583,11 @@ impl Node {
         };
         self.post(body);
         self.settle_watermarks_before(next_queued);
+        if !self.queries.is_empty() {
+            // A query whose earlier calls are all applied ahead is answered now, before the next
+            // queued request is applied ahead too.
+            self.answer_queries();
+        }
     }
 
     /// Gives a watermark to each query that no unposted request of this context precedes: the snapshot
