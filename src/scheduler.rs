@@ -301,6 +301,10 @@ impl LockManager {
                 touched.push(name);
             }
         }
+        // In queue-map order, not the hash map's (which differs between contexts): every replica must
+        // grant in the same order, or their held-set orders (and so query() output) drift apart.
+        touched.sort_by_key(|name| self.resources.get(name).map(|r| r.map_order));
+        touched.dedup();
         let mut decisions = Vec::new();
         for name in &touched {
             self.process_lock_request_queue(name, &mut decisions);
