@@ -217,6 +217,22 @@ impl Node {
         }
     }
 
+    /// The Leave that closing this context now would post, for an edge that must send it without
+    /// running the node: Firefox can cut a closing tab's `pagehide` listener short as soon as it calls
+    /// into wasm, so the edge keeps this message ready and posts it from plain JS first (docs/PROTOCOL.md,
+    /// "Leaving"). `None` when there is nobody to tell (never joined, left, gone, retired). Its
+    /// sequence number may already be taken by a later message when it is posted: a Leave is applied by
+    /// its sender alone, and a second one (the node's own, if the listener is not cut short) is a no-op.
+    pub fn farewell(&self) -> Option<Message> {
+        let leaves = matches!(self.lifecycle, Lifecycle::Running | Lifecycle::Frozen)
+            && !matches!(self.phase, Phase::Detached);
+        leaves.then(|| Message {
+            sender: self.member_key(),
+            seq: self.seq + 1,
+            body: Body::Leave,
+        })
+    }
+
     /// The protocol version this node speaks.
     pub fn version(&self) -> u32 {
         self.version
@@ -426,6 +442,11 @@ impl Node {
 
     /// `pageshow` after the back/forward cache: rejoin if anything is waiting.
     pub fn pageshow(&mut self, now: u64, persisted: bool) {
+        if persisted && matches!(self.lifecycle, Lifecycle::Running | Lifecycle::Frozen) {
+            // Back from the cache without this node having seen its `pagehide` (the listener was cut
+            // short), while the edge's farewell told the origin it left: catch up before rejoining.
+            self.pagehide(now, true);
+        }
         if !persisted || self.lifecycle != Lifecycle::Hidden {
             return;
         }

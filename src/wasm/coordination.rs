@@ -57,6 +57,10 @@ pub(super) struct Coordination {
     timer_callback: Closure<dyn FnMut()>,
     listeners: RefCell<Vec<Listener>>,
     on_message: Closure<dyn FnMut(MessageEvent)>,
+    /// The node's farewell as a `pagehide` listener that runs no script of ours: the channel's own
+    /// `postMessage` bound to the encoded Leave, with the incarnation it was made for
+    /// (see [`Node::farewell`] and [`Coordination::arm_farewell`]).
+    farewell: RefCell<Option<(u32, Function)>>,
     warned: Cell<bool>,
     /// Node.js only: whether the channels keep the process alive (see [`Coordination::keep_alive`]).
     referenced: Cell<bool>,
@@ -107,6 +111,7 @@ impl Coordination {
                         this.with_node(|n, t| n.deliver(t, &values));
                     }
                 }),
+                farewell: RefCell::new(None),
                 warned: Cell::new(false),
                 referenced: Cell::new(true),
             }
@@ -162,8 +167,7 @@ impl Coordination {
         }
     }
 
-    /// Listens in the capture phase: at the target, capture listeners run before the page's own
-    /// (bubble) listeners, so the Leave of a closing tab goes out before any slow page handler.
+    /// Listens to `kind` on `target` (in the phase [`captures`] gives) until [`Coordination::close`].
     fn listen(
         self: &Rc<Self>,
         target: &EventTarget,
@@ -177,7 +181,11 @@ impl Coordination {
             }
         });
         if target
-            .add_event_listener_with_callback_and_bool(kind, closure.as_ref().unchecked_ref(), true)
+            .add_event_listener_with_callback_and_bool(
+                kind,
+                closure.as_ref().unchecked_ref(),
+                captures(kind),
+            )
             .is_ok()
         {
             self.listeners
@@ -189,12 +197,13 @@ impl Coordination {
     /// Runs one event through the node, then carries out its effects with the node released (the sink
     /// may call back into the engine).
     pub(super) fn with_node<R>(&self, f: impl FnOnce(&mut Node, u64) -> R) -> R {
-        let (result, effects, busy) = {
+        let (result, effects, busy, farewell) = {
             let mut node = self.node.borrow_mut();
             let result = f(&mut node, now());
-            (result, node.drain(), !node.is_quiet())
+            (result, node.drain(), !node.is_quiet(), node.farewell())
         };
         self.keep_alive(busy);
+        self.arm_farewell(farewell);
         // Messages first: a closing tab's `pagehide` handler may be cut short (Firefox stops it about a
         // millisecond in), and its Leave must get out before the slower storage call.
         let (posts, rest): (Vec<Effect>, Vec<Effect>) = effects
@@ -206,11 +215,46 @@ impl Coordination {
         result
     }
 
+    /// Keeps the node's farewell ready as a `pagehide` listener. Firefox may stop a closing tab's
+    /// `pagehide` listener as soon as it calls into wasm (the listeners after it still run), and then
+    /// the node's own Leave never goes out and the others wait for eviction instead of 100 ms. The
+    /// farewell is `tx.postMessage` bound to the encoded Leave: no script of ours runs to send it.
+    /// Re-armed only when the incarnation changes (a Leave is applied by its sender alone).
+    fn arm_farewell(&self, farewell: Option<wire::Message>) {
+        let incarnation = farewell.as_ref().map(|m| m.sender.incarnation);
+        let mut armed = self.farewell.borrow_mut();
+        if armed.as_ref().map(|(i, _)| *i) == incarnation {
+            return;
+        }
+        let global: EventTarget = js_sys::global().unchecked_into();
+        if let Some((_, listener)) = armed.take() {
+            let _ =
+                global.remove_event_listener_with_callback_and_bool("pagehide", &listener, true);
+        }
+        let Some(message) = farewell else {
+            return;
+        };
+        let Some(post) = Reflect::get(&self.tx, &"postMessage".into())
+            .ok()
+            .and_then(|f| f.dyn_into::<Function>().ok())
+        else {
+            return;
+        };
+        let listener: Function = post
+            .bind1(&self.tx, &message_to_js(&message))
+            .unchecked_into();
+        if global
+            .add_event_listener_with_callback_and_bool("pagehide", &listener, true)
+            .is_ok()
+        {
+            *armed = Some((message.sender.incarnation, listener));
+        }
+    }
+
     fn carry_out(&self, effect: Effect) {
         match effect {
             Effect::Post(message) => {
-                let array: Array = wire::encode(&message).iter().map(value_to_js).collect();
-                let _ = self.tx.post_message(&array);
+                let _ = self.tx.post_message(&message_to_js(&message));
             }
             Effect::StorageWrite { value, .. } => {
                 if let Some(storage) = &self.storage {
@@ -301,16 +345,25 @@ impl Coordination {
         self.with_node(|n, t| n.terminate(t));
         self.clear_timer();
         self.rx.set_onmessage(None);
+        self.arm_farewell(None);
         self.tx.close();
         self.rx.close();
         for (target, kind, closure) in self.listeners.borrow_mut().drain(..) {
             let _ = target.remove_event_listener_with_callback_and_bool(
                 kind,
                 closure.as_ref().unchecked_ref(),
-                true,
+                captures(kind),
             );
         }
     }
+}
+
+/// Whether this edge listens to `kind` in the capture phase: at the target, capture listeners run
+/// before the page's own (bubble) listeners, so what the node sends goes out before any slow page
+/// handler. Except `pagehide`, where the farewell ([`Coordination::arm_farewell`]) is the capture
+/// listener and must run before the node's listener, which Firefox may cut short.
+fn captures(kind: &str) -> bool {
+    kind != "pagehide"
 }
 
 fn loss_reason(reason: LossReason) -> &'static str {
@@ -321,6 +374,10 @@ fn loss_reason(reason: LossReason) -> &'static str {
         LossReason::Retired => "retired",
         LossReason::Hidden => "hidden",
     }
+}
+
+fn message_to_js(message: &wire::Message) -> Array {
+    wire::encode(message).iter().map(value_to_js).collect()
 }
 
 fn value_to_js(value: &Value) -> JsValue {

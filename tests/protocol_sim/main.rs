@@ -199,14 +199,16 @@ fn build(seed: u64) -> (World, u64) {
                     1 => rng.range(100, 500),
                     _ => rng.range(500, 1500),
                 }),
-                _ if family.lifecycle => match rng.range(0, 2) {
+                _ if family.lifecycle => match rng.range(0, 4) {
                     0 => Fault::Freeze(if rng.chance(0.5) {
                         rng.range(50, 3000)
                     } else {
                         rng.range(9000, 15000)
                     }),
                     1 => Fault::Hide(rng.range(50, 3000)),
-                    _ => Fault::Close,
+                    2 => Fault::Close,
+                    3 => Fault::CutHide(rng.range(50, 3000)),
+                    _ => Fault::CutClose,
                 },
                 _ => Fault::Stall(rng.range(5, 300)),
             };

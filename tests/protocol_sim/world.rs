@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::rc::Rc;
 
 use weblocks::protocol::replica::{Outcome, Replica};
-use weblocks::protocol::wire::{self, Body, Decoded, MemberKey, Value};
+use weblocks::protocol::wire::{self, Body, Decoded, MemberKey, Message, Value};
 use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason, Node};
 use weblocks::scheduler::{LockMode, Snapshot};
 
@@ -52,6 +52,11 @@ pub enum Fault {
     Freeze(u64),
     Hide(u64),
     Close,
+    /// `pagehide` (entering the back/forward cache) cut short before the node ran: only the edge's
+    /// farewell (`Node::farewell`, posted without running the node) went out; shown again after the time.
+    CutHide(u64),
+    /// A close whose `pagehide` was cut short the same way (Firefox, tests/e2e/cross_context_firefox).
+    CutClose,
 }
 
 #[derive(Clone, Debug)]
@@ -206,7 +211,7 @@ pub struct World {
     /// messages ahead of their place in the log, so the observer may decide them only once that
     /// message is appended: the check waits until the context has applied it back.
     pub unconfirmed: Vec<(usize, u64, Expect, u64)>,
-    /// The context inside `pagehide` right now.
+    /// The context inside `pagehide` right now (or inside a `pageshow` that catches up on one).
     pub hiding: Option<usize>,
     /// Something the per-step check depends on changed (a grant, or the observers applied a message).
     pub dirty: bool,
@@ -535,34 +540,7 @@ impl World {
         let effects = self.nodes[i].node.drain();
         for e in effects {
             match e {
-                Effect::Post(m) => {
-                    self.nodes[i].posted_seq = m.seq;
-                    if let Body::Request { id, .. } = &m.body
-                        && let Some(r) = self.nodes[i].requests.get_mut(id)
-                    {
-                        r.posted_as = Some(m.sender.incarnation);
-                    }
-                    self.note(|| match &m.body {
-                        Body::State(st) => format!(
-                            "ctx{i} post State as of {:?}/{} ({} members, {} held, {} pending) #{}",
-                            st.as_of.sender,
-                            st.as_of.seq,
-                            st.members.len(),
-                            st.held.len(),
-                            st.pending.len(),
-                            m.seq
-                        ),
-                        body => format!("ctx{i} post {body:?} #{}", m.seq),
-                    });
-                    let version = self.nodes[i].node.version();
-                    let msg = Rc::new(wire::encode_versioned(&m, version));
-                    let delay = self.rng.range(0, self.env.send_max);
-                    let n = &mut self.nodes[i];
-                    let at = (now + delay).max(n.last_append);
-                    n.last_append = at;
-                    let life = n.life;
-                    self.schedule(at, i, Ev::Append { msg, life });
-                }
+                Effect::Post(m) => self.post(i, m),
                 Effect::StorageWrite { key, value } => {
                     self.write_storage(i, key.to_owned(), Some(value));
                 }
@@ -585,6 +563,37 @@ impl World {
                 }
             }
         }
+    }
+
+    /// Context `i` posts `m` on the channel.
+    fn post(&mut self, i: usize, m: Message) {
+        let now = self.now;
+        self.nodes[i].posted_seq = m.seq;
+        if let Body::Request { id, .. } = &m.body
+            && let Some(r) = self.nodes[i].requests.get_mut(id)
+        {
+            r.posted_as = Some(m.sender.incarnation);
+        }
+        self.note(|| match &m.body {
+            Body::State(st) => format!(
+                "ctx{i} post State as of {:?}/{} ({} members, {} held, {} pending) #{}",
+                st.as_of.sender,
+                st.as_of.seq,
+                st.members.len(),
+                st.held.len(),
+                st.pending.len(),
+                m.seq
+            ),
+            body => format!("ctx{i} post {body:?} #{}", m.seq),
+        });
+        let version = self.nodes[i].node.version();
+        let msg = Rc::new(wire::encode_versioned(&m, version));
+        let delay = self.rng.range(0, self.env.send_max);
+        let n = &mut self.nodes[i];
+        let at = (now + delay).max(n.last_append);
+        n.last_append = at;
+        let life = n.life;
+        self.schedule(at, i, Ev::Append { msg, life });
     }
 
     fn write_storage(&mut self, i: usize, key: String, value: Option<String>) {
@@ -751,6 +760,27 @@ impl World {
                 self.nodes[i].status = Status::Closed;
                 self.nodes[i].expected.clear();
             }
+            Fault::CutHide(d) => {
+                self.farewell(i);
+                let n = &mut self.nodes[i];
+                n.status = Status::Hidden;
+                n.epoch += 1;
+                n.hidden_count += 1;
+                n.expected.clear();
+                self.schedule(now + d, i, Ev::Show);
+            }
+            Fault::CutClose => {
+                self.farewell(i);
+                self.nodes[i].status = Status::Closed;
+                self.nodes[i].expected.clear();
+            }
+        }
+    }
+
+    /// What the edge's farewell listener does in a `pagehide` cut short: post the node's Leave.
+    fn farewell(&mut self, i: usize) {
+        if let Some(m) = self.nodes[i].node.farewell() {
+            self.post(i, m);
         }
     }
 
@@ -783,8 +813,11 @@ impl World {
         self.nodes[i]
             .node
             .storage_changed(now, LIVE_KEY, live.as_deref());
+        // Inside pageshow a node catches up on a `pagehide` cut short (Fault::CutHide): its locks go then.
+        self.hiding = Some(i);
         self.nodes[i].node.pageshow(now, true);
         self.effects(i);
+        self.hiding = None;
         self.run_deferred(i);
     }
 

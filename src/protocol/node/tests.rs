@@ -326,6 +326,49 @@ fn freezing_announces_a_deadline_and_resuming_shows_life() {
 }
 
 #[test]
+fn the_farewell_is_the_leave_of_the_current_membership_and_frees_the_locks_alone() {
+    let mut bus = Bus::new(2);
+    assert_eq!(
+        bus.nodes[0].farewell(),
+        None,
+        "nobody to tell before joining"
+    );
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    bus.call(1, request(1, "x"));
+    bus.pump();
+    let farewell = bus.nodes[0].farewell().expect("a member says goodbye");
+    assert_eq!(farewell.sender, bus.nodes[0].member_key());
+    assert_eq!(farewell.body, Body::Leave);
+    // Node 0's page closes and its `pagehide` listener is cut short: only the farewell goes out.
+    bus.log.push(encode(&farewell));
+    bus.pump();
+    assert_eq!(engine_effects(&bus.effects[1]), [Effect::Granted(1)]);
+    // Had the node's own Leave followed, it would change nothing.
+    let fx = bus.call(0, |n, now| n.terminate(now));
+    assert_eq!(posts(&fx), [Body::Leave]);
+    bus.pump();
+    assert_eq!(engine_effects(&bus.effects[1]), [Effect::Granted(1)]);
+    assert_eq!(bus.nodes[0].farewell(), None, "gone");
+}
+
+#[test]
+fn a_pageshow_catches_up_on_a_pagehide_the_node_never_saw() {
+    let mut bus = Bus::new(1);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    let farewell = bus.nodes[0].farewell().unwrap();
+    bus.log.push(encode(&farewell));
+    bus.seen[0] = bus.log.len(); // the page is in the cache: it hears nothing
+    let fx = bus.call(0, |n, now| n.pageshow(now, true));
+    assert!(fx.contains(&Effect::Stolen {
+        id: 1,
+        reason: LossReason::Hidden
+    }));
+    assert_eq!(posts(&fx), [Body::Leave]);
+}
+
+#[test]
 fn the_back_forward_cache_gives_up_locks_and_requests_again_on_return() {
     let mut bus = Bus::new(1);
     bus.call(0, request(1, "x"));
