@@ -14,11 +14,23 @@ pub fn parse(value: Option<&str>) -> Option<u64> {
     if v.is_empty() || v.len() > 16 || !v.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    v.parse().ok()
+    // At most 16 digits: no overflow. Folded by hand, like `format`, to keep std's number parsing and
+    // formatting code out of the wasm.
+    Some(v.bytes().fold(0, |n, b| n * 10 + u64::from(b - b'0')))
 }
 
+/// The stored form of `until`: its decimal digits.
 pub fn format(until: u64) -> String {
-    until.to_string()
+    let mut digits = Vec::with_capacity(20);
+    let mut n = until;
+    loop {
+        digits.push(b'0' + (n % 10) as u8);
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    digits.iter().rev().map(|&d| char::from(d)).collect()
 }
 
 #[cfg(test)]
@@ -42,5 +54,26 @@ mod tests {
             assert_eq!(parse(Some(bad)), None, "{bad:?}");
         }
         assert_eq!(parse(None), None);
+    }
+
+    #[test]
+    fn formats_as_std_does_and_round_trips() {
+        for t in [
+            0,
+            7,
+            10,
+            42,
+            999,
+            1_000,
+            1_700_000_000_000,
+            9_999_999_999_999_999,
+            u64::MAX,
+        ] {
+            assert_eq!(format(t), t.to_string());
+        }
+        for t in [0, 1, 10, 1_700_000_000_123, 9_999_999_999_999_999] {
+            assert_eq!(parse(Some(&format(t))), Some(t));
+        }
+        assert_eq!(parse(Some("0000000000000001")), Some(1));
     }
 }

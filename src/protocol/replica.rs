@@ -10,10 +10,11 @@
 //! only knows the members that joined after it, which is enough to judge the validity of their
 //! Genesis messages, and it learns the rest from a state transfer.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::scheduler::{Decision, LockManager, LockMode, LockRequest, RequestId, Snapshot};
+use crate::sorted_vec::{SortedMap, SortedSet};
 
 use super::wire::{
     Body, KIND_GENESIS, LockRecord, MemberKey, MemberRecord, Message, MessageId, StateTransfer,
@@ -70,7 +71,7 @@ pub struct Replica {
     /// Position of the last applied message in the current history (the Genesis is 0).
     pos: u64,
     next_gid: RequestId,
-    members: BTreeMap<MemberKey, Member>,
+    members: SortedMap<MemberKey, Member>,
     manager: LockManager,
     /// Lock/request id in `manager` ("gid") → its member and the member's own id for it.
     owners: HashMap<RequestId, (MemberKey, u64)>,
@@ -85,7 +86,7 @@ impl Replica {
             history: MessageId::origin(),
             pos: 0,
             next_gid: 1,
-            members: BTreeMap::new(),
+            members: SortedMap::new(),
             manager: LockManager::new(),
             owners: HashMap::new(),
             gids: HashMap::new(),
@@ -167,9 +168,9 @@ impl Replica {
     /// The members that stand between `me` and the names it waits for: holders of those names and the
     /// owners of the first requests queued ahead of mine. These are the ones worth checking for
     /// liveness; a dead waiter further back is checked once it moves up.
-    pub fn blockers_of(&self, me: &MemberKey, names: &BTreeSet<Rc<str>>) -> BTreeSet<MemberKey> {
+    pub fn blockers_of(&self, me: &MemberKey, names: &SortedSet<Rc<str>>) -> SortedSet<MemberKey> {
         const AHEAD: usize = 2;
-        let mut blockers = BTreeSet::new();
+        let mut blockers = SortedSet::new();
         if names.is_empty() {
             return blockers;
         }
@@ -292,10 +293,10 @@ impl Replica {
     ) {
         if version > self.version {
             self.revoke_all(RevokeReason::Retired, out);
-            self.start_history(id.clone(), BTreeMap::new());
+            self.start_history(id.clone(), SortedMap::new());
         } else if kind == KIND_GENESIS {
             self.revoke_all(RevokeReason::Reset, out);
-            self.start_history(id.clone(), BTreeMap::new());
+            self.start_history(id.clone(), SortedMap::new());
         }
     }
 
@@ -340,7 +341,7 @@ impl Replica {
             return;
         };
         self.revoke_all(RevokeReason::Reset, out);
-        let mut members = BTreeMap::new();
+        let mut members = SortedMap::new();
         for (k, m) in &self.members {
             if m.pending && m.join_pos > sender_join {
                 members.insert(
@@ -368,7 +369,7 @@ impl Replica {
         self.start_history(msg.id(), members);
     }
 
-    fn start_history(&mut self, history: MessageId, members: BTreeMap<MemberKey, Member>) {
+    fn start_history(&mut self, history: MessageId, members: SortedMap<MemberKey, Member>) {
         self.complete = true;
         self.history = history;
         self.pos = 0;
@@ -557,7 +558,7 @@ impl Replica {
 
     /// The state transfer for pending members, as of message `as_of` (the last one applied).
     pub fn export(&self, as_of: MessageId) -> StateTransfer {
-        let index: HashMap<&MemberKey, u32> = self
+        let index: SortedMap<&MemberKey, u32> = self
             .members
             .keys()
             .enumerate()
@@ -626,7 +627,7 @@ impl Replica {
                 return None;
             }
         }
-        let clients: BTreeSet<&Rc<str>> = st.members.iter().map(|m| &m.key.client).collect();
+        let clients: SortedSet<&Rc<str>> = st.members.iter().map(|m| &m.key.client).collect();
         if clients.len() != st.members.len() {
             return None; // two incarnations of one context
         }

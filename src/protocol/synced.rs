@@ -2,8 +2,9 @@
 //! for its own requests into Engine effects, keeps (or regains) its membership, answers joiners with
 //! state transfers, answers pings, and checks the liveness of the members that block its requests.
 
-use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
+
+use crate::sorted_vec::{SortedMap, SortedSet};
 
 use super::node::{Effect, LossReason, Node, Phase, RequestState};
 use super::replica::{Outcome, Replica};
@@ -18,17 +19,17 @@ pub(super) struct Synced {
     /// A Join of the current incarnation was posted and has not come back yet.
     pub awaiting_join: bool,
     /// Pending members already answered with a State.
-    answered: BTreeSet<MemberKey>,
+    answered: SortedSet<MemberKey>,
     respond_at: Option<u64>,
     /// When a message of each member was last applied here.
-    last_heard: HashMap<MemberKey, u64>,
+    last_heard: SortedMap<MemberKey, u64>,
     /// When the ping a member left unanswered was applied here (the wait before evicting starts then).
-    silent_since: HashMap<MemberKey, (MessageId, u64)>,
+    silent_since: SortedMap<MemberKey, (MessageId, u64)>,
     /// When a ping of each member (by anyone) was last applied: one pinger is enough.
-    last_ping: HashMap<MemberKey, u64>,
+    last_ping: SortedMap<MemberKey, u64>,
     /// Pings and evictions this context posted that have not taken effect yet.
-    ping_posted: BTreeSet<MemberKey>,
-    evict_posted: BTreeSet<MemberKey>,
+    ping_posted: SortedSet<MemberKey>,
+    evict_posted: SortedSet<MemberKey>,
     /// The member list may have changed since the per-member maps above were last pruned.
     members_changed: bool,
     /// The liveness check (see [`Node::check_blockers`]): what it last saw (this context's sequence
@@ -52,13 +53,13 @@ impl Synced {
             last_applied,
             active: false,
             awaiting_join: false,
-            answered: BTreeSet::new(),
+            answered: SortedSet::new(),
             respond_at: None,
-            last_heard: HashMap::new(),
-            silent_since: HashMap::new(),
-            last_ping: HashMap::new(),
-            ping_posted: BTreeSet::new(),
-            evict_posted: BTreeSet::new(),
+            last_heard: SortedMap::new(),
+            silent_since: SortedMap::new(),
+            last_ping: SortedMap::new(),
+            ping_posted: SortedSet::new(),
+            evict_posted: SortedSet::new(),
             members_changed: false,
             checked: None,
             applied_ahead: 0,
@@ -363,7 +364,7 @@ impl Node {
         }
         let mut next: Option<u64> = None;
         let mut posts: Vec<Body> = Vec::new();
-        let mut waiting_for: BTreeSet<Rc<str>> = BTreeSet::new();
+        let mut waiting_for: SortedSet<Rc<str>> = SortedSet::new();
         let mut last: Option<&Rc<str>> = None;
         for r in self.requests.values() {
             // Bulks of one name are common: skip the set lookup for a repeat.

@@ -465,10 +465,10 @@ fn blockers_are_the_holders_and_the_first_waiters_ahead() {
     f.request("c", 1, "x", LockMode::Exclusive);
     f.request("d", 1, "x", LockMode::Exclusive);
     f.request("e", 1, "x", LockMode::Exclusive);
-    let names: BTreeSet<Rc<str>> = [Rc::from("x")].into();
+    let names: SortedSet<Rc<str>> = [Rc::from("x")].into();
     let blockers: Vec<MemberKey> = f.r.blockers_of(&key("e"), &names).into_iter().collect();
     assert_eq!(blockers, [key("a"), key("b"), key("c"), key("d")]);
     let blockers: Vec<MemberKey> = f.r.blockers_of(&key("c"), &names).into_iter().collect();
     assert_eq!(blockers, [key("a"), key("b")]);
-    assert!(f.r.blockers_of(&key("a"), &BTreeSet::new()).is_empty());
+    assert!(f.r.blockers_of(&key("a"), &SortedSet::new()).is_empty());
 }
