@@ -747,12 +747,7 @@ impl World {
                 self.nodes[i].node.pagehide(now, true);
                 self.effects(i);
                 self.hiding = None;
-                let n = &mut self.nodes[i];
-                n.status = Status::Hidden;
-                n.epoch += 1;
-                n.hidden_count += 1;
-                n.expected.clear();
-                self.schedule(now + d, i, Ev::Show);
+                self.enter_cache(i, d);
             }
             Fault::Close => {
                 self.nodes[i].node.terminate(now);
@@ -762,12 +757,7 @@ impl World {
             }
             Fault::CutHide(d) => {
                 self.farewell(i);
-                let n = &mut self.nodes[i];
-                n.status = Status::Hidden;
-                n.epoch += 1;
-                n.hidden_count += 1;
-                n.expected.clear();
-                self.schedule(now + d, i, Ev::Show);
+                self.enter_cache(i, d);
             }
             Fault::CutClose => {
                 self.farewell(i);
@@ -775,6 +765,16 @@ impl World {
                 self.nodes[i].expected.clear();
             }
         }
+    }
+
+    /// Context `i` is in the back/forward cache (its channel closed) for `d` ms, then shown again.
+    fn enter_cache(&mut self, i: usize, d: u64) {
+        let n = &mut self.nodes[i];
+        n.status = Status::Hidden;
+        n.epoch += 1;
+        n.hidden_count += 1;
+        n.expected.clear();
+        self.schedule(self.now + d, i, Ev::Show);
     }
 
     /// What the edge's farewell listener does in a `pagehide` cut short: post the node's Leave.
