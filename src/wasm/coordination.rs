@@ -61,6 +61,9 @@ pub(super) struct Coordination {
     /// `postMessage` bound to the encoded Leave, with the incarnation it was made for
     /// (see [`Node::farewell`] and [`Coordination::arm_farewell`]).
     farewell: RefCell<Option<(u32, Function)>>,
+    /// The global object where it has page lifecycle events (a Window): workers and Node.js have no
+    /// `pagehide`, and there the farewell is never armed.
+    page: Option<EventTarget>,
     warned: Cell<bool>,
     /// Node.js only: whether the channels keep the process alive (see [`Coordination::keep_alive`]).
     referenced: Cell<bool>,
@@ -112,6 +115,9 @@ impl Coordination {
                     }
                 }),
                 farewell: RefCell::new(None),
+                page: Reflect::has(&js_sys::global(), &"onpagehide".into())
+                    .unwrap_or(false)
+                    .then(|| js_sys::global().unchecked_into()),
                 warned: Cell::new(false),
                 referenced: Cell::new(true),
             }
@@ -221,15 +227,16 @@ impl Coordination {
     /// farewell is `tx.postMessage` bound to the encoded Leave: no script of ours runs to send it.
     /// Re-armed only when the incarnation changes (a Leave is applied by its sender alone).
     fn arm_farewell(&self, farewell: Option<wire::Message>) {
+        let Some(page) = &self.page else {
+            return;
+        };
         let incarnation = farewell.as_ref().map(|m| m.sender.incarnation);
         let mut armed = self.farewell.borrow_mut();
         if armed.as_ref().map(|(i, _)| *i) == incarnation {
             return;
         }
-        let global: EventTarget = js_sys::global().unchecked_into();
         if let Some((_, listener)) = armed.take() {
-            let _ =
-                global.remove_event_listener_with_callback_and_bool("pagehide", &listener, true);
+            let _ = page.remove_event_listener_with_callback_and_bool("pagehide", &listener, true);
         }
         let Some(message) = farewell else {
             return;
@@ -243,7 +250,7 @@ impl Coordination {
         let listener: Function = post
             .bind1(&self.tx, &message_to_js(&message))
             .unchecked_into();
-        if global
+        if page
             .add_event_listener_with_callback_and_bool("pagehide", &listener, true)
             .is_ok()
         {
