@@ -763,8 +763,9 @@ impl Node {
         }
     }
 
-    /// Keeps the storage hint fresh while this context is a member with something held or pending,
-    /// and removes it once the whole origin is idle (if this context wrote it). Returns when to renew.
+    /// Keeps the storage hint fresh while this context is a member with something held or pending;
+    /// once it is not, the hint expires by itself (and goes when the context leaves, see `leave`).
+    /// Returns when to renew.
     fn live_policy(&mut self, now: u64) -> Option<u64> {
         let interest = self.has_interest() && self.is_active_member();
         let half = self.config.live_ttl / 2;
@@ -775,16 +776,8 @@ impl Node {
             self.wrote_hint = true;
             return self.live_until.map(|u| u - half);
         }
-        let idle = matches!(&self.phase, Phase::Synced(s) if s.replica.is_idle());
-        if self.wrote_hint && idle {
-            self.wrote_hint = false;
-            if self.live_until.is_some_and(|u| u > now) {
-                self.live_until = None;
-                self.emit(Effect::StorageRemove {
-                    key: live_record::LIVE_KEY,
-                });
-            }
-        }
+        // Idle: the hint is left to expire, not removed (a lone tab's lock cycle would otherwise write
+        // storage twice, each a cross-process write and an event in every other tab); leaving removes it.
         None
     }
 

@@ -315,9 +315,11 @@ fn nothing_happens_while_nothing_is_held_or_wanted() {
     assert!(w.run_until(1_000_000));
     assert_eq!((w.steps, w.log.len()), (steps, log));
     assert!(w.nodes.iter().all(|n| n.node.is_quiet()));
+    // The storage hint was left to expire, not removed (a write fewer per lock cycle): it has expired.
+    let until: Option<u64> = w.storage_value(LIVE_KEY).and_then(|v| v.parse().ok());
     assert!(
-        w.storage_value(LIVE_KEY).is_none(),
-        "the storage hint is removed when idle"
+        until.is_some_and(|u| u <= 10_000),
+        "the hint expired long before the end: {until:?}"
     );
 }
 
