@@ -19,6 +19,15 @@ const fixtures = '/tests/e2e/fixtures/';
 const agentUrl = (label) => `${fixtures}xctx_classic_agent.js?${new URLSearchParams({ label, polyfill: '/dist/weblocks.polyfill.js' })}`;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Adds the agent, with its label, to a tab (a script tag: the classic build is found beside it). */
+function addAgent(page, label) {
+  return page.evaluate((src) => {
+    const s = document.createElement('script');
+    s.src = src;
+    document.head.append(s);
+  }, agentUrl(label));
+}
+
 /** Tab `a` (the test's control page, which also starts the workers) and tab `b`; every agent says hello. */
 async function startOrigin() {
   // One browser context: Playwright's browser.newPage() would give each tab its own storage partition.
@@ -31,18 +40,10 @@ async function startOrigin() {
     new BroadcastChannel('xctx-report').onmessage = (e) => window.reports.push(e.data);
     window.commands = new BroadcastChannel('xctx-command');
   });
-  await control.evaluate((src) => {
-    const s = document.createElement('script');
-    s.src = src;
-    document.head.append(s);
-  }, agentUrl('a'));
+  await addAgent(control, 'a');
   const other = await openPage(context);
   await other.goto(server.url + fixtures.slice(1) + 'xctx_classic_page.html');
-  await other.evaluate((src) => {
-    const s = document.createElement('script');
-    s.src = src;
-    document.head.append(s);
-  }, agentUrl('b'));
+  await addAgent(other, 'b');
   await control.evaluate(async (urls) => {
     window.dedicated = new Worker(urls.dedicated);
     window.shared = new SharedWorker(urls.shared);
