@@ -50,6 +50,13 @@ impl Node {
         }));
     }
 
+    /// Counts as a sign of a live history: a Genesis now waits `join_patience` for a state transfer.
+    pub(super) fn saw_evidence(&mut self, now: u64) {
+        if let Phase::Joining(j) = &mut self.phase {
+            j.evidence_at = Some(now);
+        }
+    }
+
     /// Posts a new Join (a new incarnation), keeping what was buffered.
     fn rejoin_while_joining(&mut self) {
         self.incarnation += 1;

@@ -170,6 +170,10 @@ pub struct Node {
     pub(super) live_until: Option<u64>,
     /// This context wrote the storage hint and has not removed it since.
     pub(super) wrote_hint: bool,
+    /// The messages this context decided alone without posting them (the lone member, see
+    /// [`Node::post`]), kept only when [`Node::record_decisions`] asked for them (the simulation's
+    /// observer must apply them too; nothing else reads them).
+    pub(super) decided: Option<Vec<Message>>,
     timer: Option<u64>,
     out: Vec<Effect>,
 }
@@ -195,9 +199,26 @@ impl Node {
             calls: 0,
             live_until: None,
             wrote_hint: false,
+            decided: None,
             timer: None,
             out: Vec::new(),
         }
+    }
+
+    /// From now on, keep every message this context decides alone without posting it (see
+    /// [`Node::take_decided`]). For observers that must see every decision (the simulation).
+    pub fn record_decisions(&mut self) {
+        self.decided.get_or_insert_with(Vec::new);
+    }
+
+    /// The messages decided alone, unposted, since the last call, in order (empty unless
+    /// [`Node::record_decisions`] was called). Each took effect where this context applied it: between
+    /// the messages of the channel it had applied and the next one.
+    pub fn take_decided(&mut self) -> Vec<Message> {
+        self.decided
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The effects produced since the last call, in order.
@@ -489,7 +510,14 @@ impl Node {
         }
     }
 
+    /// Sends `body`, or, for the lone member's own lock messages, decides it alone without sending it
+    /// (docs/PROTOCOL.md, "the lone member": nobody else can be told anything a later `State` would not
+    /// tell them).
     pub(super) fn post(&mut self, body: Body) {
+        let body = match self.decide_alone(body) {
+            Ok(()) => return,
+            Err(body) => body,
+        };
         self.seq += 1;
         let message = Message {
             sender: self.member_key(),
@@ -737,9 +765,6 @@ impl Node {
     /// Answers the queries whose context's own earlier messages are all applied.
     fn answer_queries(&mut self) {
         if self.queries.is_empty() || !self.is_active_member() {
-            return;
-        }
-        if !matches!(&self.phase, Phase::Synced(s) if !s.awaiting_join) {
             return;
         }
         self.settle_watermarks();

@@ -16,8 +16,6 @@ pub(super) struct Synced {
     pub last_applied: MessageId,
     /// This context is a member (not pending) of the current history and may send requests.
     pub active: bool,
-    /// A Join of the current incarnation was posted and has not come back yet.
-    pub awaiting_join: bool,
     /// Pending members already answered with a State.
     answered: SortedSet<MemberKey>,
     respond_at: Option<u64>,
@@ -39,8 +37,6 @@ pub(super) struct Synced {
     /// Sequence number of the last own message applied ahead of its echo (the lone member's fast
     /// path); the echoes of those messages only advance the position.
     pub applied_ahead: u64,
-    /// Since when this context, rejoining, waits as a pending member for a State.
-    pending_since: Option<u64>,
     checked_at: u64,
     liveness_at: Option<u64>,
     unchecked: usize,
@@ -52,7 +48,6 @@ impl Synced {
             replica,
             last_applied,
             active: false,
-            awaiting_join: false,
             answered: SortedSet::new(),
             respond_at: None,
             last_heard: SortedMap::new(),
@@ -63,7 +58,6 @@ impl Synced {
             members_changed: false,
             checked: None,
             applied_ahead: 0,
-            pending_since: None,
             checked_at: 0,
             liveness_at: None,
             unchecked: 0,
@@ -110,19 +104,15 @@ impl Node {
                         | Body::Leave
                         | Body::Evict { .. }
                 );
-                match &m.body {
-                    Body::Ping { target } => {
-                        s.ping_posted.remove(target);
-                        s.last_ping.insert(target.clone(), now);
-                        if was_silent == Some(false)
-                            && s.replica.member(target).is_some_and(|t| t.silent.is_some())
-                        {
-                            s.silent_since.insert(target.clone(), (m.id(), now));
-                        }
-                        answer_ping = *target == me && echoed_all && s.active;
+                if let Body::Ping { target } = &m.body {
+                    s.ping_posted.remove(target);
+                    s.last_ping.insert(target.clone(), now);
+                    if was_silent == Some(false)
+                        && s.replica.member(target).is_some_and(|t| t.silent.is_some())
+                    {
+                        s.silent_since.insert(target.clone(), (m.id(), now));
                     }
-                    Body::Join { .. } if m.sender == me => s.awaiting_join = false,
-                    _ => {}
+                    answer_ping = *target == me && echoed_all && s.active;
                 }
             }
             Decoded::Foreign { version, kind, id } => {
@@ -141,11 +131,45 @@ impl Node {
         self.check_membership(now);
     }
 
-    /// The lone member's fast path (docs/PROTOCOL.md, "the lone member"): while this context is the
-    /// only member of the history, with nobody pending, its own Request, Release and Abort are applied
-    /// as they are posted, without waiting for their echo — provided every message it posted before is
-    /// applied already, so its messages keep their order. Returns the outcomes, or None when the message
-    /// must wait for its echo as usual.
+    /// The lone member (docs/PROTOCOL.md, "the lone member"): while this context is the only member of
+    /// the history, active, with nobody pending, and every message it posted has come back, its own
+    /// `Request`, `Release` and `Abort` are applied to its replica and never posted: no other context can
+    /// be told of them before a `State`, which this context sends after applying them. Returns the body
+    /// back when it must be posted.
+    pub(super) fn decide_alone(&mut self, body: Body) -> Result<(), Body> {
+        if !matches!(
+            body,
+            Body::Request { .. } | Body::Release { .. } | Body::Abort { .. }
+        ) || self.echoed_seq != self.seq
+        {
+            return Err(body);
+        }
+        let me = self.member_key();
+        let Phase::Synced(s) = &mut self.phase else {
+            return Err(body);
+        };
+        if !s.active || !s.replica.is_sole_member(&me) {
+            return Err(body);
+        }
+        let message = Message {
+            sender: me.clone(),
+            seq: self.seq,
+            body,
+        };
+        let mut outcomes = Vec::new();
+        s.replica.apply_ahead(&message, &mut outcomes);
+        if let Some(decided) = &mut self.decided {
+            decided.push(message);
+        }
+        self.handle_outcomes(&me, outcomes);
+        Ok(())
+    }
+
+    /// The lone member's fast path for messages it must still post (docs/PROTOCOL.md, "the lone
+    /// member"): while this context is the only member of the history, with nobody pending, its own
+    /// Request, Release and Abort are applied as they are posted, without waiting for their echo —
+    /// provided every message it posted before is applied already, so its messages keep their order.
+    /// Returns the outcomes, or None when the message must wait for its echo as usual.
     pub(super) fn apply_alone(&mut self, m: &Message) -> Option<Vec<Outcome>> {
         if !matches!(
             m.body,
@@ -158,7 +182,6 @@ impl Node {
             return None;
         };
         if !s.active
-            || s.awaiting_join
             || echoed.max(s.applied_ahead) + 1 != m.seq
             || !s.replica.is_sole_member(&m.sender)
         {
@@ -208,30 +231,20 @@ impl Node {
     }
 
     /// After every applied message: is this incarnation still an active member? If it lost its
-    /// membership (evicted, or a new history began) its requests go back to the queue and it rejoins
-    /// with its replica (no state transfer needed); once active it sends what is queued.
+    /// membership (evicted, or a new history began) its requests go back to the queue and it joins
+    /// afresh, with a state transfer: a replica it kept could lack what a lone member decided without
+    /// posting (docs/PROTOCOL.md, "the lone member"). Once active it sends what is queued.
     pub(super) fn check_membership(&mut self, now: u64) {
         let me = self.member_key();
         let s = synced(&mut self.phase);
-        if s.awaiting_join {
-            return;
-        }
-        let pending = s.replica.member(&me).map(|m| m.pending);
-        if pending == Some(false) {
-            s.pending_since = None;
+        if s.replica.member(&me).is_some_and(|m| !m.pending) {
             if !s.active {
                 s.active = true;
                 self.post_queued();
             }
             return;
         }
-        if pending == Some(true) {
-            // A rejoin waits for a member's State (see Replica::on_join).
-            s.pending_since.get_or_insert(now);
-            return;
-        }
-        let was_active = std::mem::replace(&mut s.active, false);
-        if was_active {
+        if s.active {
             // Locks whose revocation the replica reported are gone already; any other held lock went
             // with the membership.
             self.lose_held_locks(LossReason::Evicted);
@@ -243,11 +256,9 @@ impl Node {
                 q.1 = None;
             }
         }
-        self.incarnation += 1;
-        self.post(Body::Join { need_state: false });
-        let s = synced(&mut self.phase);
-        s.awaiting_join = true;
-        let _ = now;
+        self.start_joining(now);
+        // The history was alive a moment ago: give its members `join_patience` to answer.
+        self.saw_evidence(now);
     }
 
     /// Answers pending joiners and checks the members that block this context's requests. Returns the
@@ -260,19 +271,7 @@ impl Node {
         // A state transfer must be as of a place in the sequence: not while own messages applied ahead
         // are still to come back (their echoes, which follow every joiner's Join, end this at once).
         let catching_up = s.applied_ahead > echoed;
-        if let Some(since) = s.pending_since
-            && !s.awaiting_join
-        {
-            // No member answered the rejoin: join afresh (a dead member's locks then go with a new
-            // history, as for any joiner).
-            let deadline = since + config.join_patience;
-            if now < deadline {
-                return Some(deadline);
-            }
-            self.start_joining(now);
-            return None;
-        }
-        if !s.active || s.awaiting_join {
+        if !s.active {
             return None;
         }
         let mut next: Option<u64> = None;

@@ -22,7 +22,9 @@ use crate::scheduler::LockMode;
 pub const MAGIC: &str = "weblocks";
 /// The protocol version this build speaks. 2: a `Join` is always pending until a `State` admits it
 /// (version 1 made a rejoin with a complete replica active at once), for the lone member's fast path.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// 3: the lone member posts none of its lock messages, so every (re)join builds its replica from a
+/// `State` (version 2 kept a rejoiner's replica, which would miss them).
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Frozen across versions (see the module docs).
 pub const KIND_JOIN: u32 = 1;

@@ -207,6 +207,55 @@ impl World {
         self.nodes[i].queries_answered.push(snapshot);
     }
 
+    /// Context `i` applied the message for which the observer decided `expect` for its request `id`
+    /// (of incarnation `inc`): log message `at`, or a message it decided alone (`None`). It must have
+    /// reported it.
+    pub(crate) fn confirm(
+        &mut self,
+        i: usize,
+        inc: u32,
+        id: u64,
+        expect: Expect,
+        at: Option<usize>,
+    ) {
+        let Some(r) = self.nodes[i].requests.get(&id) else {
+            return self.violation(format!(
+                "ctx{i}: observer decided {expect:?} for unknown #{id}"
+            ));
+        };
+        if r.posted_as != Some(inc) && r.held_as != Some(inc) {
+            return; // about an earlier sending of this request, before a rejoin
+        }
+        if inc < self.nodes[i].node.member_key().incarnation && r.state == ReqState::Pending {
+            // Sent just before the context left (bfcache) and delivered to its new channel: the
+            // world appends a message after its sending delay, so a channel opened meanwhile
+            // gets it (a browser's would not). The request waits to be sent again.
+            return;
+        }
+        let ok = match expect {
+            Expect::Granted => r.granted_at.is_some() || r.state == ReqState::Aborted,
+            Expect::NotAvailable => {
+                matches!(r.state, ReqState::NotAvailable | ReqState::Aborted)
+            }
+            Expect::Revoked => matches!(
+                r.state,
+                ReqState::Stolen(_) | ReqState::Released | ReqState::Aborted
+            ),
+        };
+        if !ok {
+            let state = r.state;
+            let at = at.map_or("a message it decided alone".into(), |at| {
+                format!("log {at}")
+            });
+            self.violation(format!(
+                "ctx{i}: observer decided {expect:?} for #{id} (incarnation {inc}) at {at}, \
+                 the context applied it and reports {state:?}"
+            ));
+        }
+        self.unconfirmed
+            .retain(|u| (u.0, u.1, u.2) != (i, id, expect));
+    }
+
     /// After context `i` applied log message `idx`: it reported exactly what the observer decided.
     pub(crate) fn check_expected(&mut self, i: usize, idx: usize) {
         while let Some(&(at, inc, id, expect)) = self.nodes[i].expected.front() {
@@ -214,40 +263,7 @@ impl World {
                 break;
             }
             self.nodes[i].expected.pop_front();
-            let Some(r) = self.nodes[i].requests.get(&id) else {
-                self.violation(format!(
-                    "ctx{i}: observer decided {expect:?} for unknown #{id}"
-                ));
-                continue;
-            };
-            if r.posted_as != Some(inc) && r.held_as != Some(inc) {
-                continue; // about an earlier sending of this request, before a rejoin
-            }
-            if inc < self.nodes[i].node.member_key().incarnation && r.state == ReqState::Pending {
-                // Sent just before the context left (bfcache) and delivered to its new channel: the
-                // world appends a message after its sending delay, so a channel opened meanwhile
-                // gets it (a browser's would not). The request waits to be sent again.
-                continue;
-            }
-            let ok = match expect {
-                Expect::Granted => r.granted_at.is_some() || r.state == ReqState::Aborted,
-                Expect::NotAvailable => {
-                    matches!(r.state, ReqState::NotAvailable | ReqState::Aborted)
-                }
-                Expect::Revoked => matches!(
-                    r.state,
-                    ReqState::Stolen(_) | ReqState::Released | ReqState::Aborted
-                ),
-            };
-            if !ok {
-                let state = r.state;
-                self.violation(format!(
-                    "ctx{i}: observer decided {expect:?} for #{id} (incarnation {inc}) at log {at}, \
-                     the context applied it and reports {state:?}"
-                ));
-            }
-            self.unconfirmed
-                .retain(|u| (u.0, u.1, u.2) != (i, id, expect));
+            self.confirm(i, inc, id, expect, Some(at));
         }
         // Due: reported before this context applied back every message it had posted by then.
         let applied = self.nodes[i].applied_seq;

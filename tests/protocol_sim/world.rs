@@ -257,7 +257,8 @@ impl World {
     /// Adds a context that starts at `at`.
     pub fn add_node(&mut self, at: u64, version: u32, timer_lateness: u64) -> usize {
         let i = self.nodes.len();
-        let node = Node::with_version(&format!("ctx{i}"), self.env.config.clone(), version);
+        let mut node = Node::with_version(&format!("ctx{i}"), self.env.config.clone(), version);
+        node.record_decisions();
         self.nodes.push(SimNode {
             node,
             status: Status::NotStarted,
@@ -537,6 +538,10 @@ impl World {
 
     fn effects(&mut self, i: usize) {
         let now = self.now;
+        let mut decided = Vec::new();
+        for m in self.nodes[i].node.take_decided() {
+            decided.extend(self.observe_decided(i, &m));
+        }
         let effects = self.nodes[i].node.drain();
         for e in effects {
             match e {
@@ -562,6 +567,9 @@ impl World {
                     self.nodes[i].retired = true;
                 }
             }
+        }
+        for (inc, id, expect) in decided {
+            self.confirm(i, inc, id, expect, None);
         }
     }
 
@@ -699,6 +707,49 @@ impl World {
                 }
             }
         }
+    }
+
+    /// Feeds a message context `i` decided alone, without posting it (the lone member), to the observer
+    /// of its version, at the place where the context applied it: after every message appended so far
+    /// (all of which the lone member has seen but those of contexts that are not active members of its
+    /// history). Returns what the observer decided for the context's requests.
+    fn observe_decided(&mut self, i: usize, m: &Message) -> Vec<(u32, u64, Expect)> {
+        self.dirty = true;
+        self.bump("decided alone");
+        self.note(|| format!("ctx{i} decides alone {:?}", m.body));
+        if let Body::Request { id, .. } = &m.body
+            && let Some(r) = self.nodes[i].requests.get_mut(id)
+        {
+            r.posted_as = Some(m.sender.incarnation);
+        }
+        let version = self.nodes[i].node.version();
+        let o = self
+            .observers
+            .iter()
+            .position(|o| o.version == version)
+            .expect("observer");
+        let mut outcomes = Vec::new();
+        self.observers[o].replica.apply_ahead(m, &mut outcomes);
+        let mut mine = Vec::new();
+        for outcome in outcomes {
+            let (member, local_id, expect) = match outcome {
+                Outcome::Granted { member, local_id } => (member, local_id, Expect::Granted),
+                Outcome::NotAvailable { member, local_id } => {
+                    (member, local_id, Expect::NotAvailable)
+                }
+                Outcome::Revoked {
+                    member, local_id, ..
+                } => (member, local_id, Expect::Revoked),
+            };
+            if member.client != m.sender.client {
+                self.violation(format!(
+                    "ctx{i} decided {:?} alone, and the observer decided {expect:?} for {}/{} #{local_id}",
+                    m.body, member.client, member.incarnation
+                ));
+            }
+            mine.push((member.incarnation, local_id, expect));
+        }
+        mine
     }
 
     /// The authoritative value of a storage key.

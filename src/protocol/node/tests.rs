@@ -143,21 +143,73 @@ fn a_first_request_joins_waits_for_an_answer_then_starts_a_history_and_is_grante
         "not before the wait"
     );
     bus.advance(1);
-    let all = posts(&bus.effects[0]);
+    // The Genesis made it the lone member: it decides its request alone and posts nothing more.
     assert_eq!(
-        &all[1..3],
-        [
-            Body::Genesis,
-            Body::Request {
-                id: 1,
-                name: "x".into(),
-                mode: LockMode::Exclusive,
-                if_available: false,
-                steal: false
-            }
-        ]
+        posts(&bus.effects[0]),
+        [Body::Join { need_state: true }, Body::Genesis]
     );
     assert_eq!(engine_effects(&bus.effects[0]), [Effect::Granted(1)]);
+}
+
+#[test]
+fn a_lone_member_decides_alone_and_records_what_it_decided() {
+    let mut bus = Bus::new(1);
+    bus.nodes[0].record_decisions();
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    bus.nodes[0].take_decided();
+    let fx = bus.call(0, request(2, "x"));
+    let fx2 = bus.call(0, |n, now| n.release(now, 1));
+    let aborted = bus.nodes[0].abort(bus.now, 3);
+    bus.call(0, |n, now| {
+        n.request(now, 3, "y", LockMode::Shared, false, false);
+        n.request(now, 4, "y", LockMode::Exclusive, false, false);
+        assert!(n.abort(now, 4), "pending here: aborted");
+    });
+    assert!(!aborted, "unknown request");
+    assert_eq!(posts(&fx), []);
+    assert_eq!(posts(&fx2), []);
+    assert_eq!(engine_effects(&fx2), [Effect::Granted(2)]);
+    let decided: Vec<Body> = bus.nodes[0]
+        .take_decided()
+        .into_iter()
+        .map(|m| m.body)
+        .collect();
+    assert_eq!(decided.len(), 5, "{decided:?}");
+    assert!(matches!(decided[0], Body::Request { id: 2, .. }));
+    assert_eq!(decided[1], Body::Release { id: 1 });
+    assert_eq!(decided[4], Body::Abort { id: 4 });
+    assert!(
+        bus.log.len() == 2,
+        "only the Join and the Genesis were posted"
+    );
+    let replica = bus.nodes[0].replica().unwrap().snapshot();
+    assert_eq!(replica.held.len(), 2, "x by #2 and y by #3");
+    assert!(replica.pending.is_empty());
+}
+
+#[test]
+fn a_lone_member_posts_while_its_own_messages_are_on_the_way() {
+    let mut bus = Bus::new(1);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    bus.call(0, |n, now| {
+        n.freeze(now);
+        n.resume(now);
+    });
+    // Freeze and Alive have not come back: a request now takes its place after them on the channel
+    // and is decided there.
+    let fx = bus.call(0, request(2, "y"));
+    assert!(matches!(posts(&fx)[..], [Body::Request { id: 2, .. }]));
+    assert_eq!(engine_effects(&fx), []);
+    bus.pump();
+    assert_eq!(
+        engine_effects(&bus.effects[0]).last(),
+        Some(&Effect::Granted(2))
+    );
+    let fx = bus.call(0, request(3, "z"));
+    assert_eq!(posts(&fx), []);
+    assert_eq!(engine_effects(&fx), [Effect::Granted(3)]);
 }
 
 #[test]
@@ -220,9 +272,12 @@ fn abort_answers_from_the_local_state() {
 
 #[test]
 fn releasing_a_lock_not_held_sends_nothing() {
-    let mut bus = Bus::new(1);
+    let mut bus = Bus::new(2);
     bus.call(0, request(1, "x"));
     bus.settle();
+    bus.call(1, request(1, "y"));
+    bus.settle();
+    assert_eq!(engine_effects(&bus.effects[1]), [Effect::Granted(1)]);
     assert_eq!(posts(&bus.call(0, |n, now| n.release(now, 7))), []);
     assert_eq!(
         posts(&bus.call(0, |n, now| n.release(now, 1))),
@@ -513,9 +568,20 @@ fn an_evicted_context_learns_it_and_sends_its_requests_again() {
         id: 1,
         reason: LossReason::Evicted
     }));
-    // It rejoined (no state transfer needed) and asked again for what it was waiting for.
+    // It rejoined, with a state transfer (its replica could lack what a lone member decided without
+    // posting), and asked again for what it was waiting for.
     assert_eq!(bus.nodes[0].member_key().incarnation, me0.incarnation + 1);
-    assert!(posts(&bus.effects[0]).contains(&Body::Join { need_state: false }));
+    let joins = posts(&bus.effects[0])
+        .into_iter()
+        .filter(|b| *b == Body::Join { need_state: true })
+        .count();
+    assert_eq!(joins, 2, "the first join and the rejoin");
+    assert!(
+        posts(&bus.effects[1])
+            .iter()
+            .any(|b| matches!(b, Body::State(_))),
+        "node 1 answered the rejoin"
+    );
     assert!(
         bus.nodes[1]
             .replica()
