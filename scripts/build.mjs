@@ -8,7 +8,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
-import { embedDeflatedWasm } from './embed_wasm_plugin.mjs';
+import { embedCompressedWasm } from './embed_wasm_plugin.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const bundleOnly = process.argv.includes('--bundle-only');
@@ -97,7 +97,7 @@ async function bundleClassic() {
     target: 'es2022', // private fields and `#x in obj` (Chrome 91, Firefox 90, Safari 15)
     minify: true,
     legalComments: 'none',
-    plugins: [embedDeflatedWasm()], // the wasm embedded deflated (scripts/embed_wasm_plugin.mjs)
+    plugins: [embedCompressedWasm()], // the wasm embedded LZMA-compressed (scripts/embed_wasm_plugin.mjs)
     // The glue's default wasm URL (import.meta.url) is never used here: classic.js passes the bytes.
     define: { 'import.meta.url': 'undefined' },
     logLevel: 'warning',

@@ -1,52 +1,57 @@
 // esbuild plugin for the classic build (scripts/build.mjs): `import wasmBytes from '../pkg/x.wasm'` gives
-// a promise of the wasm's bytes, embedded DEFLATE-compressed and base64-encoded, and inflated when the
-// script runs (natively, or by tiny-inflate, ~1.5 KB gzipped, in older browsers). Plain base64 of the
-// wasm (esbuild's 'binary' loader) is a third bigger and gzips poorly (+19 KB gzipped for a 135 KB wasm);
-// base64 of deflated bytes costs ~1% over the gzipped wasm itself, and the raw file (file://, servers
-// without gzip) is about half the size.
+// a promise of the wasm's bytes, embedded LZMA-compressed and base64-encoded, and decoded when the script
+// runs by js/lzma_decoder.js (~1 KB gzipped; about 30 ms for the 135 KB wasm in Chromium, once).
+//
+// Why LZMA: what counts is the gzipped script, and compressed bytes in base64 gzip back to about their own
+// size (+0.5%), so the embedded wasm costs what its compressor makes of it. LZMA (xz's, tuned below) makes
+// it 12% smaller than Zopfli's DEFLATE (-6.8 KB on the 135 KB wasm), and its decoder is no bigger than the
+// inflater it replaces (tiny-inflate, which browsers without DecompressionStream needed anyway). Plain
+// base64 of the wasm (esbuild's 'binary' loader) gzips poorly: +19 KB.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import zopfli from '@gfx/zopfli';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
+// LZMA's literal context, literal position and position bits: lc=3, lp=0, pb=0 is the smallest of all
+// (lc, lp, pb) on this wasm (pb=0: wasm code has no 2- or 4-byte alignment); nice=273, the longest matches.
+const LC = 3;
+const LP = 0;
+const PB = 0;
+const XZ_ARGS = ['--format=raw', `--lzma1=preset=9e,lc=${LC},lp=${LP},pb=${PB},nice=273`, '--stdout'];
+
+/** The raw LZMA1 stream of `bytes`, by xz (Debian's xz-utils, which scripts/setup.sh installs). */
+export function lzmaCompress(bytes) {
+  const xz = spawnSync('xz', XZ_ARGS, { input: bytes, maxBuffer: 256 << 20 });
+  if (xz.error || xz.status !== 0) {
+    throw new Error(`xz failed (install xz-utils): ${xz.error?.message ?? xz.stderr.toString()}`);
+  }
+  return xz.stdout;
+}
+
 /**
  * The module that replaces the wasm file: its default export is a promise of the bytes (wasm-bindgen's
- * init awaits it). The browser's DecompressionStream('deflate-raw') inflates them where it exists
- * (Chrome 103, Firefox 113, Safari 16.4); older browsers use tiny-inflate, synchronously (~10 ms).
+ * init awaits it), which rejects, and so fails the engine's load and not the script, if decoding throws.
  */
-async function inflatingModule(bytes) {
-  // Zopfli writes plain DEFLATE that any inflater reads, ~5% smaller than zlib -9 (-3.7 KB on a 160 KB wasm).
-  const packed = Buffer.from(await zopfli.deflateAsync(bytes, { numiterations: 15 })).toString('base64');
-  return `import tinyInflate from 'tiny-inflate';
+function decodingModule(bytes) {
+  const packed = lzmaCompress(bytes).toString('base64');
+  return `import { lzmaDecode } from './js/lzma_decoder.js';
 const text = atob(${JSON.stringify(packed)});
 const packed = new Uint8Array(text.length);
 for (let i = 0; i < text.length; i++) packed[i] = text.charCodeAt(i);
-function inflateInJs() {
-  return tinyInflate(packed, new Uint8Array(${bytes.length}));
-}
-function inflate() {
-  let stream;
-  try {
-    stream = new Blob([packed]).stream().pipeThrough(new DecompressionStream('deflate-raw'));
-  } catch {
-    return Promise.resolve(inflateInJs()); // no DecompressionStream, or no 'deflate-raw'
-  }
-  return new Response(stream).arrayBuffer().then((buffer) => new Uint8Array(buffer), inflateInJs);
-}
-export default inflate();
+export default new Promise((resolve) => resolve(lzmaDecode(packed, ${bytes.length}, ${LC}, ${LP}, ${PB})));
 `;
 }
 
-export function embedDeflatedWasm() {
+export function embedCompressedWasm() {
   return {
-    name: 'embed-deflated-wasm',
+    name: 'embed-compressed-wasm',
     setup(build) {
       build.onLoad({ filter: /\.wasm$/ }, async (args) => ({
-        contents: await inflatingModule(await fs.readFile(args.path)),
+        contents: decodingModule(await fs.readFile(args.path)),
         loader: 'js',
-        resolveDir: root, // tiny-inflate: a devDependency, bundled into the script
+        resolveDir: root,
       }));
     },
   };

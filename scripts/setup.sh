@@ -15,6 +15,7 @@ missing_pkgs=()
 [ -x /usr/bin/chromium ] || missing_pkgs+=(chromium)
 [ -x /usr/bin/chromedriver ] || missing_pkgs+=(chromium-driver)
 [ -x /usr/bin/firefox-esr ] || missing_pkgs+=(firefox-esr)
+command -v xz >/dev/null || missing_pkgs+=(xz-utils) # the classic build LZMA-compresses the wasm it embeds
 if [ ${#missing_pkgs[@]} -gt 0 ]; then
   say "apt-get install ${missing_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive
