@@ -77,8 +77,10 @@ export function bindgenAndOptimize(wasm, outDir, { env, log = true } = {}) {
   run('wasm-bindgen', ['--target', 'web', '--out-dir', outDir, wasm], env, log);
   const bg = path.join(outDir, 'weblocks_bg.wasm');
   // --converge repeats -Oz until it gains nothing (-0.4 KB gzipped, +4 s); the producers and target
-  // features sections are read by no browser.
-  run('wasm-opt', ['-Oz', '--converge', '--strip-producers', '--strip-target-features', bg, '-o', bg], env, log);
+  // features sections are read by no browser. --low-memory-unused lets constant offsets fold into loads
+  // and stores (-0.4 KB gzipped): it assumes nothing lives below address 1024, true of Rust's wasm, whose
+  // 1 MB stack comes first and grows down towards 0 (a program that got that deep would be broken anyway).
+  run('wasm-opt', ['-Oz', '--converge', '--low-memory-unused', '--strip-producers', '--strip-target-features', bg, '-o', bg], env, log);
 }
 
 function buildWasm() {
