@@ -84,12 +84,43 @@ function toEngineName(name) {
   return `-${name.replace(ESCAPED_IN_ENGINE_NAME, escapeCodeUnit)}`;
 }
 
-/** Undo `toEngineName` in the LockInfo dictionaries of a snapshot, in place. */
-function restoreNames(lockInfos) {
-  for (const info of lockInfos) {
-    const name = info.name;
-    if (name.charCodeAt(0) === 0x2d) info.name = name.slice(1).replace(ESCAPE_SEQUENCE, unescapeCodeUnit);
+/** Undo `toEngineName`. */
+function fromEngineName(name) {
+  return name.charCodeAt(0) === 0x2d ? name.slice(1).replace(ESCAPE_SEQUENCE, unescapeCodeUnit) : name;
+}
+
+/** The `LockInfo` dictionaries of `count` entries of a snapshot in transfer form, from `numbers[at]`. */
+function lockInfos(strings, numbers, at, count) {
+  const infos = new Array(count);
+  for (let i = 0; i < count; i++, at += 2) {
+    const packed = numbers[at + 1];
+    // WebIDL dictionaries convert to objects with their members in lexicographic order.
+    infos[i] = {
+      clientId: strings[numbers[at]],
+      mode: packed & 1 ? 'exclusive' : 'shared',
+      name: fromEngineName(strings[packed >>> 1]),
+    };
   }
+  return infos;
+}
+
+/** A `LockManagerSnapshot` from the engine's transfer form `[text, numbers]` (src/snapshot_transfer.rs):
+ *  the text holds each distinct client id and name once; numbers are [held count, pending count, string
+ *  count, each string's length, then (client index, name index * 2 + exclusive) per entry]. */
+function decodeSnapshot([text, numbers]) {
+  const held = numbers[0];
+  const count = numbers[2];
+  const strings = new Array(count);
+  for (let i = 0, pos = 0; i < count; i++) {
+    const end = pos + numbers[3 + i];
+    strings[i] = text.slice(pos, end);
+    pos = end;
+  }
+  const at = 3 + count;
+  return {
+    held: lockInfos(strings, numbers, at, held),
+    pending: lockInfos(strings, numbers, at + 2 * held, numbers[1]),
+  };
 }
 
 // `new Promise(captureResolvers)` without a closure per promise.
@@ -348,9 +379,7 @@ export function createLockApi(makeEngine) {
       const query = queries.get(id);
       if (query !== undefined) {
         queries.delete(id);
-        restoreNames(payload.held);
-        restoreNames(payload.pending);
-        query.snapshot = payload;
+        query.snapshot = decodeSnapshot(payload);
         queueTask(query);
       }
       return;

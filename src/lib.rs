@@ -4,6 +4,7 @@
 //! - [`protocol`]: the coordination protocol that makes every context of an origin share one lock
 //!   manager (issue 3), as a sans-I/O state machine; see `docs/PROTOCOL.md`.
 //! - [`lease`]: leases, offline pessimistic locks that outlive a page load (an extension; `docs/LEASES.md`).
+//! - [`snapshot_transfer`]: the form in which a `query()` snapshot crosses from the wasm to JS.
 //! - [`sorted_vec`]: ordered map and set kept as sorted vectors, far smaller in the wasm than std's.
 //! - `wasm` (wasm32 only): the thin edge that JS drives; see `docs/ARCHITECTURE.md` for its contract.
 //!
@@ -15,6 +16,7 @@ pub mod lease;
 #[cfg(feature = "coordination")]
 pub mod protocol;
 pub mod scheduler;
+pub mod snapshot_transfer;
 pub mod sorted_vec;
 
 #[cfg(target_arch = "wasm32")]

@@ -317,7 +317,7 @@ impl LockManager {
     /// held-set order.
     pub fn snapshot_lock_state(&self) -> Snapshot {
         let mut queues: Vec<&Resource> = self.resources.values().collect();
-        queues.sort_by_key(|r| r.map_order);
+        queues.sort_unstable_by_key(|r| r.map_order);
         let info = |r: &LockRequest| LockInfo {
             name: r.name.clone(),
             mode: r.mode,
@@ -368,7 +368,7 @@ impl LockManager {
     /// Pending requests of every queue, in queue-map order.
     pub fn pending_requests(&self) -> Vec<&LockRequest> {
         let mut queues: Vec<&Resource> = self.resources.values().collect();
-        queues.sort_by_key(|r| r.map_order);
+        queues.sort_unstable_by_key(|r| r.map_order);
         queues.iter().flat_map(|r| r.queue.iter()).collect()
     }
 

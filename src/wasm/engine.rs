@@ -1,13 +1,12 @@
 use std::rc::Rc;
 
-use js_sys::{Array, Function, JsString, Object, Reflect};
+use js_sys::{Array, Function, Uint32Array};
 use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "coordination")]
 use crate::protocol::{Config, Node};
-use crate::scheduler::{
-    Decision, LockInfo, LockManager, LockMode, LockRequest, RequestError, Snapshot,
-};
+use crate::scheduler::{Decision, LockManager, LockMode, LockRequest, RequestError, Snapshot};
+use crate::snapshot_transfer::encode_snapshot;
 
 #[cfg(feature = "coordination")]
 use super::coordination::Coordination;
@@ -191,84 +190,13 @@ fn deliver(sink: &Function, decisions: &[Decision]) {
     }
 }
 
-// The snapshot's keys and modes are JS string constants of the glue, never decoded from wasm memory
-// (converting a Rust string is a TextDecoder call: most of a query's time before). rustfmt would drop
-// the initializers of these statics, hence the skip.
-#[rustfmt::skip]
-#[wasm_bindgen]
-extern "C" {
-    #[wasm_bindgen(thread_local_v2, static_string)]
-    static CLIENT_ID: JsString = "clientId";
-    #[wasm_bindgen(thread_local_v2, static_string)]
-    static MODE: JsString = "mode";
-    #[wasm_bindgen(thread_local_v2, static_string)]
-    static NAME: JsString = "name";
-    #[wasm_bindgen(thread_local_v2, static_string)]
-    static EXCLUSIVE: JsString = "exclusive";
-    #[wasm_bindgen(thread_local_v2, static_string)]
-    static SHARED: JsString = "shared";
-}
-
-/// The strings of one snapshot: the constants fetched once, and each distinct client id and name
-/// converted once (a client holding or waiting for many locks has its id decoded once). Keyed by the
-/// `Rc`'s address: the core shares one `Rc<str>` per client and per name.
-struct SnapshotStrings {
-    keys: [JsValue; 3],
-    exclusive: JsValue,
-    shared: JsValue,
-    seen: Vec<(*const u8, JsValue)>,
-}
-
-impl SnapshotStrings {
-    fn new() -> Self {
-        let constant = |s: &JsString| JsValue::from(s);
-        SnapshotStrings {
-            keys: [
-                CLIENT_ID.with(constant),
-                MODE.with(constant),
-                NAME.with(constant),
-            ],
-            exclusive: EXCLUSIVE.with(constant),
-            shared: SHARED.with(constant),
-            seen: Vec::new(),
-        }
-    }
-
-    fn get(&mut self, s: &Rc<str>) -> JsValue {
-        let key = s.as_ptr();
-        if let Some((_, value)) = self.seen.iter().find(|(k, _)| *k == key) {
-            return value.clone();
-        }
-        let value = JsValue::from_str(s);
-        self.seen.push((key, value.clone()));
-        value
-    }
-
-    fn lock_infos(&mut self, infos: &[LockInfo]) -> Array {
-        infos
-            .iter()
-            .map(|info| {
-                let o = Object::new();
-                let mode = match info.mode {
-                    LockMode::Exclusive => self.exclusive.clone(),
-                    LockMode::Shared => self.shared.clone(),
-                };
-                let (client_id, name) = (self.get(&info.client_id), self.get(&info.name));
-                // WebIDL dictionaries convert to objects with their members in lexicographic order.
-                let [client_id_key, mode_key, name_key] = &self.keys;
-                let _ = Reflect::set(&o, client_id_key, &client_id);
-                let _ = Reflect::set(&o, mode_key, &mode);
-                let _ = Reflect::set(&o, name_key, &name);
-                JsValue::from(o)
-            })
-            .collect()
-    }
-}
-
+/// A snapshot as the sink receives it: `[text, numbers]` (see `crate::snapshot_transfer`; JS builds the
+/// dictionaries).
 pub(super) fn snapshot_to_js(s: &Snapshot) -> JsValue {
-    let o = Object::new();
-    let mut strings = SnapshotStrings::new();
-    let _ = Reflect::set(&o, &"held".into(), &strings.lock_infos(&s.held));
-    let _ = Reflect::set(&o, &"pending".into(), &strings.lock_infos(&s.pending));
-    o.into()
+    let t = encode_snapshot(s);
+    Array::of2(
+        &JsValue::from_str(&t.text),
+        &Uint32Array::from(&t.numbers[..]),
+    )
+    .into()
 }
