@@ -132,40 +132,71 @@ function captureResolvers(resolve, reject) {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Tasks. Lock callbacks run in a new task (spec 4.1 step 3.5.1, 4.4 step 14), never in a microtask:
-// one MessageChannel shared by every API object carries one message per task; the records themselves
-// wait in a FIFO array, so queueing a task allocates nothing but the message.
+// Tasks. Lock callbacks run in a new task (spec 4.1 step 3.5.1, 4.4 step 14), never in a microtask.
+// The records wait in a FIFO array; one MessageChannel shared by every API object carries them, up to
+// TASKS_PER_MESSAGE per message: its port has that many `message` listeners, each running the next
+// record. Between two listeners of an event the browser performs a microtask checkpoint (HTML, "clean up
+// after running script": the JS stack is empty between listener calls), so each callback, and every
+// promise job it queues, runs exactly as in a task of its own; the only difference is that no task of
+// another source runs in between, an order the event loop leaves to the browser anyway. A message costs
+// ~15 µs in Chromium, a listener call ~1 µs: a burst of grants (a shared fan-out, a queue drain) runs
+// several times faster. Node's EventTarget runs no microtasks between listeners, so there (and with the
+// setTimeout fallback) each record gets a message of its own.
 
+const TASKS_PER_MESSAGE =
+  typeof process === 'object' && process !== null && typeof process.versions?.node === 'string' ? 1 : 16;
 let taskPort = null;
 const taskQueue = [];
 let taskHead = 0;
+let messagePending = false;
 
-function runNextTask() {
+function runQueuedTask() {
+  if (taskHead === taskQueue.length) return;
   const record = taskQueue[taskHead];
   taskQueue[taskHead++] = undefined;
   if (taskHead === taskQueue.length) {
     taskQueue.length = 0;
     taskHead = 0;
-    taskPort.unref?.(); // Node: an idle port must not keep the process alive
   }
   record.runTask();
+}
+
+/** The last listener of a message (a listener of its own, so that it runs even if a task threw). */
+function endOfMessage() {
+  messagePending = false;
+  if (taskQueue.length > 0) postTaskMessage();
+  else taskPort.unref?.(); // Node: an idle port must not keep the process alive
+}
+
+function postTaskMessage() {
+  messagePending = true;
+  taskPort.postMessage(undefined);
 }
 
 function queueTask(record) {
   if (taskPort === null) {
     if (typeof MessageChannel === 'function') {
       const channel = new MessageChannel();
-      channel.port1.onmessage = runNextTask;
+      // Distinct functions: adding the same listener twice would add it once.
+      for (let i = 0; i < TASKS_PER_MESSAGE; i++) channel.port1.addEventListener('message', () => runQueuedTask());
+      channel.port1.addEventListener('message', endOfMessage);
+      channel.port1.start();
       taskPort = channel.port2;
       taskPort.unref?.();
       channel.port1.unref?.();
     } else {
-      taskPort = { postMessage: () => setTimeout(runNextTask, 0) };
+      taskPort = {
+        postMessage: () =>
+          setTimeout(() => {
+            runQueuedTask();
+            endOfMessage();
+          }, 0),
+      };
     }
   }
   if (taskQueue.length === 0) taskPort.ref?.();
   taskQueue.push(record);
-  taskPort.postMessage(undefined);
+  if (!messagePending) postTaskMessage();
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -102,6 +102,9 @@ cases! {
     request_promise_settles_after_the_lock_is_released,
     /// 4.4 step 14: the callback runs in a later task, after microtasks queued behind request().
     callback_is_invoked_in_a_later_task,
+    /// 4.4 step 14: a task per callback: callbacks granted at once each run after the promise jobs of
+    /// the one before (a throwing callback does not stall the rest).
+    callbacks_granted_together_each_run_after_the_previous_ones_microtasks,
     /// WebIDL callback invocation: `this` is undefined; exactly one argument, a Lock.
     callback_this_is_undefined_and_gets_exactly_the_lock,
     /// 3.3: Lock `name` and `mode` getters (exclusive default, shared, explicit exclusive).

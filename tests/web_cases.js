@@ -367,6 +367,37 @@ export async function callback_is_invoked_in_a_later_task(env) {
   jsonEq(log, ['request returned', 'microtasks done', 'callback'], 'order of events');
 }
 
+export async function callbacks_granted_together_each_run_after_the_previous_ones_microtasks(env) {
+  const { locks } = newApi(env);
+  const name = freshName('together');
+  const log = [];
+  // 40 shared requests granted at once: each callback task must start only once every promise job the
+  // previous callback queued (a chain of 20) has run, as if each had a task of its own; a callback
+  // that throws does not keep the next from running.
+  const requests = [];
+  for (let i = 0; i < 40; i++) {
+    requests.push(
+      locks.request(name, { mode: 'shared' }, () => {
+        log.push(`callback ${i}`);
+        let depth = 0;
+        const chain = () => {
+          if (++depth < 20) return Promise.resolve().then(chain);
+          log.push(`microtasks of ${i} done`);
+          return undefined;
+        };
+        Promise.resolve().then(chain);
+        if (i % 7 === 3) throw new Error(`callback ${i} throws`);
+      }).catch((e) => e.message),
+    );
+  }
+  const results = await Promise.all(requests);
+  await new Promise((resolve) => setTimeout(resolve, 0)); // the last callback's chain
+  eq(results.filter((r) => typeof r === 'string').length, 6, 'callbacks that threw rejected their request');
+  const expected = [];
+  for (let i = 0; i < 40; i++) expected.push(`callback ${i}`, `microtasks of ${i} done`);
+  jsonEq(log, expected, 'each callback after the previous one and its promise jobs');
+}
+
 export async function callback_this_is_undefined_and_gets_exactly_the_lock(env) {
   const { locks, Lock } = newApi(env);
   let thisValue = 'not called';
