@@ -3,6 +3,8 @@
 // .cpuprofile (open it in Chromium's DevTools, Performance panel) to bench-results/.
 //
 //   node bench/profile.mjs --scenario=fanout --variant=ponyfill [--args='{"n":1000}'] [--interval=50]
+//   node bench/profile.mjs --scenario=contention --tabs=4 --variant=polyfill   (scenario 7: profiles
+//     the first of the contending tabs)
 //
 // The ponyfill runs the unminified js/ and pkg/ glue, so its JS frames have names; wasm frames are
 // `wasm-function[N]` (the release wasm has no name section).
@@ -29,8 +31,23 @@ const inPageScenarios = {
   query: ['query', { held: fullSizes.queryHeld, pending: fullSizes.queryPending, iterations: fullSizes.queryIterations, budgetMs: 30_000 }],
 };
 
+/** Scenario 7 for `tabs` tabs of the variant, for 2 s: profiles the first tab while all contend. */
+function contention(tabCount) {
+  return async (ctx, variant, first) => {
+    const others = await Promise.all(Array.from({ length: tabCount - 1 }, () => openReady(ctx, variant)));
+    const tabs = [first, ...others];
+    const id = Math.random().toString(36).slice(2, 10);
+    const startEpoch = (await first.evaluate(() => bench.cross.epochNow())) + 500;
+    const args = { name: `bench-contend-${id}`, refereeName: `referee-${id}`, startEpoch, endEpoch: startEpoch + 2_000 };
+    const runs = await Promise.all(tabs.map((tab, i) => tab.evaluate((a) => bench.cross.contend(a), { ...args, tab: i })));
+    await Promise.all(others.map((tab) => tab.close()));
+    return { perTab: runs.map((r) => r.ops) };
+  };
+}
+
 const key = option('scenario', 'fanout');
 const variant = variants.find((v) => v.id === option('variant', 'ponyfill'));
+if (key === 'contention') inPageScenarios.contention = [contention(Number(option('tabs', 4))), {}];
 const [scenario, defaults] = inPageScenarios[key] ?? [];
 if (!scenario || !variant) {
   console.error(`usage: --scenario=${Object.keys(inPageScenarios).join('|')} --variant=${variants.map((v) => v.id).join('|')}`);
@@ -41,12 +58,16 @@ const args = { ...defaults, ...JSON.parse(option('args', '{}')) };
 const server = await startServer();
 const browser = await launch();
 try {
-  const tab = await openReady({ browser, port: server.port }, variant);
+  const ctx = { browser, port: server.port };
+  const tab = await openReady(ctx, variant);
   const cdp = await tab.cdp();
   await cdp.send('Profiler.enable');
   await cdp.send('Profiler.setSamplingInterval', { interval: Number(option('interval', 50)) });
   await cdp.send('Profiler.start');
-  const result = await tab.evaluate(([s, a]) => bench.scenarios[s](a), [scenario, args]);
+  const result =
+    typeof scenario === 'function'
+      ? await scenario(ctx, variant, tab)
+      : await tab.evaluate(([s, a]) => bench.scenarios[s](a), [scenario, args]);
   const { profile } = await cdp.send('Profiler.stop');
   console.log(`${key} (${variant.id}):`, JSON.stringify(result));
 
