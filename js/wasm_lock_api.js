@@ -3,6 +3,7 @@
 // `wasmSource` is what wasm-bindgen's init accepts (bytes, a URL, a Response...); by default the
 // `weblocks_bg.wasm` next to the glue. Shared by the ESM entry (index.js) and the classic build.
 import init, { Engine } from '../pkg/weblocks.js';
+import { makeDeputy } from './deputy.js';
 import { createLockApi, installLockApi } from './lock_api.js';
 
 // Where the wasm comes from when `createWasmLockApi` is given none: the glue's default (undefined) unless
@@ -16,7 +17,7 @@ export function setDefaultWasmSource(wasmSource) {
 export function createWasmLockApi(wasmSource = defaultWasmSource) {
   const api = createLockApi(async (clientId, sink) => {
     await init(wasmSource === undefined ? undefined : { module_or_path: wasmSource });
-    return new Engine(clientId, sink);
+    return new Engine(clientId, sink, undefined, makeDeputy());
   });
   return {
     ...api,

@@ -13,7 +13,9 @@ use super::joining::Joining;
 use super::live_record;
 use super::replica::RevokeReason;
 use super::synced::Synced;
-use super::wire::{Body, Decoded, MemberKey, Message, PROTOCOL_VERSION, Value, decode_versioned};
+use super::wire::{
+    Body, Decoded, MemberKey, Message, MessageId, PROTOCOL_VERSION, Value, decode_versioned,
+};
 
 /// The protocol's timings, in ms. The defaults meet the bounds of issue 3; docs/PROTOCOL.md explains
 /// each.
@@ -31,6 +33,9 @@ pub struct Config {
     pub ping_interval: u64,
     /// A pinged member that stays silent this long (after the ping reached the pinger) is evicted.
     pub evict_after: u64,
+    /// The same for a member whose deputy has spoken (a worker of its page that answers pings while
+    /// the page runs a long task): only a page that is gone stays silent, so this can be short.
+    pub evict_after_deputy: u64,
     /// A context announcing `freeze` keeps its locks this long.
     pub freeze_grace: u64,
     /// Lifetime of the storage hint written by busy members (renewed at half of it).
@@ -47,6 +52,7 @@ impl Default for Config {
             state_stagger: 5,
             ping_interval: 150,
             evict_after: 650,
+            evict_after_deputy: 200,
             freeze_grace: 10_000,
             live_ttl: 2_000,
             buffer_limit: 100_000,
@@ -104,6 +110,10 @@ pub enum Effect {
     /// A newer protocol version runs in this origin: this context no longer grants anything (say so
     /// once in the console; a reload picks up the new version).
     Incompatible { version: u32 },
+    /// This context just pinged `message.sender`: ask that member's deputy, if it has one, to post
+    /// `message` (a `Vouch` answering the ping) on the channel. The deputy listens on a channel of its
+    /// own, named after the member's client id (docs/PROTOCOL.md, "the deputy").
+    WakeDeputy(Message),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -251,6 +261,20 @@ impl Node {
             sender: self.member_key(),
             seq: self.seq + 1,
             body: Body::Leave,
+        })
+    }
+
+    /// What this context's deputy should post to announce itself for the current membership (a
+    /// `Vouch` of sequence number 0 that answers no ping), once this context is an active member;
+    /// `None` otherwise. The edge hands it to the deputy whenever it changes.
+    pub fn deputy_announcement(&self) -> Option<Message> {
+        let me = self.member_key();
+        self.is_active_member().then(|| Message {
+            sender: me.clone(),
+            seq: 0,
+            body: Body::Vouch {
+                ping: MessageId { sender: me, seq: 0 },
+            },
         })
     }
 
@@ -667,6 +691,7 @@ impl Node {
     fn receive(&mut self, now: u64, decoded: Decoded) {
         if let Decoded::Ours(m) = &decoded
             && m.sender.client == self.client
+            && m.seq != 0
         {
             self.echoed_seq = self.echoed_seq.max(m.seq);
         }

@@ -60,6 +60,8 @@ pub struct Member {
     pub frozen_until: Option<u64>,
     /// The ping left unanswered since this member's last message.
     pub silent: Option<MessageId>,
+    /// The member's deputy has spoken for it (pingers may then wait less before evicting it).
+    pub deputy: bool,
 }
 
 /// One context's copy of the origin's lock state.
@@ -204,6 +206,20 @@ impl Replica {
     /// [`Replica::count_echo`] advances when the message comes back.
     pub fn apply_ahead(&mut self, msg: &Message, out: &mut Vec<Outcome>) {
         let sender = &msg.sender;
+        if let Body::Vouch { ping } = &msg.body {
+            // The deputy speaks for an active member (its page is alive): the ping it answers (which
+            // came first: the pinger wakes the deputy once its ping has its place) ends its silence.
+            // An announcement names no ping and only makes the deputy known.
+            if let Some(m) = self.members.get_mut(sender)
+                && !m.pending
+            {
+                m.deputy = true;
+                if m.silent.as_ref() == Some(ping) {
+                    m.silent = None;
+                }
+            }
+            return;
+        }
         // Any message shows its sender alive (and back from freezing).
         if let Some(m) = self.members.get_mut(sender)
             && !m.pending
@@ -261,7 +277,11 @@ impl Replica {
                         self.members.get_mut(sender).expect("member").frozen_until = Some(*until);
                     }
                     Body::Alive => {}
-                    Body::Join { .. } | Body::Genesis | Body::State(_) | Body::Leave => {
+                    Body::Join { .. }
+                    | Body::Genesis
+                    | Body::State(_)
+                    | Body::Leave
+                    | Body::Vouch { .. } => {
                         unreachable!("handled above")
                     }
                 }
@@ -322,6 +342,7 @@ impl Replica {
                 tainted: false,
                 frozen_until: None,
                 silent: None,
+                deputy: false,
             },
         );
     }
@@ -352,6 +373,7 @@ impl Replica {
                         tainted: true,
                         frozen_until: None,
                         silent: None,
+                        deputy: false,
                     },
                 );
             }
@@ -364,6 +386,7 @@ impl Replica {
                 tainted: false,
                 frozen_until: None,
                 silent: None,
+                deputy: false,
             },
         );
         self.start_history(msg.id(), members);
@@ -589,6 +612,7 @@ impl Replica {
                     tainted: m.tainted,
                     frozen_until: m.frozen_until,
                     silent: m.silent.clone(),
+                    deputy: m.deputy,
                 })
                 .collect(),
             held: self
@@ -622,6 +646,7 @@ impl Replica {
                 tainted: m.tainted,
                 frozen_until: m.frozen_until,
                 silent: m.silent.clone(),
+                deputy: m.deputy,
             };
             if m.join_pos > st.as_of_pos || r.members.insert(m.key.clone(), member).is_some() {
                 return None;

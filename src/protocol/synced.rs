@@ -80,6 +80,7 @@ impl Node {
         let mut outcomes = Vec::new();
         let mut answer_ping = false;
         let mut beacon = false;
+        let mut wake = None;
         match &decoded {
             Decoded::Ours(m) => {
                 s.last_heard.insert(m.sender.clone(), now);
@@ -90,7 +91,8 @@ impl Node {
                     Body::Ping { target } => s.replica.member(target).map(|t| t.silent.is_some()),
                     _ => None,
                 };
-                if m.sender.client == me.client && m.seq <= s.applied_ahead {
+                // A deputy's Vouch (sequence number 0) is never an echo of this context's own message.
+                if m.sender.client == me.client && m.seq != 0 && m.seq <= s.applied_ahead {
                     s.replica.count_echo();
                 } else {
                     s.replica.apply(m, &mut outcomes);
@@ -113,6 +115,15 @@ impl Node {
                         s.silent_since.insert(target.clone(), (m.id(), now));
                     }
                     answer_ping = *target == me && echoed_all && s.active;
+                    if m.sender == me {
+                        // This context's ping has its place: the pinged member's deputy may answer it
+                        // now (an answer placed before the ping would answer nothing).
+                        wake = Some(Message {
+                            sender: target.clone(),
+                            seq: 0,
+                            body: Body::Vouch { ping: m.id() },
+                        });
+                    }
                 }
             }
             Decoded::Foreign { version, kind, id } => {
@@ -125,6 +136,9 @@ impl Node {
             }
         }
         self.handle_outcomes(&me, outcomes);
+        if let Some(vouch) = wake {
+            self.emit(Effect::WakeDeputy(vouch));
+        }
         if answer_ping || beacon {
             self.post(Body::Alive);
         }
@@ -391,7 +405,12 @@ impl Node {
                     s.silent_since.insert(b.clone(), (ping.clone(), now));
                     now
                 });
-                (since + config.evict_after).max(m.frozen_until.unwrap_or(0))
+                let wait = if m.deputy {
+                    config.evict_after_deputy
+                } else {
+                    config.evict_after
+                };
+                (since + wait).max(m.frozen_until.unwrap_or(0))
             } else {
                 if s.ping_posted.contains(&b) {
                     continue;

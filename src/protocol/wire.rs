@@ -39,6 +39,7 @@ const KIND_ALIVE: u32 = 8;
 const KIND_EVICT: u32 = 9;
 const KIND_FREEZE: u32 = 10;
 const KIND_LEAVE: u32 = 11;
+const KIND_VOUCH: u32 = 12;
 
 /// Largest integer a JS number holds exactly; every integer slot must be at most this.
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
@@ -125,6 +126,8 @@ pub struct MemberRecord {
     /// The ping this member has left unanswered (it sent nothing since): it may be evicted on the
     /// strength of that ping.
     pub silent: Option<MessageId>,
+    /// A deputy (a worker of the member's page) spoke for it: its page is alive as long as it answers.
+    pub deputy: bool,
 }
 
 /// A held lock or a pending request in a state transfer. `member` indexes the transfer's member list.
@@ -187,6 +190,11 @@ pub enum Body {
     Freeze { until: u64 },
     /// The sender leaves: release its locks, drop its requests.
     Leave,
+    /// Sent by the deputy of the member in the header (a worker of its page, which relays what the
+    /// page or a pinger prepared: docs/PROTOCOL.md, "the deputy"), with sequence number 0: the
+    /// member's page is alive. `ping` is the ping it answers (when it announces itself, an id of the
+    /// member's own with sequence number 0, which answers nothing).
+    Vouch { ping: MessageId },
 }
 
 /// A message of this protocol version.
@@ -232,6 +240,7 @@ fn kind_of(body: &Body) -> u32 {
         Body::Evict { .. } => KIND_EVICT,
         Body::Freeze { .. } => KIND_FREEZE,
         Body::Leave => KIND_LEAVE,
+        Body::Vouch { .. } => KIND_VOUCH,
     }
 }
 
@@ -300,7 +309,8 @@ pub fn encode_versioned(message: &Message, version: u32) -> Vec<Value> {
                 e.push(
                     u32::from(m.pending)
                         | u32::from(m.tainted) << 1
-                        | u32::from(m.silent.is_some()) << 2,
+                        | u32::from(m.silent.is_some()) << 2
+                        | u32::from(m.deputy) << 3,
                 );
                 e.optional(m.frozen_until);
                 if let Some(ping) = &m.silent {
@@ -333,6 +343,7 @@ pub fn encode_versioned(message: &Message, version: u32) -> Vec<Value> {
             e.push(*ts);
         }
         Body::Freeze { until } => e.push(*until),
+        Body::Vouch { ping } => e.message_id(ping),
     }
     e.out
 }
@@ -452,20 +463,22 @@ fn decode_state(c: &mut Cursor) -> Option<StateTransfer> {
         let key = c.member()?;
         let join_pos = c.u64()?;
         let flags = c.u64()?;
-        if flags > 7 {
+        if flags > 15 {
             return None;
         }
+        let frozen_until = c.optional()?;
+        let silent = match flags & 4 {
+            0 => None,
+            _ => Some(c.message_id()?),
+        };
         members.push(MemberRecord {
             key,
             join_pos,
             pending: flags & 1 != 0,
             tainted: flags & 2 != 0,
-            frozen_until: c.optional()?,
-            silent: if flags & 4 != 0 {
-                Some(c.message_id()?)
-            } else {
-                None
-            },
+            frozen_until,
+            silent,
+            deputy: flags & 8 != 0,
         });
     }
     let n = c.count(5)?;
@@ -538,6 +551,9 @@ pub fn decode_versioned(values: &[Value], version: u32) -> Option<Decoded> {
         },
         KIND_FREEZE => Body::Freeze { until: c.u64()? },
         KIND_LEAVE => Body::Leave,
+        KIND_VOUCH => Body::Vouch {
+            ping: c.message_id()?,
+        },
         _ => return None,
     };
     c.done()
@@ -599,6 +615,7 @@ mod tests {
                             sender: member("b", 1),
                             seq: 8,
                         }),
+                        deputy: true,
                     },
                     MemberRecord {
                         key: member("b", 1),
@@ -607,6 +624,7 @@ mod tests {
                         tainted: true,
                         frozen_until: None,
                         silent: None,
+                        deputy: false,
                     },
                 ],
                 held: vec![
@@ -647,6 +665,12 @@ mod tests {
                 until: 1_700_000_010_000,
             },
             Body::Leave,
+            Body::Vouch {
+                ping: MessageId {
+                    sender: member("b", 1),
+                    seq: 12,
+                },
+            },
         ]
     }
 

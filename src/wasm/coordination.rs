@@ -67,7 +67,20 @@ pub(super) struct Coordination {
     warned: Cell<bool>,
     /// Node.js only: whether the channels keep the process alive (see [`Coordination::keep_alive`]).
     referenced: Cell<bool>,
+    /// The channel's name: a deputy listens on this name, `#`, and its page's client id.
+    channel: String,
+    /// Hands a message to this page's deputy (`js/deputy.js`), which posts it on the channel and then
+    /// relays every message of its own channel there; `undefined` ends it. None where the JS side
+    /// made no deputy (workers, Node.js).
+    deputy: Option<Function>,
+    /// The incarnation whose announcement the deputy was given.
+    announced: Cell<Option<u32>>,
+    /// Channels to other pages' deputies, most recently used last (a few: pings go to blockers).
+    deputies: RefCell<Vec<(Rc<str>, BroadcastChannel)>>,
 }
+
+/// How many channels to other pages' deputies stay open.
+const DEPUTY_CHANNELS: usize = 4;
 
 impl Coordination {
     /// Starts coordinating over BroadcastChannel; `None` where the global has no BroadcastChannel.
@@ -75,6 +88,7 @@ impl Coordination {
         node: Node,
         sink: Function,
         scope: Option<String>,
+        deputy: Option<Function>,
     ) -> Option<Rc<Coordination>> {
         global_property("BroadcastChannel")?;
         let channel = match &scope {
@@ -82,6 +96,7 @@ impl Coordination {
             None => CHANNEL.to_owned(),
         };
         let tx = BroadcastChannel::new(&channel).ok()?;
+        let channel_name = channel.clone();
         // A channel object does not receive its own messages; a second one does, in the order the
         // browser delivers them to every context (docs/PROTOCOL.md, assumption A1).
         let rx = BroadcastChannel::new(&channel).ok()?;
@@ -120,6 +135,10 @@ impl Coordination {
                     .then(|| js_sys::global().unchecked_into()),
                 warned: Cell::new(false),
                 referenced: Cell::new(true),
+                channel: channel_name,
+                deputy,
+                announced: Cell::new(None),
+                deputies: RefCell::new(Vec::new()),
             }
         });
         this.install_handlers();
@@ -212,12 +231,18 @@ impl Coordination {
     /// copied into each of the dozen events' callers (~4 KB of wasm).
     #[inline(never)]
     fn carry_out_effects(&self) {
-        let (effects, busy, farewell) = {
+        let (effects, busy, farewell, announcement) = {
             let mut node = self.node.borrow_mut();
-            (node.drain(), !node.is_quiet(), node.farewell())
+            (
+                node.drain(),
+                !node.is_quiet(),
+                node.farewell(),
+                node.deputy_announcement(),
+            )
         };
         self.keep_alive(busy);
         self.arm_farewell(farewell);
+        self.brief_deputy(announcement);
         // Messages first: a closing tab's `pagehide` handler may be cut short (Firefox stops it about a
         // millisecond in), and its Leave must get out before the slower storage call.
         let (posts, rest): (Vec<Effect>, Vec<Effect>) = effects
@@ -265,6 +290,46 @@ impl Coordination {
         }
     }
 
+    /// Gives this page's deputy the announcement of each new membership (docs/PROTOCOL.md, "the
+    /// deputy"): the deputy posts it, and from then on the others wait less before evicting this page.
+    fn brief_deputy(&self, announcement: Option<wire::Message>) {
+        let (Some(deputy), Some(message)) = (&self.deputy, announcement) else {
+            return;
+        };
+        let incarnation = Some(message.sender.incarnation);
+        if self.announced.replace(incarnation) != incarnation {
+            let own = self.deputy_channel_name(&message.sender.client);
+            let _ = deputy.call3(
+                &JsValue::NULL,
+                &JsValue::from_str(&self.channel),
+                &JsValue::from_str(&own),
+                &message_to_js(&message),
+            );
+        }
+    }
+
+    fn deputy_channel_name(&self, client: &str) -> String {
+        [self.channel.as_str(), "#", client].concat()
+    }
+
+    /// Asks the deputy of the page of `vouch.sender` to post `vouch`, on that deputy's channel.
+    fn wake_deputy(&self, vouch: &wire::Message) {
+        let mut deputies = self.deputies.borrow_mut();
+        let client = &vouch.sender.client;
+        let channel = match deputies.iter().position(|(c, _)| c == client) {
+            Some(k) => deputies.remove(k).1,
+            None => match BroadcastChannel::new(&self.deputy_channel_name(client)) {
+                Ok(channel) => channel,
+                Err(_) => return,
+            },
+        };
+        let _ = channel.post_message(&message_to_js(vouch));
+        deputies.push((client.clone(), channel));
+        if deputies.len() > DEPUTY_CHANNELS {
+            deputies.remove(0).1.close();
+        }
+    }
+
     fn carry_out(&self, effect: Effect) {
         match effect {
             Effect::Post(message) => {
@@ -290,6 +355,7 @@ impl Coordination {
             Effect::Snapshot { query, snapshot } => {
                 self.notify(EFFECT_SNAPSHOT, query, &snapshot_to_js(&snapshot))
             }
+            Effect::WakeDeputy(vouch) => self.wake_deputy(&vouch),
             Effect::Incompatible { version } => {
                 if !self.warned.replace(true) {
                     // Concatenated by JS (the number converts there): no formatting machinery in the wasm.
@@ -362,6 +428,12 @@ impl Coordination {
         self.arm_farewell(None);
         self.tx.close();
         self.rx.close();
+        for (_, channel) in self.deputies.borrow_mut().drain(..) {
+            channel.close();
+        }
+        if let Some(deputy) = &self.deputy {
+            let _ = deputy.call0(&JsValue::NULL);
+        }
         for (target, kind, closure) in self.listeners.borrow_mut().drain(..) {
             let _ = target.remove_event_listener_with_callback_and_bool(
                 kind,

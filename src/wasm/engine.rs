@@ -37,10 +37,16 @@ pub struct Engine {
 #[wasm_bindgen]
 impl Engine {
     /// `scope` isolates a group of engines from the rest of the origin (tests); `undefined` joins the
-    /// origin's one lock manager.
+    /// origin's one lock manager. `deputy(channel, ownChannel, message)` hands a message to this page's
+    /// deputy (`js/deputy.js`; `deputy()` ends it); `undefined` where the page has none.
     #[wasm_bindgen(constructor)]
-    pub fn new(client_id: String, sink: Function, scope: Option<String>) -> Engine {
-        let backend = match origin_backend(&client_id, &sink, scope) {
+    pub fn new(
+        client_id: String,
+        sink: Function,
+        scope: Option<String>,
+        deputy: Option<Function>,
+    ) -> Engine {
+        let backend = match origin_backend(&client_id, &sink, scope, deputy) {
             Some(backend) => backend,
             None => {
                 web_sys::console::warn_1(
@@ -168,14 +174,24 @@ impl Drop for Engine {
 
 /// The origin's one lock manager, where the global has a BroadcastChannel.
 #[cfg(feature = "coordination")]
-fn origin_backend(client_id: &str, sink: &Function, scope: Option<String>) -> Option<Backend> {
+fn origin_backend(
+    client_id: &str,
+    sink: &Function,
+    scope: Option<String>,
+    deputy: Option<Function>,
+) -> Option<Backend> {
     let node = Node::new(client_id, Config::default());
-    Coordination::start(node, sink.clone(), scope).map(Backend::Origin)
+    Coordination::start(node, sink.clone(), scope, deputy).map(Backend::Origin)
 }
 
 /// Built without the protocol (only to measure its bytes): every context is alone.
 #[cfg(not(feature = "coordination"))]
-fn origin_backend(_: &str, _: &Function, _: Option<String>) -> Option<Backend> {
+fn origin_backend(
+    _: &str,
+    _: &Function,
+    _: Option<String>,
+    _: Option<Function>,
+) -> Option<Backend> {
     None
 }
 

@@ -57,7 +57,8 @@ async function loadPage(search) {
   const context = await browser.newContext();
   try {
     const responses = [];
-    context.on('response', (r) => responses.push({ path: new URL(r.url()).pathname, status: r.status() }));
+    // blob: URLs are not loaded from anywhere (the page's deputy worker, js/deputy.js, is one).
+    context.on('response', (r) => r.url().startsWith('blob:') || responses.push({ path: new URL(r.url()).pathname, status: r.status() }));
     const page = await openPage(context);
     await page.goto(server.url + 'index.html' + search);
     await page.waitForFunction(() => window.pageReport !== undefined, undefined, { timeout: 10_000 });

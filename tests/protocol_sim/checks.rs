@@ -104,8 +104,12 @@ impl World {
                 let slack = 2 * (self.env.delivery_max + self.env.send_max) + 2;
                 let n = &self.nodes[i];
                 n.unresponsive.iter().any(|&(s, e, frozen)| {
+                    // A deputy answers for a stalled page: only a freeze (its deputy paused too)
+                    // beyond the grace justifies evicting it.
                     let bound = if frozen {
                         c.freeze_grace
+                    } else if n.deputy {
+                        u64::MAX
                     } else {
                         c.evict_after
                     };

@@ -142,7 +142,10 @@ fn build(seed: u64) -> (World, u64) {
         } else {
             rng.range(0, 4)
         };
-        world.add_node(start, *version, lateness);
+        let node = world.add_node(start, *version, lateness);
+        // Most pages have a deputy (a worker that answers pings during long tasks); workers and pages
+        // whose policy forbids blob workers do not.
+        world.nodes[node].deputy = rng.chance(0.6);
         // The workload.
         // Many contexts share the origin's load, as many tabs of one user would.
         let gap = if family.lone && i == 0 {

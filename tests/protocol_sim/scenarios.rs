@@ -166,6 +166,52 @@ fn hidden_context_rejoins(hide: Fault) {
 }
 
 #[test]
+fn a_holder_with_a_deputy_that_crashes_is_replaced_within_half_a_second() {
+    let mut recoveries: Vec<u64> = Vec::new();
+    for seed in 0..20 {
+        let mut w = world_of(3, seed);
+        w.nodes[0].deputy = true;
+        request(&mut w, 0, 0, "x", FOREVER);
+        request(&mut w, 300, 1, "x", 10);
+        request(&mut w, 320, 2, "y", 10);
+        // Crashed after its deputy announced itself (it did once the holder became a member).
+        let crash_at = 1_000 + seed * 37;
+        w.fault_at(crash_at, 0, Fault::Crash);
+        run(&mut w, 5_000);
+        let (state, granted) = record(&w, 1, 1);
+        assert_eq!(state, ReqState::Released);
+        let recovery = granted.unwrap() - crash_at;
+        assert!(recovery < 500, "seed {seed}: recovery after {recovery} ms");
+        recoveries.push(recovery);
+    }
+    recoveries.sort_unstable();
+    eprintln!(
+        "crash recovery with a deputy: {} to {} ms",
+        recoveries[0],
+        recoveries[recoveries.len() - 1]
+    );
+}
+
+#[test]
+fn a_holder_with_a_deputy_keeps_its_lock_through_a_long_task() {
+    for seed in 0..10 {
+        let mut w = world_of(2, seed);
+        w.nodes[0].deputy = true;
+        request(&mut w, 0, 0, "x", 6_000);
+        request(&mut w, 200, 1, "x", 10);
+        // A long task of 4 s (six times the eviction delay without a deputy) while someone waits.
+        w.fault_at(500, 0, Fault::Stall(4_000));
+        run(&mut w, 9_000);
+        assert_eq!(record(&w, 0, 1).0, ReqState::Released, "seed {seed}");
+        assert!(record(&w, 1, 1).1.unwrap() >= 6_000, "seed {seed}");
+        assert!(
+            w.stats["deputy posts"] > 3,
+            "seed {seed}: the deputy answered pings"
+        );
+    }
+}
+
+#[test]
 fn a_slow_holder_keeps_its_lock() {
     for seed in 0..10 {
         let mut w = world_of(2, seed);

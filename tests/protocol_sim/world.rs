@@ -62,13 +62,29 @@ pub enum Fault {
 #[derive(Clone, Debug)]
 enum Ev {
     Start,
-    Append { msg: Rc<Vec<Value>>, life: u32 },
-    Deliver { idx: usize, epoch: u32 },
-    Timer { generation: u64 },
-    StorageGlobal { key: String, value: Option<String> },
-    StorageEvent { key: String, value: Option<String> },
+    Append {
+        msg: Rc<Vec<Value>>,
+        life: u32,
+    },
+    Deliver {
+        idx: usize,
+        epoch: u32,
+    },
+    Timer {
+        generation: u64,
+    },
+    StorageGlobal {
+        key: String,
+        value: Option<String>,
+    },
+    StorageEvent {
+        key: String,
+        value: Option<String>,
+    },
     Client(Action),
     Fault(Fault),
+    /// The context's deputy posts this (a Vouch it was handed), if its page still runs.
+    DeputyPost(Rc<Vec<Value>>),
     EndStall,
     Resume,
     Show,
@@ -173,6 +189,10 @@ pub struct SimNode {
     /// Sequence number of this node's last posted message, and of its last own message it applied.
     pub posted_seq: u64,
     pub applied_seq: u64,
+    /// The page has a deputy (a worker answering pings for it while it is stalled, not while it is
+    /// frozen, hidden or gone), and the announcement last handed to it.
+    pub deputy: bool,
+    announced: Option<Message>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -283,6 +303,8 @@ impl World {
             expected: VecDeque::new(),
             posted_seq: 0,
             applied_seq: 0,
+            deputy: false,
+            announced: None,
         });
         self.schedule(at, i, Ev::Start);
         i
@@ -359,6 +381,14 @@ impl World {
             Ev::Fault(f) => {
                 if !self.settling && self.nodes[i].status == Status::Running {
                     self.fault(i, f);
+                }
+            }
+            Ev::DeputyPost(msg) => {
+                if matches!(self.nodes[i].status, Status::Running | Status::Stalled) {
+                    self.note(|| format!("ctx{i}'s deputy posts"));
+                    self.bump("deputy posts");
+                    let life = self.nodes[i].life;
+                    self.append(i, msg, life);
                 }
             }
             Ev::EndStall => {
@@ -566,11 +596,48 @@ impl World {
                     self.note(|| format!("ctx{i} incompatible with v{version}"));
                     self.nodes[i].retired = true;
                 }
+                Effect::WakeDeputy(vouch) => self.wake_deputy(vouch),
+            }
+        }
+        if self.nodes[i].deputy {
+            let announcement = self.nodes[i].node.deputy_announcement();
+            if let Some(vouch) = &announcement
+                && announcement != self.nodes[i].announced
+            {
+                self.deputy_post(i, vouch);
+                self.nodes[i].announced = announcement;
             }
         }
         for (inc, id, expect) in decided {
             self.confirm(i, inc, id, expect, None);
         }
+    }
+
+    /// A pinger asks the deputy of `vouch.sender`'s page to post `vouch`: it does after a hop to it
+    /// and its sending delay, if the page has a deputy that runs by then.
+    fn wake_deputy(&mut self, vouch: Message) {
+        let Some(j) = self
+            .node_of(&vouch.sender)
+            .filter(|&j| j < self.nodes.len())
+        else {
+            return;
+        };
+        if self.nodes[j].deputy {
+            let hop = self.rng.range(0, self.env.delivery_max);
+            let at = self.now + hop;
+            let version = self.nodes[j].node.version();
+            let msg = Rc::new(wire::encode_versioned(&vouch, version));
+            let send = self.rng.range(0, self.env.send_max);
+            self.schedule(at + send, j, Ev::DeputyPost(msg));
+        }
+    }
+
+    /// Context `i`'s deputy posts `vouch` after its sending delay.
+    fn deputy_post(&mut self, i: usize, vouch: &Message) {
+        let version = self.nodes[i].node.version();
+        let msg = Rc::new(wire::encode_versioned(vouch, version));
+        let at = self.now + self.rng.range(0, self.env.send_max);
+        self.schedule(at, i, Ev::DeputyPost(msg));
     }
 
     /// Context `i` posts `m` on the channel.

@@ -293,6 +293,69 @@ fn eviction_needs_the_very_ping_its_sender_waited_on_to_be_left_unanswered() {
 }
 
 #[test]
+fn a_deputy_answers_the_ping_it_names_and_nothing_else() {
+    let mut f = Feed::with_members("a", &["b"]);
+    f.request("a", 1, "x", LockMode::Exclusive);
+    f.request("b", 1, "x", LockMode::Exclusive);
+    let vouch = |ping: &MessageId| Body::Vouch { ping: ping.clone() };
+    let evict = |ping: &MessageId| Body::Evict {
+        target: key("a"),
+        ping: ping.clone(),
+        ts: 10,
+    };
+    // Announced: a has a deputy.
+    assert!(!f.r.member(&key("a")).unwrap().deputy);
+    f.send(
+        &key("a"),
+        vouch(&MessageId {
+            sender: key("a"),
+            seq: 0,
+        }),
+    );
+    assert!(f.r.member(&key("a")).unwrap().deputy);
+    // The answer to the ping ends the silence; the eviction on its strength is void.
+    f.send(&key("b"), Body::Ping { target: key("a") });
+    let first = f.last_id(&key("b"));
+    assert_eq!(f.r.member(&key("a")).unwrap().silent, Some(first.clone()));
+    f.send(&key("a"), vouch(&first));
+    assert_eq!(f.r.member(&key("a")).unwrap().silent, None);
+    assert_eq!(f.send(&key("b"), evict(&first)), []);
+    // An answer to another ping (an earlier one, or the announcement) leaves a new silence as it is.
+    f.send(&key("b"), Body::Ping { target: key("a") });
+    let second = f.last_id(&key("b"));
+    f.send(&key("a"), vouch(&first));
+    f.send(
+        &key("a"),
+        vouch(&MessageId {
+            sender: key("a"),
+            seq: 0,
+        }),
+    );
+    assert_eq!(f.r.member(&key("a")).unwrap().silent, Some(second.clone()));
+    assert_eq!(
+        f.send(&key("b"), evict(&second)),
+        [revoked("a", 1, RevokeReason::Evicted), granted("b", 1)]
+    );
+}
+
+#[test]
+fn a_vouch_for_a_context_that_is_not_an_active_member_changes_nothing() {
+    let mut f = Feed::with_members("a", &[]);
+    let before = f.r.export(f.last_id(&key("a")));
+    f.send(
+        &key("z"),
+        Body::Vouch {
+            ping: MessageId {
+                sender: key("a"),
+                seq: 3,
+            },
+        },
+    );
+    let after = f.r.export(f.last_id(&key("a")));
+    assert_eq!(before.members, after.members);
+}
+
+#[test]
 fn a_frozen_member_is_not_evicted_before_its_announced_time() {
     let mut f = Feed::with_members("a", &["b"]);
     f.request("a", 1, "x", LockMode::Exclusive);
