@@ -27,8 +27,9 @@ fn env() -> JsValue {
         Closure::<dyn Fn(String, Function) -> JsValue>::new(|client_id: String, sink: Function| {
             // Each api gets its own channel scope: the cases stay isolated from one another while every
             // call still goes through the origin protocol (BroadcastChannel, join, echo) as in production.
+            // No deputy worker per case (the e2e tests cover it).
             let scope = Some(client_id.clone());
-            JsValue::from(Engine::new(client_id, sink, scope))
+            JsValue::from(Engine::new(client_id, sink, scope, None))
         });
     let env = Object::new();
     let create = CREATE_LOCK_API.with(|f| JsValue::from(f.clone()));
