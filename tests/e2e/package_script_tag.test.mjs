@@ -4,8 +4,8 @@
 // - it defines exactly one global, `weblocks`, holding the same names as the ESM entry's exports;
 // - with the native API present it leaves it alone, and `weblocks.locks` (the ponyfill) works;
 // - with the native API removed it also installs `navigator.locks`, `LockManager` and `Lock`;
-// - it is one self-contained file: no other request (the wasm is embedded, deflated);
-// - where DecompressionStream is missing (older browsers), it inflates the wasm in JS and works the same.
+// - it is one self-contained file: no other request (the wasm is embedded, LZMA-compressed);
+// - where DecompressionStream is missing (older browsers) it works the same: the wasm is decoded in JS.
 // (tests/e2e/build_smoke.test.mjs covers workers, file:// and property shapes of the repository's build.)
 //
 // Run: npm run build && node --test tests/e2e/package_script_tag.test.mjs
@@ -100,7 +100,7 @@ test('native API removed: installs navigator.locks, LockManager, Lock, plus the 
   assert.deepEqual(errors, []);
 });
 
-test('no DecompressionStream (older browsers): the embedded wasm is inflated in JS; installs and works', { timeout: 30_000 }, async () => {
+test('no DecompressionStream (older browsers): the embedded wasm is decoded in JS (LZMA), needing none; installs and works', { timeout: 30_000 }, async () => {
   const { report, responses, errors } = await loadPage('?remove-native&no-decompression-stream');
   assert.equal(report.error, undefined, report.error);
   assert.equal(report.decompressionStream, 'undefined');
