@@ -4,6 +4,7 @@
 //! - [`protocol`]: the coordination protocol that makes every context of an origin share one lock
 //!   manager (issue 3), as a sans-I/O state machine; see `docs/PROTOCOL.md`.
 //! - [`lease`]: leases, offline pessimistic locks that outlive a page load (an extension; `docs/LEASES.md`).
+//! - [`sequence_map`]: a sorted map for keys that come in order and leave from the front.
 //! - [`snapshot_transfer`]: the form in which a `query()` snapshot crosses from the wasm to JS.
 //! - [`sorted_vec`]: ordered map and set kept as sorted vectors, far smaller in the wasm than std's.
 //! - `wasm` (wasm32 only): the thin edge that JS drives; see `docs/ARCHITECTURE.md` for its contract.
@@ -16,6 +17,7 @@ pub mod lease;
 #[cfg(feature = "coordination")]
 pub mod protocol;
 pub mod scheduler;
+pub mod sequence_map;
 pub mod snapshot_transfer;
 pub mod sorted_vec;
 

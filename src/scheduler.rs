@@ -5,7 +5,9 @@
 //! callback with a lock, invoke it with `null`, reject a stolen lock's released promise). The same
 //! manager runs in a lone context (issue 2) and in the arbiter of an origin (the coordination protocol).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
+
+use crate::sequence_map::SequenceMap;
 use std::rc::Rc;
 
 /// Identifies a request, and the lock it becomes once granted (a lock is a granted request).
@@ -89,7 +91,7 @@ struct HeldLock {
 pub struct LockManager {
     resources: HashMap<Rc<str>, Resource>,
     held: HashMap<RequestId, HeldLock>,
-    held_order: BTreeMap<u64, RequestId>,
+    held_order: SequenceMap<u64, RequestId>,
     pending_index: HashMap<RequestId, Rc<str>>,
     next_order: u64,
 }

@@ -4,10 +4,10 @@
 //! Every public method takes `now` (the wall clock in ms, `Date.now()`) and leaves its effects in the
 //! node; the edge calls [`Node::drain`] after each call and carries them out in order.
 
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::scheduler::{LockInfo, LockMode, Snapshot};
+use crate::sequence_map::SequenceMap;
 
 use super::joining::Joining;
 use super::live_record;
@@ -168,7 +168,7 @@ pub struct Node {
     pub(super) echoed_seq: u64,
     pub(super) lifecycle: Lifecycle,
     pub(super) phase: Phase,
-    pub(super) requests: BTreeMap<u64, LocalRequest>,
+    pub(super) requests: SequenceMap<u64, LocalRequest>,
     /// Queries waiting for the replica to include every message this context posted before them.
     /// Queries waiting for the replica: (query id, watermark, call). The watermark is the sequence
     /// number of this context's last message posted before the query (known once every request made
@@ -204,7 +204,7 @@ impl Node {
             echoed_seq: 0,
             lifecycle: Lifecycle::Running,
             phase: Phase::Detached,
-            requests: BTreeMap::new(),
+            requests: SequenceMap::new(),
             queries: Vec::new(),
             calls: 0,
             live_until: None,
