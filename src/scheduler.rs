@@ -5,9 +5,10 @@
 //! callback with a lock, invoke it with `null`, reject a stolen lock's released promise). The same
 //! manager runs in a lone context (issue 2) and in the arbiter of an origin (the coordination protocol).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::sequence_map::SequenceMap;
+use crate::sorted_vec::SortedMap;
 use std::rc::Rc;
 
 /// Identifies a request, and the lock it becomes once granted (a lock is a granted request).
@@ -89,10 +90,10 @@ struct HeldLock {
 /// live state; a name that comes back is appended at the end of the map, as a new key would be.
 #[derive(Debug, Default)]
 pub struct LockManager {
-    resources: HashMap<Rc<str>, Resource>,
-    held: HashMap<RequestId, HeldLock>,
+    resources: SortedMap<Rc<str>, Resource>,
+    held: SequenceMap<RequestId, HeldLock>,
     held_order: SequenceMap<u64, RequestId>,
-    pending_index: HashMap<RequestId, Rc<str>>,
+    pending_index: SequenceMap<RequestId, Rc<str>>,
     next_order: u64,
 }
 

@@ -67,6 +67,10 @@ impl<K: Ord, V> SequenceMap<K, V> {
 }
 
 impl<K, V> SequenceMap<K, V> {
+    pub fn clear(&mut self) {
+        self.entries.clear()
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -85,6 +89,13 @@ impl<K, V> SequenceMap<K, V> {
 
     pub fn values_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut V> + ExactSizeIterator {
         self.entries.iter_mut().map(|(_, v)| v)
+    }
+}
+
+impl<K: Ord, V> std::ops::Index<&K> for SequenceMap<K, V> {
+    type Output = V;
+    fn index(&self, key: &K) -> &V {
+        self.get(key).expect("no such key")
     }
 }
 

@@ -7,10 +7,6 @@
 //! for each held lock and then each pending request: `client string index, name string index × 2 + 1
 //! if exclusive]`.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::rc::Rc;
-
 use crate::scheduler::{LockInfo, LockMode, Snapshot};
 
 /// A snapshot in transfer form: the distinct strings concatenated, and the numbers described above.
@@ -21,18 +17,36 @@ pub struct SnapshotTransfer {
 }
 
 /// Spec 4.5's result in transfer form. Strings are shared by `Rc` address (the core keeps one `Rc<str>`
-/// per client id and per name), so each is copied once however many entries use it.
+/// per client id and per name), so each is copied once however many entries use it. They are found by
+/// sorting the entries' string addresses (no hash map: its code would cost more wasm than the sort), so
+/// the strings come in address order.
 pub fn encode_snapshot(snapshot: &Snapshot) -> SnapshotTransfer {
-    let entries = snapshot.held.len() + snapshot.pending.len();
+    let infos: Vec<&LockInfo> = snapshot
+        .held
+        .iter()
+        .chain(snapshot.pending.iter())
+        .collect();
+    // Slot 2e is entry e's client id, slot 2e + 1 its name.
+    let string_at = |slot: usize| {
+        let info = infos[slot / 2];
+        if slot.is_multiple_of(2) {
+            &info.client_id
+        } else {
+            &info.name
+        }
+    };
+    let mut slots: Vec<(usize, usize)> = (0..2 * infos.len())
+        .map(|slot| (string_at(slot).as_ptr() as usize, slot))
+        .collect();
+    slots.sort_unstable();
     let mut text = String::new();
     let mut lengths: Vec<u32> = Vec::new();
-    let mut index: HashMap<*const u8, u32, BuildHasherDefault<AddressHasher>> =
-        HashMap::with_capacity_and_hasher(entries + 1, Default::default());
-    let mut body: Vec<u32> = Vec::with_capacity(2 * entries);
-    // Entries of one client usually follow each other: its id is found without a lookup.
-    let mut last_client: (*const u8, u32) = (std::ptr::null(), 0);
-    let mut string_index = |s: &Rc<str>| {
-        *index.entry(s.as_ptr()).or_insert_with(|| {
+    let mut body = vec![0u32; 2 * infos.len()];
+    let mut last_address = None;
+    for (address, slot) in slots {
+        if last_address != Some(address) {
+            last_address = Some(address);
+            let s = string_at(slot);
             text.push_str(s);
             let utf16_len = if s.is_ascii() {
                 s.len()
@@ -40,22 +54,13 @@ pub fn encode_snapshot(snapshot: &Snapshot) -> SnapshotTransfer {
                 s.encode_utf16().count()
             };
             lengths.push(utf16_len as u32);
-            lengths.len() as u32 - 1
-        })
-    };
-    let infos = snapshot.held.iter().chain(snapshot.pending.iter());
-    for LockInfo {
-        name,
-        mode,
-        client_id,
-    } in infos
-    {
-        if client_id.as_ptr() != last_client.0 {
-            last_client = (client_id.as_ptr(), string_index(client_id));
         }
-        body.push(last_client.1);
-        let exclusive = u32::from(*mode == LockMode::Exclusive);
-        body.push(string_index(name) * 2 + exclusive);
+        let index = lengths.len() as u32 - 1;
+        body[slot] = if slot.is_multiple_of(2) {
+            index
+        } else {
+            index * 2 + u32::from(infos[slot / 2].mode == LockMode::Exclusive)
+        };
     }
     let mut numbers = Vec::with_capacity(3 + lengths.len() + body.len());
     numbers.extend([
@@ -68,34 +73,10 @@ pub fn encode_snapshot(snapshot: &Snapshot) -> SnapshotTransfer {
     SnapshotTransfer { text, numbers }
 }
 
-/// Hashes a string's address: a multiplication and a fold (std's SipHash made the index most of the
-/// encoding's time, and addresses need no protection against chosen collisions).
-#[derive(Default)]
-struct AddressHasher(u64);
-
-impl Hasher for AddressHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_usize(&mut self, address: usize) {
-        self.write_u64(address as u64);
-    }
-
-    fn write_u64(&mut self, x: u64) {
-        let h = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        self.0 = h ^ (h >> 32);
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::rc::Rc;
+
     use super::*;
 
     fn info(name: &Rc<str>, mode: LockMode, client: &Rc<str>) -> LockInfo {
@@ -150,7 +131,7 @@ mod tests {
             ],
         };
         let t = encode_snapshot(&snapshot);
-        assert_eq!(t.text, "client-axclient-by");
+        assert_eq!(t.text.len(), "client-axclient-by".len(), "each string once");
         assert_eq!(&t.numbers[..3], [2, 2, 4]);
         assert_eq!(
             decode(&t),
@@ -178,7 +159,9 @@ mod tests {
             pending: vec![],
         };
         let t = encode_snapshot(&snapshot);
-        assert_eq!(&t.numbers[3..8], [1, 1, 7, 0, 2]);
+        let mut lengths = t.numbers[3..8].to_vec();
+        lengths.sort_unstable();
+        assert_eq!(lengths, [0, 1, 1, 2, 7]);
         let names_back: Vec<String> = decode(&t).into_iter().map(|e| e.2).collect();
         assert_eq!(names_back, ["é", "𝄞 clef", "", "日本"]);
     }

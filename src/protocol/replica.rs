@@ -10,10 +10,10 @@
 //! only knows the members that joined after it, which is enough to judge the validity of their
 //! Genesis messages, and it learns the rest from a state transfer.
 
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::scheduler::{Decision, LockManager, LockMode, LockRequest, RequestId, Snapshot};
+use crate::sequence_map::SequenceMap;
 use crate::sorted_vec::{SortedMap, SortedSet};
 
 use super::wire::{
@@ -76,8 +76,10 @@ pub struct Replica {
     members: SortedMap<MemberKey, Member>,
     manager: LockManager,
     /// Lock/request id in `manager` ("gid") → its member and the member's own id for it.
-    owners: HashMap<RequestId, (MemberKey, u64)>,
-    gids: HashMap<(MemberKey, u64), RequestId>,
+    owners: SequenceMap<RequestId, (MemberKey, u64)>,
+    /// Keyed by (local id, member): members number their requests from 1 up, so new keys come near the
+    /// end and leave near the front, where a [`SequenceMap`] is cheap.
+    gids: SequenceMap<(u64, MemberKey), RequestId>,
 }
 
 impl Replica {
@@ -90,8 +92,8 @@ impl Replica {
             next_gid: 1,
             members: SortedMap::new(),
             manager: LockManager::new(),
-            owners: HashMap::new(),
-            gids: HashMap::new(),
+            owners: SequenceMap::new(),
+            gids: SequenceMap::new(),
         }
     }
 
@@ -144,14 +146,14 @@ impl Replica {
     /// Whether `member`'s lock `local_id` is held.
     pub fn holds(&self, member: &MemberKey, local_id: u64) -> bool {
         self.gids
-            .get(&(member.clone(), local_id))
+            .get(&(local_id, member.clone()))
             .is_some_and(|gid| self.manager.held_lock(*gid).is_some())
     }
 
     /// Whether `member`'s request `local_id` is waiting in a queue.
     pub fn is_pending(&self, member: &MemberKey, local_id: u64) -> bool {
         self.gids
-            .get(&(member.clone(), local_id))
+            .get(&(local_id, member.clone()))
             .is_some_and(|gid| self.manager.is_pending(*gid))
     }
 
@@ -438,13 +440,13 @@ impl Replica {
         steal: bool,
         out: &mut Vec<Outcome>,
     ) {
-        let key = (sender.clone(), local_id);
+        let key = (local_id, sender.clone());
         if self.gids.contains_key(&key) {
             return; // a duplicate id: the first request stands
         }
         let gid = self.next_gid;
         self.next_gid += 1;
-        self.owners.insert(gid, key.clone());
+        self.owners.insert(gid, (sender.clone(), local_id));
         self.gids.insert(key, gid);
         let request = LockRequest {
             id: gid,
@@ -460,7 +462,7 @@ impl Replica {
     }
 
     fn on_release(&mut self, sender: &MemberKey, local_id: u64, out: &mut Vec<Outcome>) {
-        if let Some(&gid) = self.gids.get(&(sender.clone(), local_id))
+        if let Some(&gid) = self.gids.get(&(local_id, sender.clone()))
             && self.manager.held_lock(gid).is_some()
         {
             self.forget(gid);
@@ -472,7 +474,7 @@ impl Replica {
     /// An abort that lost the race with a grant releases the lock: its owner already told JS that the
     /// request was aborted, so nobody will ever use that lock.
     fn on_abort(&mut self, sender: &MemberKey, local_id: u64, out: &mut Vec<Outcome>) {
-        let Some(&gid) = self.gids.get(&(sender.clone(), local_id)) else {
+        let Some(&gid) = self.gids.get(&(local_id, sender.clone())) else {
             return;
         };
         if let Some(decisions) = self.manager.abort_request(gid) {
@@ -537,8 +539,8 @@ impl Replica {
     }
 
     fn forget(&mut self, gid: RequestId) {
-        if let Some(key) = self.owners.remove(&gid) {
-            self.gids.remove(&key);
+        if let Some((member, local_id)) = self.owners.remove(&gid) {
+            self.gids.remove(&(local_id, member));
         }
     }
 
@@ -558,7 +560,7 @@ impl Replica {
                 }
                 Decision::NotAvailable(gid) => {
                     if let Some((m, l)) = self.owners.remove(&gid) {
-                        self.gids.remove(&(m.clone(), l));
+                        self.gids.remove(&(l, m.clone()));
                         out.push(Outcome::NotAvailable {
                             member: m,
                             local_id: l,
@@ -567,7 +569,7 @@ impl Replica {
                 }
                 Decision::Stolen(gid) => {
                     if let Some((m, l)) = self.owners.remove(&gid) {
-                        self.gids.remove(&(m.clone(), l));
+                        self.gids.remove(&(l, m.clone()));
                         out.push(Outcome::Revoked {
                             member: m,
                             local_id: l,
@@ -659,7 +661,7 @@ impl Replica {
         for (records, must_grant) in [(&st.held, true), (&st.pending, false)] {
             for l in records {
                 let member = st.members.get(l.member as usize)?;
-                let key = (member.key.clone(), l.local_id);
+                let key = (l.local_id, member.key.clone());
                 if member.pending
                     || l.gid == 0
                     || l.gid >= st.next_gid
@@ -668,7 +670,7 @@ impl Replica {
                 {
                     return None;
                 }
-                r.owners.insert(l.gid, key.clone());
+                r.owners.insert(l.gid, (member.key.clone(), l.local_id));
                 r.gids.insert(key, l.gid);
                 let request = LockRequest {
                     id: l.gid,
