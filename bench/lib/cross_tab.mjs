@@ -137,6 +137,41 @@ function contentionScenario(sizes, tabCount) {
   };
 }
 
+/**
+ * 1, in a tab that does not decide alone: uncontended request/release cycles while another tab of the
+ * origin has taken part (a member of weblocks' protocol, then idle). Issue 6: "in a non-arbiter tab: no
+ * slower than native". weblocks posts every request and release and waits for its request's echo here.
+ */
+function uncontendedBesideScenario(sizes) {
+  return {
+    number: '1',
+    key: 'uncontended-beside',
+    crossTab: true,
+    title: `uncontended request/release (N = ${sizes.uncontended.toLocaleString('en')}) in a tab whose origin has another, idle tab`,
+    async run(ctx, variant, timeoutMs) {
+      const tabs = [];
+      try {
+        const opened = await Promise.allSettled([openReady(ctx, variant), openReady(ctx, variant)]);
+        for (const o of opened) if (o.status === 'fulfilled') tabs.push(o.value);
+        for (const o of opened) if (o.status === 'rejected') throw o.reason;
+        const [measured, other] = tabs;
+        return await withTimeout(
+          (async () => {
+            await other.evaluate(() => bench.scenarios.uncontended({ n: 3, budgetMs: 5_000, warmup: 0 }));
+            return measured.evaluate((a) => bench.scenarios.uncontended(a), { n: sizes.uncontended, budgetMs: sizes.loopBudgetMs });
+          })(),
+          timeoutMs,
+          `${variant.id} uncontended beside another tab`,
+        );
+      } finally {
+        await closeAll(tabs);
+      }
+    },
+    metrics: [{ label: 'cycles/s', better: 'higher', pick: (r) => r.opsPerSec, target: { ratio: 1 } }],
+    checks: [{ label: 'loop cut short by the time bound', pick: (r) => (r.complete ? 0 : 1) }],
+  };
+}
+
 const recoveryActions = {
   close: { title: 'closed', target: 50, act: async (tab) => () => tab.close() },
   crash: { title: 'crashed (CDP Page.crash)', target: 500, act: (tab) => tab.armCrash() },
@@ -200,6 +235,7 @@ function recoveryScenario(sizes, how) {
 
 export function crossTabScenarios(sizes) {
   return [
+    uncontendedBesideScenario(sizes),
     pingPongScenario(sizes, false),
     pingPongScenario(sizes, true),
     ...sizes.contentionTabs.map((n) => contentionScenario(sizes, n)),
