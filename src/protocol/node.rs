@@ -42,6 +42,9 @@ pub struct Config {
     pub live_ttl: u64,
     /// Most messages a joiner buffers while it waits for a state transfer.
     pub buffer_limit: usize,
+    /// An idle member that sees another member's request leaves (so that one can decide alone), unless
+    /// it asked `query()` within this long (a page watching the origin's locks keeps its replica).
+    pub query_linger: u64,
 }
 
 impl Default for Config {
@@ -56,6 +59,7 @@ impl Default for Config {
             freeze_grace: 10_000,
             live_ttl: 2_000,
             buffer_limit: 100_000,
+            query_linger: 2_000,
         }
     }
 }
@@ -178,6 +182,11 @@ pub struct Node {
     pub(super) calls: u64,
     /// The storage hint as last read or written.
     pub(super) live_until: Option<u64>,
+    /// When this context last called `query()`.
+    pub(super) queried_at: Option<u64>,
+    /// Another member's request was applied since this context last had anything to do: if it is
+    /// idle, it makes way (see [`Node::make_way`]).
+    pub(super) saw_request: bool,
     /// This context wrote the storage hint and has not removed it since.
     pub(super) wrote_hint: bool,
     /// The messages this context decided alone without posting them (the lone member, see
@@ -208,6 +217,8 @@ impl Node {
             queries: Vec::new(),
             calls: 0,
             live_until: None,
+            queried_at: None,
+            saw_request: false,
             wrote_hint: false,
             decided: None,
             timer: None,
@@ -395,6 +406,7 @@ impl Node {
             return;
         }
         self.calls += 1;
+        self.queried_at = Some(now);
         self.queries.push((query, None, self.calls));
         self.attach(now);
         self.after(now);
@@ -775,6 +787,7 @@ impl Node {
             }
             return;
         }
+        self.make_way(now);
         let mut next: Option<u64> = None;
         match &self.phase {
             Phase::Detached => {}
@@ -785,6 +798,29 @@ impl Node {
         let hint = self.live_policy(now);
         next = [next, hint].into_iter().flatten().min();
         self.set_timer(next);
+    }
+
+    /// An idle member that saw another member's request leaves the protocol, so that the busy one may
+    /// become the lone member and decide alone (docs/PROTOCOL.md, "making way"); it joins again, with a
+    /// state transfer, when it next needs a lock. Not while another member could not carry the history on
+    /// without it, nor for `query_linger` after this context's last `query()`. Driven by messages only:
+    /// an idle origin stays quiet.
+    fn make_way(&mut self, now: u64) {
+        if !std::mem::take(&mut self.saw_request)
+            || self.has_interest()
+            || !self.queries.is_empty()
+            || self
+                .queried_at
+                .is_some_and(|t| now < t + self.config.query_linger)
+        {
+            return;
+        }
+        let me = self.member_key();
+        let others = matches!(&self.phase, Phase::Synced(s)
+            if s.active && s.replica.members().any(|(k, m)| *k != me && !m.pending));
+        if others {
+            self.leave();
+        }
     }
 
     /// Answers the queries whose context's own earlier messages are all applied.

@@ -81,6 +81,8 @@ impl Node {
         let mut answer_ping = false;
         let mut beacon = false;
         let mut wake = None;
+        let mut saw_request = false;
+        let idle = self.requests.is_empty() && self.queries.is_empty();
         match &decoded {
             Decoded::Ours(m) => {
                 s.last_heard.insert(m.sender.clone(), now);
@@ -106,6 +108,12 @@ impl Node {
                         | Body::Leave
                         | Body::Evict { .. }
                 );
+                // Another member's request reaching an idle context: it may make way (see
+                // `Node::make_way`). Messages arrive in tasks, never between a release and the next
+                // request of a loop, so a busy context is not idle here.
+                if matches!(m.body, Body::Request { .. }) && m.sender.client != me.client {
+                    saw_request = idle;
+                }
                 if let Body::Ping { target } = &m.body {
                     s.ping_posted.remove(target);
                     s.last_ping.insert(target.clone(), now);
@@ -136,6 +144,7 @@ impl Node {
             }
         }
         self.handle_outcomes(&me, outcomes);
+        self.saw_request |= saw_request;
         if let Some(vouch) = wake {
             self.emit(Effect::WakeDeputy(vouch));
         }

@@ -271,6 +271,72 @@ fn abort_answers_from_the_local_state() {
 }
 
 #[test]
+fn an_idle_member_makes_way_for_a_busy_one_which_then_decides_alone() {
+    let mut bus = Bus::new(3);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    bus.call(1, request(1, "y"));
+    bus.call(2, |n, now| n.query(now, 1));
+    bus.settle();
+    // All three are members; 1 and 2 are idle (1 released, 2 only queried).
+    bus.call(1, |n, now| n.release(now, 1));
+    bus.call(0, |n, now| n.release(now, 1));
+    bus.pump();
+    let member = |bus: &Bus, i: usize| {
+        let key = bus.nodes[i].member_key();
+        bus.nodes[0].replica().unwrap().member(&key).is_some()
+    };
+    assert!(member(&bus, 1) && member(&bus, 2));
+    // 0 requests: 1 sees it while idle and leaves; 2 asked query() a moment ago and stays.
+    bus.call(0, request(2, "x"));
+    bus.pump();
+    assert!(!member(&bus, 1), "the idle member left");
+    assert!(posts(&bus.effects[1]).contains(&Body::Leave));
+    assert!(
+        member(&bus, 2),
+        "a member that queried lately keeps its replica"
+    );
+    // Once 2's query is old, the next request makes it leave too, and 0 decides alone.
+    bus.now += config().query_linger;
+    bus.call(0, |n, now| n.release(now, 2));
+    bus.call(0, request(3, "x"));
+    bus.pump();
+    assert!(!member(&bus, 2));
+    let before = bus.log.len();
+    let fx = bus.call(0, |n, now| n.release(now, 3));
+    bus.call(0, request(4, "x"));
+    assert_eq!(posts(&fx), []);
+    assert_eq!(bus.log.len(), before, "lone again: nothing posted");
+    // 1 comes back: it joins with a state transfer and queues behind 0.
+    bus.call(1, request(2, "x"));
+    bus.pump();
+    assert!(member(&bus, 1));
+    assert!(
+        bus.nodes[1]
+            .replica()
+            .unwrap()
+            .is_pending(&bus.nodes[1].member_key(), 2)
+    );
+}
+
+#[test]
+fn a_busy_member_does_not_make_way() {
+    let mut bus = Bus::new(2);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    bus.call(1, request(1, "x"));
+    bus.settle();
+    // 1 waits for x: 0's next request reaches it while it is busy.
+    bus.call(0, request(2, "y"));
+    bus.pump();
+    assert!(!posts(&bus.effects[1]).contains(&Body::Leave));
+    // It gets x when 0 releases it.
+    bus.call(0, |n, now| n.release(now, 1));
+    bus.pump();
+    assert_eq!(engine_effects(&bus.effects[1]), [Effect::Granted(1)]);
+}
+
+#[test]
 fn releasing_a_lock_not_held_sends_nothing() {
     let mut bus = Bus::new(2);
     bus.call(0, request(1, "x"));
