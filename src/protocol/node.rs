@@ -15,6 +15,7 @@ use super::replica::RevokeReason;
 use super::synced::Synced;
 use super::wire::{
     Body, Decoded, MemberKey, Message, MessageId, PROTOCOL_VERSION, Value, decode_versioned,
+    split_batch,
 };
 
 /// The protocol's timings, in ms. The defaults meet the bounds of issue 3; docs/PROTOCOL.md explains
@@ -423,8 +424,19 @@ impl Node {
         ) {
             return;
         }
-        if let Some(decoded) = decode_versioned(values, self.version) {
-            self.receive(now, decoded);
+        match split_batch(values, self.version) {
+            Some(parts) => {
+                for part in parts {
+                    if let Some(decoded) = decode_versioned(part, self.version) {
+                        self.receive(now, decoded);
+                    }
+                }
+            }
+            None => {
+                if let Some(decoded) = decode_versioned(values, self.version) {
+                    self.receive(now, decoded);
+                }
+            }
         }
         self.after(now);
     }

@@ -40,6 +40,7 @@ const KIND_EVICT: u32 = 9;
 const KIND_FREEZE: u32 = 10;
 const KIND_LEAVE: u32 = 11;
 const KIND_VOUCH: u32 = 12;
+const KIND_BATCH: u32 = 13;
 
 /// Largest integer a JS number holds exactly; every integer slot must be at most this.
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
@@ -351,6 +352,44 @@ pub fn encode_versioned(message: &Message, version: u32) -> Vec<Value> {
 /// Encodes `message` in this build's protocol version.
 pub fn encode(message: &Message) -> Vec<Value> {
     encode_versioned(message, PROTOCOL_VERSION)
+}
+
+/// Several messages of one sender, in order, as one channel message (the edge posts what a context
+/// sends within one task at once: one post and one delivery instead of several). A header like a
+/// message's (the first one's sender and sequence number, kind `Batch`), so that another version sees a
+/// message of this version; then each message's length and slots.
+pub fn encode_batch(messages: &[Message]) -> Vec<Value> {
+    let first = &messages[0];
+    let mut e = Encoder { out: Vec::new() };
+    e.push(MAGIC);
+    e.push(PROTOCOL_VERSION);
+    e.push(KIND_BATCH);
+    e.member(&first.sender);
+    e.push(first.seq);
+    for m in messages {
+        let values = encode(m);
+        e.push(values.len() as u64);
+        e.out.extend(values);
+    }
+    e.out
+}
+
+/// The messages of a batch of protocol `version`, in order; `None` if `values` is not one (or is
+/// malformed: then the whole batch is ignored, like any undecodable message).
+pub fn split_batch(values: &[Value], version: u32) -> Option<Vec<&[Value]>> {
+    let mut c = Cursor { values, at: 0 };
+    if c.str()? != MAGIC || c.u32()? != version || c.u32()? != KIND_BATCH {
+        return None;
+    }
+    c.member()?;
+    c.u64()?;
+    let mut parts = Vec::new();
+    while !c.done() {
+        let len = c.count(1)?;
+        parts.push(&values[c.at..c.at + len]);
+        c.at += len;
+    }
+    Some(parts)
 }
 
 /// Reads slots in order; every accessor returns `None` on a type or range error.
@@ -680,6 +719,32 @@ mod tests {
             let m = msg(body);
             assert_eq!(decode(&encode(&m)), Some(Decoded::Ours(m.clone())), "{m:?}");
         }
+    }
+
+    #[test]
+    fn a_batch_splits_into_its_messages_and_reads_as_this_version_to_others() {
+        let messages: Vec<Message> = sample_bodies().into_iter().map(msg).collect();
+        let batch = encode_batch(&messages);
+        let parts = split_batch(&batch, PROTOCOL_VERSION).expect("a batch");
+        assert_eq!(parts.len(), messages.len());
+        for (part, m) in parts.iter().zip(&messages) {
+            assert_eq!(decode(part), Some(Decoded::Ours(m.clone())));
+        }
+        // Not a message of this version (the node splits it first); another version sees its header.
+        assert_eq!(decode(&batch), None);
+        assert!(matches!(
+            decode_versioned(&batch, PROTOCOL_VERSION - 1),
+            Some(Decoded::Foreign {
+                version: PROTOCOL_VERSION,
+                ..
+            })
+        ));
+        // A single message is not a batch; a truncated batch is nothing.
+        assert_eq!(split_batch(&encode(&messages[0]), PROTOCOL_VERSION), None);
+        assert_eq!(
+            split_batch(&batch[..batch.len() - 1], PROTOCOL_VERSION),
+            None
+        );
     }
 
     #[test]

@@ -337,6 +337,38 @@ fn a_busy_member_does_not_make_way() {
 }
 
 #[test]
+fn a_batch_is_applied_as_its_messages_in_order() {
+    let mut bus = Bus::new(2);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    bus.call(1, request(1, "y"));
+    bus.settle();
+    // Node 1 requests x (queued behind node 0) and releases y: node 0 gets both as one batch.
+    let from = bus.log.len();
+    bus.call(1, request(2, "x"));
+    bus.call(1, |n, now| n.release(now, 1));
+    let messages: Vec<Message> = bus.log[from..]
+        .iter()
+        .map(|v| match wire::decode(v) {
+            Some(wire::Decoded::Ours(m)) => m,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(messages.len(), 2);
+    let now = bus.now;
+    bus.nodes[0].deliver(now, &wire::encode_batch(&messages));
+    bus.seen[0] = bus.log.len();
+    bus.pump();
+    let snapshot = |i: usize| bus.nodes[i].replica().unwrap().snapshot();
+    assert_eq!(snapshot(0), snapshot(1));
+    assert_eq!(snapshot(0).pending.len(), 1, "node 1's request for x waits");
+    assert!(
+        snapshot(0).held.iter().all(|l| &*l.name == "x"),
+        "y was released"
+    );
+}
+
+#[test]
 fn releasing_a_lock_not_held_sends_nothing() {
     let mut bus = Bus::new(2);
     bus.call(0, request(1, "x"));
