@@ -23,12 +23,15 @@ after(async () => {
   await server?.close();
 });
 
-/** Tabs on the fixture (one origin: the browser's one profile); closed after `body` unless it closed them. */
-async function withTabs(labels, body) {
+/**
+ * Tabs on the fixture (one origin: the browser's one profile; `query` adds fixture parameters); closed after
+ * `body` unless it closed them.
+ */
+async function withTabs(labels, body, query = {}) {
   const tabs = [];
   try {
     for (const label of labels) {
-      const tab = await firefox.newTab(fixtureUrl(server, label));
+      const tab = await firefox.newTab(fixtureUrl(server, label, query));
       const { clientId, kind } = await tab.evaluate(() => window.agentReady);
       tabs.push(Object.assign(tab, { label, clientId, kind }));
     }
@@ -110,4 +113,37 @@ test('Firefox: a closed holder tab frees its lock for the waiter in another tab 
   }
   console.log(`# firefox close -> waiter granted: ${times.map((t) => t.toFixed(0)).join(', ')} ms`);
   assert.ok(Math.max(...times) < 250, `every close announced, none left to eviction (100 ms bound + margin): ${times.map(Math.round)}`);
+});
+
+test('Firefox: a holder tab busy in a 2.5 s long task while a waiter waits keeps its lock: its deputy answers for it (without one it is presumed dead)', async () => {
+  for (const deputy of [true, false]) {
+    const scope = `ff-long-task-${++runs}`;
+    const query = { scope, ...(deputy ? {} : { deputy: 'none' }) };
+    await withTabs(
+      ['holder', 'waiter'],
+      async ([holder, waiter]) => {
+        await call(holder, 'request', 'h', 'x');
+        await expectEvent(holder, 'h', 'granted');
+        await call(waiter, 'request', 'w', 'x');
+        await untilPending(waiter, 'x', 1);
+        await holder.evaluate(() => {
+          const end = Date.now() + 2500;
+          while (Date.now() < end); // the main thread runs nothing else meanwhile
+        });
+        await sleep(300);
+        const lost = (await call(holder, 'events', 'h')).find((e) => e.ev === 'rejected');
+        const grantedElsewhere = (await call(waiter, 'events', 'w')).some((e) => e.ev === 'granted');
+        if (deputy) {
+          assert.equal(lost, undefined, 'the busy holder kept its lock');
+          assert.equal(grantedElsewhere, false, 'nobody else was granted it');
+          await call(holder, 'release', 'h');
+          await expectEvent(waiter, 'w', 'granted', 3000);
+        } else {
+          assert.equal(lost?.error, 'AbortError', 'without a deputy the long task looks like a crash');
+          assert.equal(grantedElsewhere, true);
+        }
+      },
+      query,
+    );
+  }
 });
