@@ -6,10 +6,10 @@
 // can evict a silent page after 200 ms instead of 650 ms. No wasm, no decoding: it relays, and posts the
 // announcement the page hands it for each new membership.
 //
-// Only where the global is a Window (a worker's long task is its own business, and shared and service
-// workers cannot start workers), and only once the page first takes part in the protocol. Where blob
-// workers are forbidden (a CSP without `blob:` in worker-src) there is no deputy, and the others wait
-// 650 ms as before.
+// Only where the global is a Window or a dedicated worker (whose nested workers end with it; shared and
+// service workers cannot start workers), and only once the context first takes part in the protocol.
+// Where blob workers are forbidden (a CSP without `blob:` in worker-src) there is no deputy, and the
+// others wait 650 ms as before.
 
 const SOURCE = `let origin = null, own = null;
 onmessage = ({ data: [originName, ownName, message] }) => {
@@ -28,8 +28,9 @@ onmessage = ({ data: [originName, ownName, message] }) => {
  * deputy), or `undefined` where this global cannot have one.
  */
 export function makeDeputy(globalObject = globalThis) {
-  const { Worker, Blob, URL, document } = globalObject;
-  if (typeof document !== 'object' || typeof Worker !== 'function' || typeof Blob !== 'function') return undefined;
+  const { Worker, Blob, URL, document, DedicatedWorkerGlobalScope } = globalObject;
+  const dedicatedWorker = typeof DedicatedWorkerGlobalScope === 'function' && globalObject instanceof DedicatedWorkerGlobalScope;
+  if ((typeof document !== 'object' && !dedicatedWorker) || typeof Worker !== 'function' || typeof Blob !== 'function') return undefined;
   let worker = null;
   let failed = false;
   return (originName, ownName, message) => {
