@@ -37,6 +37,17 @@ async function closeAll(tabs) {
   await Promise.all(tabs.map((tab) => tab.close().catch(() => {})));
 }
 
+/**
+ * Opens `count` tabs of the variant at once into `tabs` (those that opened, for the caller to close even
+ * if another failed); throws the first failure.
+ */
+async function openAll(ctx, variant, count, tabs) {
+  const opened = await Promise.allSettled(Array.from({ length: count }, () => openReady(ctx, variant)));
+  for (const o of opened) if (o.status === 'fulfilled') tabs.push(o.value);
+  for (const o of opened) if (o.status === 'rejected') throw o.reason;
+  return tabs;
+}
+
 /** 6. Ping-pong of one exclusive lock between two tabs; with `thirdTab`, a third tab is opened first. */
 function pingPongScenario(sizes, thirdTab) {
   return {
@@ -95,10 +106,7 @@ function contentionScenario(sizes, tabCount) {
     async run(ctx, variant, timeoutMs) {
       const tabs = [];
       try {
-        const opening = Array.from({ length: tabCount }, () => openReady(ctx, variant));
-        const opened = await Promise.allSettled(opening);
-        for (const o of opened) if (o.status === 'fulfilled') tabs.push(o.value);
-        for (const o of opened) if (o.status === 'rejected') throw o.reason;
+        await openAll(ctx, variant, tabCount, tabs);
         return await withTimeout(
           (async () => {
             const name = `bench-contend-${randomId()}`;
@@ -151,9 +159,7 @@ function uncontendedBesideScenario(sizes) {
     async run(ctx, variant, timeoutMs) {
       const tabs = [];
       try {
-        const opened = await Promise.allSettled([openReady(ctx, variant), openReady(ctx, variant)]);
-        for (const o of opened) if (o.status === 'fulfilled') tabs.push(o.value);
-        for (const o of opened) if (o.status === 'rejected') throw o.reason;
+        await openAll(ctx, variant, 2, tabs);
         const [measured, other] = tabs;
         return await withTimeout(
           (async () => {
@@ -190,9 +196,7 @@ function recoveryScenario(sizes, how) {
     async run(ctx, variant, timeoutMs) {
       const tabs = [];
       try {
-        const opened = await Promise.allSettled([openReady(ctx, variant), openReady(ctx, variant)]);
-        for (const o of opened) if (o.status === 'fulfilled') tabs.push(o.value);
-        for (const o of opened) if (o.status === 'rejected') throw o.reason;
+        await openAll(ctx, variant, 2, tabs);
         const [holder, waiter] = tabs;
         return await withTimeout(
           (async () => {
