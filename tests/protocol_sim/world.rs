@@ -604,7 +604,7 @@ impl World {
             if let Some(vouch) = &announcement
                 && announcement != self.nodes[i].announced
             {
-                self.deputy_post(i, vouch);
+                self.deputy_post(i, vouch, 0);
                 self.nodes[i].announced = announcement;
             }
         }
@@ -624,19 +624,15 @@ impl World {
         };
         if self.nodes[j].deputy {
             let hop = self.rng.range(0, self.env.delivery_max);
-            let at = self.now + hop;
-            let version = self.nodes[j].node.version();
-            let msg = Rc::new(wire::encode_versioned(&vouch, version));
-            let send = self.rng.range(0, self.env.send_max);
-            self.schedule(at + send, j, Ev::DeputyPost(msg));
+            self.deputy_post(j, &vouch, hop);
         }
     }
 
-    /// Context `i`'s deputy posts `vouch` after its sending delay.
-    fn deputy_post(&mut self, i: usize, vouch: &Message) {
+    /// Context `i`'s deputy posts `vouch` after `delay` and its sending delay.
+    fn deputy_post(&mut self, i: usize, vouch: &Message, delay: u64) {
         let version = self.nodes[i].node.version();
         let msg = Rc::new(wire::encode_versioned(vouch, version));
-        let at = self.now + self.rng.range(0, self.env.send_max);
+        let at = self.now + delay + self.rng.range(0, self.env.send_max);
         self.schedule(at, i, Ev::DeputyPost(msg));
     }
 
