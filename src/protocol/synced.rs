@@ -65,6 +65,15 @@ impl Synced {
     }
 }
 
+/// The messages a lone member may apply before (or instead of) their place on the channel: its own lock
+/// requests, releases and aborts (docs/PROTOCOL.md, "the lone member").
+fn decided_by_its_sender(body: &Body) -> bool {
+    matches!(
+        body,
+        Body::Request { .. } | Body::Release { .. } | Body::Abort { .. }
+    )
+}
+
 fn synced(phase: &mut Phase) -> &mut Synced {
     match phase {
         Phase::Synced(s) => s,
@@ -160,11 +169,7 @@ impl Node {
     /// be told of them before a `State`, which this context sends after applying them. Returns the body
     /// back when it must be posted.
     pub(super) fn decide_alone(&mut self, body: Body) -> Result<(), Body> {
-        if !matches!(
-            body,
-            Body::Request { .. } | Body::Release { .. } | Body::Abort { .. }
-        ) || self.echoed_seq != self.seq
-        {
+        if !decided_by_its_sender(&body) || self.echoed_seq != self.seq {
             return Err(body);
         }
         let me = self.member_key();
@@ -194,10 +199,7 @@ impl Node {
     /// provided every message it posted before is applied already, so its messages keep their order.
     /// Returns the outcomes, or None when the message must wait for its echo as usual.
     pub(super) fn apply_alone(&mut self, m: &Message) -> Option<Vec<Outcome>> {
-        if !matches!(
-            m.body,
-            Body::Request { .. } | Body::Release { .. } | Body::Abort { .. }
-        ) {
+        if !decided_by_its_sender(&m.body) {
             return None;
         }
         let echoed = self.echoed_seq;
