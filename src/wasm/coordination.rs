@@ -82,6 +82,8 @@ pub(super) struct Coordination {
     outbox: RefCell<Vec<wire::Message>>,
     outbox_hops: Cell<u32>,
     flush_callback: Closure<dyn FnMut()>,
+    /// The global's `queueMicrotask`, looked up once (every post takes a few hops through it).
+    queue_microtask: Option<Function>,
 }
 
 /// How many microtask hops the outbox waits before it is sent: enough for a release and the request a
@@ -151,6 +153,8 @@ impl Coordination {
                 deputies: RefCell::new(Vec::new()),
                 outbox: RefCell::new(Vec::new()),
                 outbox_hops: Cell::new(0),
+                queue_microtask: global_property("queueMicrotask")
+                    .and_then(|f| f.dyn_into::<Function>().ok()),
                 flush_callback: Closure::new(move || {
                     if let Some(this) = flush_target.upgrade() {
                         this.flush_later();
@@ -336,13 +340,11 @@ impl Coordination {
 
     /// Queues the next hop of the outbox's wait; false where the global has no `queueMicrotask`.
     fn queue_flush(&self) -> bool {
-        global_property("queueMicrotask")
-            .and_then(|f| f.dyn_into::<Function>().ok())
-            .is_some_and(|queue| {
-                queue
-                    .call1(&JsValue::NULL, self.flush_callback.as_ref())
-                    .is_ok()
-            })
+        self.queue_microtask.as_ref().is_some_and(|queue| {
+            queue
+                .call1(&JsValue::NULL, self.flush_callback.as_ref())
+                .is_ok()
+        })
     }
 
     fn flush_later(&self) {
