@@ -8,8 +8,8 @@
 //
 // Only where the global is a Window or a dedicated worker (whose nested workers end with it; shared and
 // service workers cannot start workers), and only once the context first takes part in the protocol.
-// Where blob workers are forbidden (a CSP without `blob:` in worker-src) there is no deputy, and the
-// others wait 650 ms as before.
+// Where blob workers are forbidden (a CSP without `blob:` in worker-src) or there is no BroadcastChannel,
+// there is no deputy, and the others wait 650 ms as before.
 
 const SOURCE = `let origin = null, own = null;
 onmessage = ({ data: [originName, ownName, message] }) => {
@@ -31,6 +31,8 @@ export function makeDeputy(globalObject = globalThis) {
   const { Worker, Blob, URL, document, DedicatedWorkerGlobalScope } = globalObject;
   const dedicatedWorker = typeof DedicatedWorkerGlobalScope === 'function' && globalObject instanceof DedicatedWorkerGlobalScope;
   if ((typeof document !== 'object' && !dedicatedWorker) || typeof Worker !== 'function' || typeof Blob !== 'function') return undefined;
+  // The deputy speaks on BroadcastChannel; without it (js/log_channel.js carries the protocol) there is none.
+  if (typeof globalObject.BroadcastChannel !== 'function') return undefined;
   let worker = null;
   let failed = false;
   return (originName, ownName, message) => {

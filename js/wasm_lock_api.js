@@ -4,6 +4,7 @@
 // `weblocks_bg.wasm` next to the glue. Shared by the ESM entry (index.js) and the classic build.
 import init, { Engine } from '../pkg/weblocks.js';
 import { makeDeputy } from './deputy.js';
+import { makeLogChannelFactory } from './log_channel.js';
 import { createLockApi, installLockApi } from './lock_api.js';
 
 // Where the wasm comes from when `createWasmLockApi` is given none: the glue's default (undefined) unless
@@ -17,7 +18,7 @@ export function setDefaultWasmSource(wasmSource) {
 export function createWasmLockApi(wasmSource = defaultWasmSource) {
   const api = createLockApi(async (clientId, sink) => {
     await init(wasmSource === undefined ? undefined : { module_or_path: wasmSource });
-    return new Engine(clientId, sink, undefined, makeDeputy());
+    return new Engine(clientId, sink, undefined, makeDeputy(), makeLogChannelFactory());
   });
   return {
     ...api,

@@ -499,11 +499,7 @@ impl Node {
         ) {
             return;
         }
-        self.leave();
-        self.lose_held_locks(LossReason::Hidden);
-        for r in self.requests.values_mut() {
-            r.state = RequestState::Queued;
-        }
+        self.step_out(LossReason::Hidden);
         self.lifecycle = Lifecycle::Hidden;
         self.set_timer(None);
         let _ = now;
@@ -526,6 +522,24 @@ impl Node {
         self.after(now);
     }
 
+    /// The transport lost messages of the order this context was following (a log it reads from was
+    /// trimmed past its position, or a post of its own failed): its replica can no longer be trusted.
+    /// It steps out as on entering the back/forward cache (its held locks reported lost, as after a
+    /// reset; its Leave releases them wherever the origin still counts them) and, if it still waits
+    /// or queries, joins again with a state transfer.
+    pub fn missed_messages(&mut self, now: u64) {
+        if !matches!(self.lifecycle, Lifecycle::Running | Lifecycle::Frozen)
+            || matches!(self.phase, Phase::Detached)
+        {
+            return;
+        }
+        self.step_out(LossReason::Reset);
+        if !self.requests.is_empty() || !self.queries.is_empty() {
+            self.attach(now);
+        }
+        self.after(now);
+    }
+
     /// The context closes (unload, `pagehide` without `persisted`, a worker's end): leave at once.
     pub fn terminate(&mut self, _now: u64) {
         if matches!(self.lifecycle, Lifecycle::Gone) {
@@ -542,6 +556,16 @@ impl Node {
 
     pub(super) fn emit(&mut self, effect: Effect) {
         self.out.push(effect);
+    }
+
+    /// Leaves the protocol with its held locks lost (for `reason`) and its requests queued, to be
+    /// posted again when it rejoins.
+    fn step_out(&mut self, reason: LossReason) {
+        self.leave();
+        self.lose_held_locks(reason);
+        for r in self.requests.values_mut() {
+            r.state = RequestState::Queued;
+        }
     }
 
     /// Every lock this context holds is gone (for `reason`): forget them and tell JS, as after a steal.

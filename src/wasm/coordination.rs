@@ -10,6 +10,20 @@ use js_sys::{Array, Function, Reflect};
 use wasm_bindgen::prelude::*;
 use web_sys::{BroadcastChannel, EventTarget, MessageEvent, Storage, StorageEvent};
 
+#[wasm_bindgen]
+extern "C" {
+    /// What the edge needs of a channel: a `BroadcastChannel`, or where the global has none, the
+    /// channel over an IndexedDB log that `js/log_channel.js` makes (the same shape, and one order for
+    /// every context, own messages included: docs/PROTOCOL.md §12).
+    pub(super) type Channel;
+    #[wasm_bindgen(method, js_name = postMessage, catch)]
+    fn post_message(this: &Channel, data: &JsValue) -> Result<(), JsValue>;
+    #[wasm_bindgen(method, setter)]
+    fn set_onmessage(this: &Channel, handler: Option<&Function>);
+    #[wasm_bindgen(method)]
+    fn close(this: &Channel);
+}
+
 use crate::protocol::wire::{self, Value};
 use crate::protocol::{Effect, LIVE_KEY, LossReason, Node};
 
@@ -48,8 +62,8 @@ type Listener = (
 /// What the handlers share: the node, the I/O objects, and the JS sink of the Engine contract.
 pub(super) struct Coordination {
     node: RefCell<Node>,
-    tx: BroadcastChannel,
-    rx: BroadcastChannel,
+    tx: Channel,
+    rx: Channel,
     storage: Option<Storage>,
     storage_key: String,
     sink: Function,
@@ -86,6 +100,10 @@ pub(super) struct Coordination {
     queue_microtask: Option<Function>,
 }
 
+/// The type of the event a log channel (`js/log_channel.js`) gives instead of a message when messages
+/// were lost: the log was trimmed past this context's position, or a post failed.
+const GAP: &str = "gap";
+
 /// How many microtask hops the outbox waits before it is sent: enough for a release and the request a
 /// loop makes right after it (a few promise reactions apart) to go as one message.
 const OUTBOX_HOPS: u32 = 4;
@@ -94,23 +112,39 @@ const OUTBOX_HOPS: u32 = 4;
 const DEPUTY_CHANNELS: usize = 4;
 
 impl Coordination {
-    /// Starts coordinating over BroadcastChannel; `None` where the global has no BroadcastChannel.
+    /// Starts coordinating over the channels `open_channel(name)` makes, or where it is `None`, over
+    /// BroadcastChannel; `None` where there is neither.
     pub(super) fn start(
         node: Node,
         sink: Function,
         scope: Option<String>,
         deputy: Option<Function>,
+        open_channel: Option<Function>,
     ) -> Option<Rc<Coordination>> {
-        global_property("BroadcastChannel")?;
         let channel = match &scope {
             Some(s) => [CHANNEL, ":", s].concat(),
             None => CHANNEL.to_owned(),
         };
-        let tx = BroadcastChannel::new(&channel).ok()?;
-        let channel_name = channel.clone();
+        let open = || -> Option<Channel> {
+            match &open_channel {
+                Some(open) => open
+                    .call1(&JsValue::NULL, &JsValue::from_str(&channel))
+                    .ok()
+                    .filter(|c| c.is_object())
+                    .map(JsCast::unchecked_into),
+                None => {
+                    global_property("BroadcastChannel")?;
+                    BroadcastChannel::new(&channel)
+                        .ok()
+                        .map(JsCast::unchecked_into)
+                }
+            }
+        };
+        let tx = open()?;
         // A channel object does not receive its own messages; a second one does, in the order the
         // browser delivers them to every context (docs/PROTOCOL.md, assumption A1).
-        let rx = BroadcastChannel::new(&channel).ok()?;
+        let rx = open()?;
+        let channel_name = channel.clone();
         let storage_key = match &scope {
             Some(s) => [LIVE_KEY, ":", s].concat(),
             None => LIVE_KEY.to_owned(),
@@ -135,9 +169,12 @@ impl Coordination {
                 }),
                 listeners: RefCell::new(Vec::new()),
                 on_message: Closure::new(move |event: MessageEvent| {
-                    if let (Some(this), Some(values)) =
-                        (on_message_target.upgrade(), decode_values(&event.data()))
-                    {
+                    let Some(this) = on_message_target.upgrade() else {
+                        return;
+                    };
+                    if event.type_() == GAP {
+                        this.with_node(|n, t| n.missed_messages(t));
+                    } else if let Some(values) = decode_values(&event.data()) {
                         this.with_node(|n, t| n.deliver(t, &values));
                     }
                 }),

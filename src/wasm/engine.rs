@@ -18,7 +18,7 @@ pub(super) const EFFECT_STOLEN: u32 = 3;
 pub(super) const EFFECT_SNAPSHOT: u32 = 4;
 
 /// Where decisions are made: the origin's shared lock manager (the coordination protocol), or, where
-/// the global has no BroadcastChannel, this context alone.
+/// the global has no channel to the others, this context alone.
 enum Backend {
     #[cfg(feature = "coordination")]
     Origin(Rc<Coordination>),
@@ -39,19 +39,22 @@ impl Engine {
     /// `scope` isolates a group of engines from the rest of the origin (tests); `undefined` joins the
     /// origin's one lock manager. `deputy(channel, ownChannel, message)` hands a message to this page's
     /// deputy (`js/deputy.js`; `deputy()` ends it); `undefined` where the page has none.
+    /// `openChannel(name)` makes the channels the contexts coordinate over where the global has no
+    /// BroadcastChannel (`js/log_channel.js`); `undefined`: BroadcastChannel.
     #[wasm_bindgen(constructor)]
     pub fn new(
         client_id: String,
         sink: Function,
         scope: Option<String>,
         deputy: Option<Function>,
+        open_channel: Option<Function>,
     ) -> Engine {
-        let backend = match origin_backend(&client_id, &sink, scope, deputy) {
+        let backend = match origin_backend(&client_id, &sink, scope, deputy, open_channel) {
             Some(backend) => backend,
             None => {
                 web_sys::console::warn_1(
-                    &"weblocks: this global has no BroadcastChannel; locks are coordinated within this \
-                      context only."
+                    &"weblocks: this global has neither BroadcastChannel nor IndexedDB; locks are \
+                      coordinated within this context only."
                         .into(),
                 );
                 Backend::Alone(LockManager::new())
@@ -172,16 +175,17 @@ impl Drop for Engine {
     }
 }
 
-/// The origin's one lock manager, where the global has a BroadcastChannel.
+/// The origin's one lock manager, where the global has a channel to the other contexts.
 #[cfg(feature = "coordination")]
 fn origin_backend(
     client_id: &str,
     sink: &Function,
     scope: Option<String>,
     deputy: Option<Function>,
+    open_channel: Option<Function>,
 ) -> Option<Backend> {
     let node = Node::new(client_id, Config::default());
-    Coordination::start(node, sink.clone(), scope, deputy).map(Backend::Origin)
+    Coordination::start(node, sink.clone(), scope, deputy, open_channel).map(Backend::Origin)
 }
 
 /// Built without the protocol (only to measure its bytes): every context is alone.
@@ -190,6 +194,7 @@ fn origin_backend(
     _: &str,
     _: &Function,
     _: Option<String>,
+    _: Option<Function>,
     _: Option<Function>,
 ) -> Option<Backend> {
     None

@@ -132,3 +132,36 @@ test('Firefox: a holder tab busy in a 2.5 s long task while a waiter waits keeps
     );
   }
 });
+
+test('Firefox without BroadcastChannel (the IndexedDB log transport, js/log_channel.js): FIFO across tabs, then 3 tabs x 30 read-modify-write cycles with 0 lost updates and 0 overlaps', async () => {
+  const name = `ff-log-${++runs}`;
+  await withTabs(
+    ['a', 'b', 'c'],
+    async ([a, b, c]) => {
+      assert.equal(await a.evaluate(() => typeof BroadcastChannel), 'undefined');
+      await call(a, 'request', 'h', name);
+      await expectEvent(a, 'h', 'granted');
+      await call(b, 'request', 'w', name, { holdMs: 20 });
+      await untilPending(a, name, 1);
+      await call(c, 'request', 'w', name);
+      await untilPending(a, name, 2);
+      await sleep(200);
+      await expectNoEvent(b, 'w', 'granted');
+      await call(a, 'release', 'h');
+      const tb = (await expectEvent(b, 'w', 'granted')).t;
+      const tc = (await expectEvent(c, 'w', 'granted')).t;
+      assert.ok(tb < tc, 'FIFO');
+      await call(c, 'release', 'w');
+      const db = `ff-log-stress-${runs}`;
+      const started = Date.now();
+      const results = await Promise.all([a, b, c].map((t) => call(t, 'cycles', { name: `${name}-stress`, count: 30, db, holder: t.label })));
+      const elapsed = Date.now() - started;
+      const overlaps = results.flatMap((r) => r.overlaps);
+      const counter = await readCounter(a, db);
+      console.log(`# firefox log transport stress: 90 cycles in ${elapsed} ms, ${overlaps.length} overlaps, ${90 - counter} lost`);
+      assert.deepEqual(overlaps, []);
+      assert.equal(counter, 90);
+    },
+    { transport: 'log' },
+  );
+});

@@ -687,3 +687,45 @@ fn an_evicted_context_learns_it_and_sends_its_requests_again() {
             .is_pending(&bus.nodes[0].member_key(), 2)
     );
 }
+
+#[test]
+fn a_context_that_missed_messages_steps_out_gives_up_its_locks_and_rejoins() {
+    let mut bus = Bus::new(2);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    bus.call(0, request(2, "x"));
+    bus.call(1, request(1, "y"));
+    bus.settle();
+    assert!(bus.effects[1].contains(&Effect::Granted(1)));
+    let me0 = bus.nodes[0].member_key();
+    // Node 0's transport loses node 1's next request: node 0 never applies it.
+    bus.call(1, request(2, "x"));
+    bus.seen[0] = bus.log.len();
+    bus.pump();
+    let fx = bus.call(0, |n, now| n.missed_messages(now));
+    assert_eq!(
+        posts(&fx),
+        [Body::Leave, Body::Join { need_state: true }],
+        "it leaves its membership and joins again"
+    );
+    assert!(fx.contains(&Effect::Stolen {
+        id: 1,
+        reason: LossReason::Reset
+    }));
+    bus.settle();
+    // Its Leave released #1 where the origin still counted it: node 1 holds x, and node 0's queued
+    // request waits behind it under the new membership.
+    assert!(bus.effects[1].contains(&Effect::Granted(2)));
+    assert_eq!(bus.nodes[0].member_key().incarnation, me0.incarnation + 1);
+    assert!(
+        bus.nodes[1]
+            .replica()
+            .unwrap()
+            .is_pending(&bus.nodes[0].member_key(), 2)
+    );
+    assert!(!engine_effects(&bus.effects[0]).contains(&Effect::Granted(2)));
+    // Nothing happens to a context that is not following the order.
+    let mut detached = Node::new("d", config());
+    detached.missed_messages(bus.now);
+    assert!(detached.drain().is_empty());
+}

@@ -1,0 +1,183 @@
+// Issue 3's fallback where BroadcastChannel is missing (Safari before 15.4, which also lacks the native API):
+// the contexts coordinate over the IndexedDB log of js/log_channel.js, poked by `storage` events. Chromium
+// has BroadcastChannel, so every context of these tests deletes it before loading weblocks (the fixture's
+// `?transport=log`, passed on to its iframes and workers) and has its native navigator.locks removed: what
+// runs is the log transport, in a real browser with real IndexedDB and real storage events.
+// Needs the build (`npm run build`).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { launchChromium, shareServerAndChromium } from './browser.mjs';
+import {
+  call,
+  expectEvent,
+  expectNoEvent,
+  holderAndWaiter,
+  launchFreezableChromium,
+  openTab,
+  percentile,
+  readCounter,
+  sleep,
+  spawnIframe,
+  spawnWorker,
+  untilPending,
+  untilSnapshot,
+  withOrigin as withOriginOf,
+} from './fixtures/xctx_harness.mjs';
+
+const LOG = { transport: 'log' };
+
+let server;
+let browser;
+shareServerAndChromium((s, b) => {
+  server = s;
+  browser = b;
+});
+
+const withOrigin = (body) => withOriginOf(browser, body);
+const tabs = (context, ...labels) => Promise.all(labels.map((l) => openTab(context, server, l, LOG)));
+
+test('log transport: no BroadcastChannel in the fixture, and exclusion with FIFO across three tabs', async () => {
+  await withOrigin(async (context) => {
+    const [holder, w1, w2] = await tabs(context, 'holder', 'w1', 'w2');
+    for (const page of [holder, w1, w2]) {
+      assert.equal(await page.evaluate(() => typeof BroadcastChannel), 'undefined');
+      assert.equal(page.kind, 'ponyfill');
+    }
+    await call(holder, 'request', 'h', 'fifo');
+    await expectEvent(holder, 'h', 'granted');
+    await call(w1, 'request', 'w', 'fifo', { holdMs: 20 });
+    await untilPending(holder, 'fifo', 1);
+    await call(w2, 'request', 'w', 'fifo', { holdMs: 20 });
+    await untilPending(holder, 'fifo', 2);
+    await sleep(200);
+    await expectNoEvent(w1, 'w', 'granted');
+    await expectNoEvent(w2, 'w', 'granted');
+    await call(holder, 'release', 'h');
+    const first = await expectEvent(w1, 'w', 'callback-done');
+    const second = await expectEvent(w2, 'w', 'granted');
+    assert.ok(second.t >= first.t - 2, 'w2 granted only after w1 finished');
+  });
+});
+
+test('log transport: an iframe and a dedicated worker share the lock state; ifAvailable and steal across contexts; query() sees all', async () => {
+  await withOrigin(async (context) => {
+    const [page, other] = await tabs(context, 'page', 'other');
+    const frame = await spawnIframe(page, 'frame');
+    const worker = await spawnWorker(page, 'worker');
+    assert.equal(await worker.evaluate(() => typeof BroadcastChannel), 'undefined');
+    await call(worker, 'request', 'w', 'doc');
+    await expectEvent(worker, 'w', 'granted');
+    await call(frame, 'request', 'f', 'doc', { ifAvailable: true });
+    await expectEvent(frame, 'f', 'null'); // ifAvailable: not available anywhere in the origin
+    await expectNoEvent(frame, 'f', 'granted');
+    await call(frame, 'request', 'r', 'shared', { mode: 'shared' });
+    await call(other, 'request', 'r', 'shared', { mode: 'shared' });
+    await expectEvent(frame, 'r', 'granted');
+    await expectEvent(other, 'r', 'granted');
+    const snapshot = await untilSnapshot(other, (s) => s.held.length === 3, 'three held locks');
+    assert.deepEqual(
+      snapshot.held.map((l) => `${l.name}/${l.mode}/${l.clientId}`).sort(),
+      [`doc/exclusive/${worker.clientId}`, `shared/shared/${frame.clientId}`, `shared/shared/${other.clientId}`].sort(),
+    );
+    await call(page, 'request', 's', 'doc', { steal: true });
+    await expectEvent(page, 's', 'granted');
+    const lost = await expectEvent(worker, 'w', 'rejected');
+    assert.equal(lost.error, 'AbortError', "the victim's released promise rejects with AbortError");
+  });
+});
+
+test('log transport: 4 tabs x 40 exclusive read-modify-write cycles with an await inside: 0 lost updates, 0 overlaps', async () => {
+  await withOrigin(async (context) => {
+    const pages = await tabs(context, 't0', 't1', 't2', 't3');
+    const db = 'log-stress';
+    const started = Date.now();
+    const results = await Promise.all(pages.map((p) => call(p, 'cycles', { name: 'stress', count: 40, db, holder: p.label })));
+    const elapsed = Date.now() - started;
+    const overlaps = results.flatMap((r) => r.overlaps);
+    const counter = await readCounter(pages[0], db);
+    console.log(`# log transport stress: 160 cycles in ${elapsed} ms (${((160 / elapsed) * 1000).toFixed(0)} cycles/s), ${overlaps.length} overlaps, ${160 - counter} lost`);
+    assert.deepEqual(overlaps, []);
+    assert.equal(counter, 160);
+  });
+});
+
+test('log transport: a closed holder tab and a crashed one free the lock for the waiter in another tab', async () => {
+  const times = { close: [], crash: [] };
+  for (const how of ['close', 'close', 'crash']) {
+    await withOrigin(async (context) => {
+      const { holder, waiter } = await holderAndWaiter(context, server, how, LOG);
+      const start = Date.now();
+      if (how === 'close') await holder.close();
+      else {
+        const session = await context.newCDPSession(holder);
+        const crashed = new Promise((resolve) => holder.once('crash', resolve));
+        session.send('Page.crash').catch(() => {});
+        await crashed;
+      }
+      const granted = await expectEvent(waiter, 'w', 'granted', 5000);
+      times[how].push(granted.t - start);
+    });
+  }
+  console.log(`# log transport: close -> granted ${times.close.map(Math.round).join(', ')} ms; crash -> granted ${times.crash.map(Math.round)} ms`);
+  // A page has no deputy on this transport: a crash is found by a ping left unanswered (650 ms).
+  assert.ok(percentile(times.close, 50) < 1000, `close: ${times.close}`);
+  assert.ok(Math.max(...times.crash) < 1000 + 150, `crash: ${times.crash}`);
+});
+
+/**
+ * In `page`: trims the origin's log as a context does after 5 minutes (js/log_channel.js, KEEP_MS): every entry
+ * up to the last one is deleted and the floor raised to it. Returns the floor.
+ */
+function trimLog(page) {
+  return page.evaluate(
+    () =>
+      new Promise((resolve, reject) => {
+        const open = indexedDB.open('weblocks-log:weblocks');
+        open.onerror = () => reject(open.error);
+        open.onsuccess = () => {
+          const db = open.result;
+          const transaction = db.transaction(['log', 'meta'], 'readwrite');
+          const last = transaction.objectStore('log').openKeyCursor(null, 'prev');
+          last.onsuccess = () => {
+            const key = last.result.key;
+            transaction.objectStore('log').delete(IDBKeyRange.upperBound(key));
+            transaction.objectStore('meta').put(0, key);
+            transaction.oncomplete = () => {
+              db.close();
+              resolve(key);
+            };
+          };
+          transaction.onerror = () => reject(transaction.error);
+        };
+      }),
+  );
+}
+
+test('log transport: a holder that fell behind a trim of the log (it missed messages) gives up its lock with an AbortError and can lock again', async () => {
+  await withOrigin(async (context) => {
+    const [holder, other] = await tabs(context, 'holder', 'other');
+    await call(holder, 'request', 'h', 'g');
+    await expectEvent(holder, 'h', 'granted');
+    await call(other, 'request', 'x', 'x', { holdMs: 1 });
+    await expectEvent(other, 'x', 'callback-done');
+    // The holder's main thread is busy while the other tab posts and the log is trimmed past it.
+    const busy = holder.evaluate(() => {
+      const end = Date.now() + 500;
+      while (Date.now() < end);
+    });
+    await call(other, 'request', 'y', 'y', { holdMs: 1 });
+    await expectEvent(other, 'y', 'callback-done');
+    await trimLog(other);
+    await busy;
+    const lost = await expectEvent(holder, 'h', 'rejected', 3000);
+    assert.equal(lost.error, 'AbortError');
+    assert.match(lost.message, /cut off/, 'the reset message');
+    // Its Leave released the lock where the origin still counted it.
+    await call(other, 'request', 'g', 'g');
+    await expectEvent(other, 'g', 'granted', 3000);
+    await call(holder, 'request', 'h2', 'g');
+    await untilPending(other, 'g', 1);
+    await call(other, 'release', 'g');
+    await expectEvent(holder, 'h2', 'granted', 3000);
+  });
+});
