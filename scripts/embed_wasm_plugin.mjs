@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { renameGlue, renameWasm, shortNames } from './short_wasm_names.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -44,15 +45,27 @@ export default new Promise((resolve) => resolve(lzmaDecode(packed, ${bytes.lengt
 `;
 }
 
+/**
+ * The wasm, and wasm-bindgen's glue next to it (`x.js` beside `x_bg.wasm`), with short import and export
+ * names (scripts/short_wasm_names.mjs): both are loaded through this plugin, so they always agree.
+ */
 export function embedCompressedWasm() {
+  const renamed = async (wasmPath) => {
+    const wasm = await fs.readFile(wasmPath);
+    return { wasm, names: shortNames(wasm) };
+  };
   return {
     name: 'embed-compressed-wasm',
     setup(build) {
-      build.onLoad({ filter: /\.wasm$/ }, async (args) => ({
-        contents: decodingModule(await fs.readFile(args.path)),
-        loader: 'js',
-        resolveDir: root,
-      }));
+      build.onLoad({ filter: /\.wasm$/ }, async (args) => {
+        const { wasm, names } = await renamed(args.path);
+        return { contents: decodingModule(renameWasm(wasm, names)), loader: 'js', resolveDir: root };
+      });
+      build.onLoad({ filter: /[\\/]pkg[\\/][^\\/]+\.js$/ }, async (args) => {
+        const wasmPath = args.path.replace(/\.js$/, '_bg.wasm');
+        const { names } = await renamed(wasmPath);
+        return { contents: renameGlue(await fs.readFile(args.path, 'utf8'), names), loader: 'js' };
+      });
     },
   };
 }
