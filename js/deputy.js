@@ -11,16 +11,23 @@
 // Where blob workers are forbidden (a CSP without `blob:` in worker-src) or there is no BroadcastChannel,
 // there is no deputy, and the others wait 650 ms as before.
 
-const SOURCE = `let origin = null, own = null;
-onmessage = ({ data: [originName, ownName, message] }) => {
-  if (origin === null || origin.name !== originName) {
-    origin?.close();
-    own?.close();
-    origin = new BroadcastChannel(originName);
-    own = new BroadcastChannel(ownName);
-    own.onmessage = (event) => origin.postMessage(event.data);
-  }
+// The deputy opens the origin's channel only to post, and closes it at once (a message posted before
+// `close()` is still delivered): a channel object kept open would receive every message of the origin,
+// waking this worker's thread for each, on every lock handoff of every tab.
+const SOURCE = `let originName = null, own = null;
+const post = (message) => {
+  const origin = new BroadcastChannel(originName);
   origin.postMessage(message);
+  origin.close();
+};
+onmessage = ({ data: [name, ownName, message] }) => {
+  if (own === null || own.name !== ownName) {
+    own?.close();
+    own = new BroadcastChannel(ownName);
+    own.onmessage = (event) => post(event.data);
+  }
+  originName = name;
+  post(message);
 };`;
 
 /**
