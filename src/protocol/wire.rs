@@ -486,6 +486,17 @@ impl<'a> Cursor<'a> {
         })
     }
 
+    /// A count, then that many locks. A loop, not `collect::<Option<Vec<_>>>()`, whose adapters cost
+    /// ~1 KB in the wasm.
+    fn locks(&mut self) -> Option<Vec<LockRecord>> {
+        let n = self.count(5)?;
+        let mut locks = Vec::with_capacity(n);
+        for _ in 0..n {
+            locks.push(self.lock()?);
+        }
+        Some(locks)
+    }
+
     fn done(&self) -> bool {
         self.at == self.values.len()
     }
@@ -520,10 +531,8 @@ fn decode_state(c: &mut Cursor) -> Option<StateTransfer> {
             deputy: flags & 8 != 0,
         });
     }
-    let n = c.count(5)?;
-    let held = (0..n).map(|_| c.lock()).collect::<Option<Vec<_>>>()?;
-    let n = c.count(5)?;
-    let pending = (0..n).map(|_| c.lock()).collect::<Option<Vec<_>>>()?;
+    let held = c.locks()?;
+    let pending = c.locks()?;
     Some(StateTransfer {
         history,
         as_of,
