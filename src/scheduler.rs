@@ -305,8 +305,10 @@ impl LockManager {
             }
         }
         // In queue-map order, not the hash map's (which differs between contexts): every replica must
-        // grant in the same order, or their held-set orders (and so query() output) drift apart.
-        touched.sort_by_key(|name| self.resources.get(name).map(|r| r.map_order));
+        // grant in the same order, or their held-set orders (and so query() output) drift apart. Equal
+        // keys are one name, or names whose resource is gone (`None`), for which the loop below does
+        // nothing: so an unstable sort gives the same decisions (and is ~0.3 KB smaller in the wasm).
+        touched.sort_unstable_by_key(|name| self.resources.get(name).map(|r| r.map_order));
         touched.dedup();
         let mut decisions = Vec::new();
         for name in &touched {

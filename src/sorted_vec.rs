@@ -246,7 +246,7 @@ impl<T> SortedSet<T> {
 impl<T: Ord> FromIterator<T> for SortedSet<T> {
     fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
         let mut items: Vec<T> = iter.into_iter().collect();
-        items.sort();
+        items.sort_unstable();
         items.dedup();
         SortedSet { items }
     }

@@ -327,7 +327,7 @@ impl Node {
                 .filter(|(_, m)| !m.pending)
                 .map(|(k, m)| (m.join_pos, k))
                 .collect();
-            ranked.sort();
+            ranked.sort_unstable(); // no two members are equal: the same order as a stable sort
             let rank = ranked.iter().position(|(_, k)| **k == me).unwrap_or(0) as u64;
             let at = *s
                 .respond_at
