@@ -57,6 +57,10 @@ pub enum Fault {
     CutHide(u64),
     /// A close whose `pagehide` was cut short the same way (Firefox, tests/e2e/cross_context_firefox).
     CutClose,
+    /// The transport loses every message it would deliver to the context for that long (the IndexedDB
+    /// log of js/log_channel.js trimmed past a reader that fell behind) while the context keeps
+    /// running its calls and timers on a stale replica; then it is told (`Node::missed_messages`).
+    Gap(u64),
 }
 
 #[derive(Clone, Debug)]
@@ -86,6 +90,8 @@ enum Ev {
     /// The context's deputy posts this (a Vouch it was handed), if its page still runs.
     DeputyPost(Rc<Vec<Value>>),
     EndStall,
+    /// The end of a `Fault::Gap`: the context reads the gap.
+    EndGap,
     Resume,
     Show,
 }
@@ -182,6 +188,8 @@ pub struct SimNode {
     /// Stalls and freezes (start, end): when this context could not answer.
     pub unresponsive: Vec<(u64, u64, bool)>,
     pub hidden_count: usize,
+    /// Until when the transport loses what it would deliver to this context (`Fault::Gap`).
+    pub gap_until: u64,
     pub retired: bool,
     /// Outcomes the observer decided for this node's requests, to be checked once the node has
     /// applied the same message: (log index, incarnation, local id, outcome kind).
@@ -299,6 +307,7 @@ impl World {
             query_cut: BTreeMap::new(),
             unresponsive: Vec::new(),
             hidden_count: 0,
+            gap_until: 0,
             retired: false,
             expected: VecDeque::new(),
             posted_seq: 0,
@@ -406,18 +415,20 @@ impl World {
                     self.show(i);
                 }
             }
-            Ev::Deliver { .. } | Ev::Timer { .. } | Ev::StorageEvent { .. } | Ev::Client(_) => {
-                match self.nodes[i].status {
-                    Status::Running => self.run(i, ev),
-                    Status::Stalled | Status::Frozen => self.nodes[i].deferred.push_back(ev),
-                    Status::Hidden => match ev {
-                        Ev::Client(_) => self.nodes[i].deferred.push_back(ev),
-                        Ev::StorageEvent { key, value } => self.cache_set(i, key, value),
-                        _ => {}
-                    },
-                    Status::NotStarted | Status::Crashed | Status::Closed => {}
-                }
-            }
+            Ev::Deliver { .. }
+            | Ev::Timer { .. }
+            | Ev::StorageEvent { .. }
+            | Ev::Client(_)
+            | Ev::EndGap => match self.nodes[i].status {
+                Status::Running => self.run(i, ev),
+                Status::Stalled | Status::Frozen => self.nodes[i].deferred.push_back(ev),
+                Status::Hidden => match ev {
+                    Ev::Client(_) => self.nodes[i].deferred.push_back(ev),
+                    Ev::StorageEvent { key, value } => self.cache_set(i, key, value),
+                    _ => {}
+                },
+                Status::NotStarted | Status::Crashed | Status::Closed => {}
+            },
         }
     }
 
@@ -444,6 +455,14 @@ impl World {
         match ev {
             Ev::Deliver { idx, epoch } => {
                 if epoch != self.nodes[i].epoch {
+                    return;
+                }
+                if self.now < self.nodes[i].gap_until {
+                    // Lost: the context never applies it, nor reports what it decided.
+                    self.note(|| format!("ctx{i} misses [{idx}]"));
+                    while self.nodes[i].expected.front().is_some_and(|e| e.0 <= idx) {
+                        self.nodes[i].expected.pop_front();
+                    }
                     return;
                 }
                 let msg = self.log[idx].clone();
@@ -482,6 +501,11 @@ impl World {
                 self.effects(i);
             }
             Ev::Client(action) => self.client(i, action),
+            Ev::EndGap => {
+                self.note(|| format!("ctx{i} reads a gap"));
+                self.nodes[i].node.missed_messages(now);
+                self.effects(i);
+            }
             _ => unreachable!("node-side events only"),
         }
     }
@@ -872,6 +896,12 @@ impl World {
             Fault::CutHide(d) => {
                 self.farewell(i);
                 self.enter_cache(i, d);
+            }
+            Fault::Gap(d) => {
+                self.nodes[i].gap_until = now + d;
+                self.nodes[i].unresponsive.push((now, now + d, false));
+                self.bump("gaps");
+                self.schedule(now + d, i, Ev::EndGap);
             }
             Fault::CutClose => {
                 self.farewell(i);
