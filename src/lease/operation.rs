@@ -58,8 +58,8 @@ pub struct Decision {
 impl Operation {
     /// `tryLock(type, id, { ttlMs })` with the token for the new lease (from 16 random bytes).
     pub fn try_lock(
-        lease_type: &str,
-        id: &str,
+        lease_type: impl Into<String>,
+        id: impl Into<String>,
         ttl_ms: f64,
         token: Token,
     ) -> Result<Operation, LeaseError> {
@@ -178,15 +178,13 @@ pub const PURGE_EXPIRED_AFTER_MS: f64 = 24.0 * 60.0 * 60.0 * 1000.0;
 /// at least [`PURGE_EXPIRED_AFTER_MS`] ago, which the store deletes in the same transaction (the lazy
 /// clean-up; a `tryLock` on an expired lease's key replaces it at once).
 pub fn list_live(records: &[LeaseRecord], now_ms: f64) -> (Vec<LeaseInfo>, Vec<LeaseKey>) {
-    let live = records
-        .iter()
-        .filter(|r| !r.is_expired(now_ms))
-        .map(LeaseRecord::info)
-        .collect();
-    let purge = records
-        .iter()
-        .filter(|r| r.is_expired(now_ms - PURGE_EXPIRED_AFTER_MS))
-        .map(|r| r.key.clone())
-        .collect();
+    let (mut live, mut purge) = (Vec::new(), Vec::new());
+    for r in records {
+        if !r.is_expired(now_ms) {
+            live.push(r.info());
+        } else if r.is_expired(now_ms - PURGE_EXPIRED_AFTER_MS) {
+            purge.push(r.key.clone());
+        }
+    }
     (live, purge)
 }

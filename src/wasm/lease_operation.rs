@@ -36,8 +36,8 @@ impl LeaseOperation {
             .map_err(|_| LeaseError::Storage("a token needs 16 random bytes".into()));
         let operation = token.and_then(|token| {
             Operation::try_lock(
-                &string_argument("type", &lease_type)?,
-                &string_argument("id", &id)?,
+                string_argument("type", &lease_type)?,
+                string_argument("id", &id)?,
                 number_argument("ttlMs", &ttl_ms)?,
                 token,
             )
@@ -95,12 +95,14 @@ impl LeaseOperation {
 /// the keys to delete in the same transaction.
 #[wasm_bindgen(js_name = decideLeaseList)]
 pub fn decide_lease_list(records: Array, now_ms: f64) -> Result<JsValue, JsValue> {
-    let records = records
-        .iter()
-        .map(|value| record_from_js(&value)?.ok_or_else(|| corrupt("an empty record")))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(to_js_error)?;
-    let (live, purge) = list_live(&records, now_ms);
+    // A loop, not `collect::<Result<Vec<_>, _>>()`, whose adapters cost ~0.3 KB more in the wasm.
+    let mut list = Vec::new();
+    for value in records.iter() {
+        let record =
+            record_from_js(&value).and_then(|r| r.ok_or_else(|| corrupt("an empty record")));
+        list.push(record.map_err(to_js_error)?);
+    }
+    let (live, purge) = list_live(&list, now_ms);
     let answer: JsValue = Object::new().into();
     set(
         &answer,
