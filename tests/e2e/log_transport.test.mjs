@@ -160,11 +160,14 @@ test('log transport: a holder that fell behind a trim of the log (it missed mess
     await expectEvent(holder, 'h', 'granted');
     await call(other, 'request', 'x', 'x', { holdMs: 1 });
     await expectEvent(other, 'x', 'callback-done');
-    // The holder's main thread is busy while the other tab posts and the log is trimmed past it.
+    // The holder's main thread is busy (it says so first, through storage) while the other tab posts and
+    // the log is trimmed past it. Nobody waits for its lock, so nobody pings it: it is not evicted.
     const busy = holder.evaluate(() => {
-      const end = Date.now() + 500;
+      localStorage.setItem('log-test-busy', String(Date.now()));
+      const end = Date.now() + 3000;
       while (Date.now() < end);
     });
+    await other.waitForFunction(() => localStorage.getItem('log-test-busy') !== null);
     await call(other, 'request', 'y', 'y', { holdMs: 1 });
     await expectEvent(other, 'y', 'callback-done');
     await trimLog(other);
