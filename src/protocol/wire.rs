@@ -377,124 +377,148 @@ pub fn encode_batch(messages: &[Message]) -> Vec<Value> {
 /// The messages of a batch of protocol `version`, in order; `None` if `values` is not one (or is
 /// malformed: then the whole batch is ignored, like any undecodable message).
 pub fn split_batch(values: &[Value], version: u32) -> Option<Vec<&[Value]>> {
-    let mut c = Cursor { values, at: 0 };
-    if c.str()? != MAGIC || c.u32()? != version || c.u32()? != KIND_BATCH {
+    let mut c = Cursor::new(values);
+    if c.str() != MAGIC || c.u32() != version || c.u32() != KIND_BATCH {
         return None;
     }
-    c.member()?;
-    c.u64()?;
+    c.member();
+    c.u64();
     let mut parts = Vec::new();
-    while !c.done() {
-        let len = c.count(1)?;
+    while !c.bad && !c.done() {
+        let len = c.count(1);
         parts.push(&values[c.at..c.at + len]);
         c.at += len;
     }
-    Some(parts)
+    (!c.bad).then_some(parts)
 }
 
-/// Reads slots in order; every accessor returns `None` on a type or range error.
+/// Reads slots in order. A slot of the wrong type or out of range sets `bad` (for good) and reads as a
+/// default value, so that a decoder reads on and checks `bad` once, at the end: an early return at each
+/// slot would drop what was decoded so far on each of those paths (~1 KB more in the wasm).
 struct Cursor<'a> {
     values: &'a [Value],
     at: usize,
+    bad: bool,
 }
 
 impl<'a> Cursor<'a> {
+    fn new(values: &'a [Value]) -> Self {
+        Cursor {
+            values,
+            at: 0,
+            bad: false,
+        }
+    }
+
     fn next(&mut self) -> Option<&'a Value> {
         let v = self.values.get(self.at)?;
         self.at += 1;
         Some(v)
     }
 
-    fn num(&mut self) -> Option<f64> {
-        match self.next()? {
-            Value::Num(n) => Some(*n),
-            Value::Str(_) => None,
+    /// Marks the message bad; returns the default value that stands for the slot.
+    fn fail<T: Default>(&mut self) -> T {
+        self.bad = true;
+        T::default()
+    }
+
+    fn u64(&mut self) -> u64 {
+        match self.next() {
+            Some(Value::Num(n)) if (0.0..=MAX_SAFE_INTEGER).contains(n) && n.fract() == 0.0 => {
+                *n as u64
+            }
+            _ => self.fail(),
         }
     }
 
-    fn u64(&mut self) -> Option<u64> {
-        let n = self.num()?;
-        ((0.0..=MAX_SAFE_INTEGER).contains(&n) && n.fract() == 0.0).then_some(n as u64)
+    fn u32(&mut self) -> u32 {
+        let n = self.u64();
+        u32::try_from(n).unwrap_or_else(|_| self.fail())
     }
 
-    fn u32(&mut self) -> Option<u32> {
-        u32::try_from(self.u64()?).ok()
-    }
-
-    fn bool(&mut self) -> Option<bool> {
-        match self.u64()? {
-            0 => Some(false),
-            1 => Some(true),
-            _ => None,
+    fn bool(&mut self) -> bool {
+        match self.u64() {
+            0 => false,
+            1 => true,
+            _ => self.fail(),
         }
     }
 
-    fn optional(&mut self) -> Option<Option<u64>> {
+    fn optional(&mut self) -> Option<u64> {
         if self.values.get(self.at) == Some(&Value::Num(-1.0)) {
             self.at += 1;
-            return Some(None);
+            return None;
         }
-        self.u64().map(Some)
+        Some(self.u64())
     }
 
-    fn str(&mut self) -> Option<&'a str> {
-        match self.next()? {
-            Value::Str(s) => Some(s),
-            Value::Num(_) => None,
-        }
-    }
-
-    fn member(&mut self) -> Option<MemberKey> {
-        let client = self.str()?;
-        let incarnation = self.u32()?;
-        Some(MemberKey::new(client, incarnation))
-    }
-
-    fn message_id(&mut self) -> Option<MessageId> {
-        Some(MessageId {
-            sender: self.member()?,
-            seq: self.u64()?,
-        })
-    }
-
-    fn mode(&mut self) -> Option<LockMode> {
-        match self.u64()? {
-            0 => Some(LockMode::Exclusive),
-            1 => Some(LockMode::Shared),
-            _ => None,
+    fn str(&mut self) -> &'a str {
+        match self.next() {
+            Some(Value::Str(s)) => s,
+            _ => self.fail(),
         }
     }
 
-    fn name(&mut self) -> Option<Rc<str>> {
-        Some(self.str()?.into())
+    fn member(&mut self) -> MemberKey {
+        let client = self.str();
+        MemberKey::new(client, self.u32())
+    }
+
+    fn message_id(&mut self) -> MessageId {
+        let sender = self.member();
+        MessageId {
+            sender,
+            seq: self.u64(),
+        }
+    }
+
+    fn mode(&mut self) -> LockMode {
+        match self.u64() {
+            0 => LockMode::Exclusive,
+            1 => LockMode::Shared,
+            _ => {
+                self.bad = true;
+                LockMode::Exclusive
+            }
+        }
+    }
+
+    fn name(&mut self) -> Rc<str> {
+        self.str().into()
     }
 
     /// A count of items of `width` slots each, bounded by what is left (so garbage cannot make the
     /// decoder allocate much).
-    fn count(&mut self, width: usize) -> Option<usize> {
-        let n = usize::try_from(self.u64()?).ok()?;
-        (n.checked_mul(width)? <= self.values.len() - self.at).then_some(n)
+    fn count(&mut self, width: usize) -> usize {
+        let n = self.u64();
+        match usize::try_from(n).ok().and_then(|n| n.checked_mul(width)) {
+            Some(slots) if slots <= self.values.len() - self.at => n as usize,
+            _ => self.fail(),
+        }
     }
 
-    fn lock(&mut self) -> Option<LockRecord> {
-        Some(LockRecord {
-            gid: self.u64()?,
-            member: self.u32()?,
-            local_id: self.u64()?,
-            name: self.name()?,
-            mode: self.mode()?,
-        })
+    fn lock(&mut self) -> LockRecord {
+        let gid = self.u64();
+        let member = self.u32();
+        let local_id = self.u64();
+        let name = self.name();
+        LockRecord {
+            gid,
+            member,
+            local_id,
+            name,
+            mode: self.mode(),
+        }
     }
 
-    /// A count, then that many locks. A loop, not `collect::<Option<Vec<_>>>()`, whose adapters cost
-    /// ~1 KB in the wasm.
-    fn locks(&mut self) -> Option<Vec<LockRecord>> {
-        let n = self.count(5)?;
+    /// A count, then that many locks.
+    fn locks(&mut self) -> Vec<LockRecord> {
+        let n = self.count(5);
         let mut locks = Vec::with_capacity(n);
         for _ in 0..n {
-            locks.push(self.lock()?);
+            locks.push(self.lock());
         }
-        Some(locks)
+        locks
     }
 
     fn done(&self) -> bool {
@@ -502,25 +526,22 @@ impl<'a> Cursor<'a> {
     }
 }
 
-fn decode_state(c: &mut Cursor) -> Option<StateTransfer> {
-    let history = c.message_id()?;
-    let as_of = c.message_id()?;
-    let as_of_pos = c.u64()?;
-    let next_gid = c.u64()?;
-    let n = c.count(5)?;
+fn decode_state(c: &mut Cursor) -> StateTransfer {
+    let history = c.message_id();
+    let as_of = c.message_id();
+    let as_of_pos = c.u64();
+    let next_gid = c.u64();
+    let n = c.count(5);
     let mut members = Vec::with_capacity(n);
     for _ in 0..n {
-        let key = c.member()?;
-        let join_pos = c.u64()?;
-        let flags = c.u64()?;
+        let key = c.member();
+        let join_pos = c.u64();
+        let flags = c.u64();
         if flags > 15 {
-            return None;
+            c.bad = true;
         }
-        let frozen_until = c.optional()?;
-        let silent = match flags & 4 {
-            0 => None,
-            _ => Some(c.message_id()?),
-        };
+        let frozen_until = c.optional();
+        let silent = (flags & 4 != 0).then(|| c.message_id());
         members.push(MemberRecord {
             key,
             join_pos,
@@ -531,9 +552,9 @@ fn decode_state(c: &mut Cursor) -> Option<StateTransfer> {
             deputy: flags & 8 != 0,
         });
     }
-    let held = c.locks()?;
-    let pending = c.locks()?;
-    Some(StateTransfer {
+    let held = c.locks();
+    let pending = c.locks();
+    StateTransfer {
         history,
         as_of,
         as_of_pos,
@@ -541,20 +562,23 @@ fn decode_state(c: &mut Cursor) -> Option<StateTransfer> {
         members,
         held,
         pending,
-    })
+    }
 }
 
 /// Decodes one wire message; `None` for anything that is not a well-formed message (of any version).
 /// `version` is the version the caller speaks (normally [`PROTOCOL_VERSION`]).
 pub fn decode_versioned(values: &[Value], version: u32) -> Option<Decoded> {
-    let mut c = Cursor { values, at: 0 };
-    if c.str()? != MAGIC {
+    let mut c = Cursor::new(values);
+    if c.str() != MAGIC {
         return None;
     }
-    let their_version = c.u32()?;
-    let kind = c.u32()?;
-    let sender = c.member()?;
-    let seq = c.u64()?;
+    let their_version = c.u32();
+    let kind = c.u32();
+    let sender = c.member();
+    let seq = c.u64();
+    if c.bad {
+        return None;
+    }
     if their_version != version {
         let id = MessageId { sender, seq };
         return Some(Decoded::Foreign {
@@ -565,19 +589,18 @@ pub fn decode_versioned(values: &[Value], version: u32) -> Option<Decoded> {
     }
     let body = match kind {
         KIND_JOIN => Body::Join {
-            need_state: c.bool()?,
+            need_state: c.bool(),
         },
         KIND_GENESIS => Body::Genesis,
-        KIND_STATE => Body::State(Box::new(decode_state(&mut c)?)),
+        KIND_STATE => Body::State(Box::new(decode_state(&mut c))),
         KIND_REQUEST => {
-            let id = c.u64()?;
-            let name = c.name()?;
-            let mode = c.mode()?;
-            let if_available = c.bool()?;
-            let steal = c.bool()?;
-            if if_available && steal {
-                return None; // request() rejects this combination; no honest peer sends it
-            }
+            let id = c.u64();
+            let name = c.name();
+            let mode = c.mode();
+            let if_available = c.bool();
+            let steal = c.bool();
+            // request() rejects this combination; no honest peer sends it
+            c.bad |= if_available && steal;
             Body::Request {
                 id,
                 name,
@@ -586,26 +609,27 @@ pub fn decode_versioned(values: &[Value], version: u32) -> Option<Decoded> {
                 steal,
             }
         }
-        KIND_RELEASE => Body::Release { id: c.u64()? },
-        KIND_ABORT => Body::Abort { id: c.u64()? },
-        KIND_PING => Body::Ping {
-            target: c.member()?,
-        },
+        KIND_RELEASE => Body::Release { id: c.u64() },
+        KIND_ABORT => Body::Abort { id: c.u64() },
+        KIND_PING => Body::Ping { target: c.member() },
         KIND_ALIVE => Body::Alive,
-        KIND_EVICT => Body::Evict {
-            target: c.member()?,
-            ping: c.message_id()?,
-            ts: c.u64()?,
-        },
-        KIND_FREEZE => Body::Freeze { until: c.u64()? },
+        KIND_EVICT => {
+            let target = c.member();
+            let ping = c.message_id();
+            Body::Evict {
+                target,
+                ping,
+                ts: c.u64(),
+            }
+        }
+        KIND_FREEZE => Body::Freeze { until: c.u64() },
         KIND_LEAVE => Body::Leave,
         KIND_VOUCH => Body::Vouch {
-            ping: c.message_id()?,
+            ping: c.message_id(),
         },
         _ => return None,
     };
-    c.done()
-        .then_some(Decoded::Ours(Message { sender, seq, body }))
+    (c.done() && !c.bad).then_some(Decoded::Ours(Message { sender, seq, body }))
 }
 
 /// Decodes one wire message for this build's protocol version.
