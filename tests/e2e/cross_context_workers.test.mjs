@@ -16,20 +16,24 @@ shareServerAndChromium((s, b) => {
 });
 
 const fixtures = '/tests/e2e/fixtures/';
-const agentUrl = (label) => `${fixtures}xctx_classic_agent.js?${new URLSearchParams({ label, polyfill: '/dist/weblocks.polyfill.js' })}`;
+const agentUrl = (label, query = {}) =>
+  `${fixtures}xctx_classic_agent.js?${new URLSearchParams({ label, polyfill: '/dist/weblocks.polyfill.js', ...query })}`;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Adds the agent, with its label, to a tab (a script tag: the classic build is found beside it). */
-function addAgent(page, label) {
+function addAgent(page, label, query) {
   return page.evaluate((src) => {
     const s = document.createElement('script');
     s.src = src;
     document.head.append(s);
-  }, agentUrl(label));
+  }, agentUrl(label, query));
 }
 
-/** Tab `a` (the test's control page, which also starts the workers) and tab `b`; every agent says hello. */
-async function startOrigin() {
+/**
+ * Tab `a` (the test's control page, which also starts the workers) and tab `b`; every agent says hello.
+ * `query` goes to every agent (`{ transport: 'log' }`: no BroadcastChannel for weblocks).
+ */
+async function startOrigin(query = {}) {
   // One browser context: Playwright's browser.newPage() would give each tab its own storage partition.
   const context = await browser.newContext();
   const control = await openPage(context);
@@ -40,10 +44,10 @@ async function startOrigin() {
     new BroadcastChannel('xctx-report').onmessage = (e) => window.reports.push(e.data);
     window.commands = new BroadcastChannel('xctx-command');
   });
-  await addAgent(control, 'a');
+  await addAgent(control, 'a', query);
   const other = await openPage(context);
   await other.goto(server.url + fixtures.slice(1) + 'xctx_classic_page.html');
-  await addAgent(other, 'b');
+  await addAgent(other, 'b', query);
   await control.evaluate(async (urls) => {
     window.dedicated = new Worker(urls.dedicated);
     window.shared = new SharedWorker(urls.shared);
@@ -55,7 +59,7 @@ async function startOrigin() {
     }
     worker.postMessage('stay alive');
     window.registration = registration;
-  }, { dedicated: agentUrl('dedicated'), shared: agentUrl('shared'), service: agentUrl('service') });
+  }, { dedicated: agentUrl('dedicated', query), shared: agentUrl('shared', query), service: agentUrl('service', query) });
   const labels = ['a', 'b', 'dedicated', 'shared', 'service'];
   const ready = {};
   for (let i = 0; i < 100 && Object.keys(ready).length < labels.length; i++) {
@@ -86,7 +90,7 @@ async function startOrigin() {
   async function expectNoEvent(from, tag, ev) {
     assert.equal((await events()).find((r) => r.from === from && r.tag === tag && r.ev === ev), undefined, `${from}/${tag}: unexpected '${ev}'`);
   }
-  async function query(from, tag) {
+  async function queryFrom(from, tag) {
     await send({ to: from, op: 'query', tag });
     return (await expectEvent(from, tag, 'snapshot')).snapshot;
   }
@@ -96,12 +100,31 @@ async function startOrigin() {
     await context.close();
     assert.deepEqual(errors, []);
   }
-  return { ids: Object.fromEntries(labels.map((l) => [l, ready[l].clientId])), send, expectEvent, expectNoEvent, query, close };
+  return {
+    ids: Object.fromEntries(labels.map((l) => [l, ready[l].clientId])),
+    channels: Object.fromEntries(labels.map((l) => [l, ready[l].broadcastChannel])),
+    send,
+    expectEvent,
+    expectNoEvent,
+    query: queryFrom,
+    close,
+  };
 }
 
-test('a tab, a dedicated, a shared and a service worker share one lock manager: exclusion, FIFO, query()', { timeout: 60_000 }, async () => {
-  const o = await startOrigin();
+for (const transport of ['broadcast', 'log']) {
+  const title =
+    transport === 'log'
+      ? 'without BroadcastChannel (the IndexedDB log transport), a tab, a dedicated, a shared and a service worker share one lock manager: exclusion, FIFO, query()'
+      : 'a tab, a dedicated, a shared and a service worker share one lock manager: exclusion, FIFO, query()';
+  test(title, { timeout: 60_000 }, () => sharedAcrossScopes(transport));
+}
+
+async function sharedAcrossScopes(transport) {
+  const o = await startOrigin(transport === 'log' ? { transport } : {});
   assert.equal(new Set(Object.values(o.ids)).size, 5, 'five distinct client ids');
+  for (const [label, type] of Object.entries(o.channels)) {
+    assert.equal(type, transport === 'log' ? 'undefined' : 'function', `${label}: BroadcastChannel as the test set it`);
+  }
   await o.send({ to: 'shared', op: 'request', tag: 'h', name: 'doc' });
   await o.expectEvent('shared', 'h', 'granted');
   // Queued behind the shared worker's lock, in this order: the service worker, tab b, the dedicated worker.
@@ -136,7 +159,7 @@ test('a tab, a dedicated, a shared and a service worker share one lock manager: 
   await o.expectEvent('dedicated', 'w', 'released');
   assert.deepEqual(await o.query('shared', 'q3'), { held: [], pending: [] });
   await o.close();
-});
+}
 
 test('steal from a tab takes the lock a service worker holds; the worker sees AbortError', { timeout: 60_000 }, async () => {
   const o = await startOrigin();
