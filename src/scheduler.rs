@@ -321,19 +321,13 @@ impl LockManager {
     /// Spec 4.5, "snapshot the lock state": pending requests in queue-map order, then held locks in
     /// held-set order.
     pub fn snapshot_lock_state(&self) -> Snapshot {
-        let mut queues: Vec<&Resource> = self.resources.values().collect();
-        queues.sort_unstable_by_key(|r| r.map_order);
         let info = |r: &LockRequest| LockInfo {
             name: r.name.clone(),
             mode: r.mode,
             client_id: r.client_id.clone(),
         };
         Snapshot {
-            pending: queues
-                .iter()
-                .flat_map(|r| r.queue.iter())
-                .map(info)
-                .collect(),
+            pending: self.pending_requests().into_iter().map(info).collect(),
             held: self
                 .held_order
                 .values()
