@@ -108,7 +108,10 @@ impl Node {
                 } else {
                     s.replica.apply(m, &mut outcomes);
                 }
-                s.last_applied = m.id();
+                if !matches!(m.body, Body::Vouch { .. }) {
+                    // Vouches share ids: a state transfer is "as of" the last message with its own.
+                    s.last_applied = m.id();
+                }
                 s.members_changed |= matches!(
                     m.body,
                     Body::Join { .. }
@@ -126,20 +129,27 @@ impl Node {
                 if let Body::Ping { target } = &m.body {
                     s.ping_posted.remove(target);
                     s.last_ping.insert(target.clone(), now);
-                    if was_silent == Some(false)
-                        && s.replica.member(target).is_some_and(|t| t.silent.is_some())
-                    {
+                    let silenced = was_silent == Some(false)
+                        && s.replica.member(target).is_some_and(|t| t.silent.is_some());
+                    if silenced {
                         s.silent_since.insert(target.clone(), (m.id(), now));
                     }
                     answer_ping = *target == me && echoed_all && s.active;
-                    if m.sender == me {
-                        // This context's ping has its place: the pinged member's deputy may answer it
-                        // now (an answer placed before the ping would answer nothing).
-                        wake = Some(Message {
-                            sender: target.clone(),
-                            seq: 0,
-                            body: Body::Vouch { ping: m.id() },
-                        });
+                    if m.sender == me || (silenced && !idle && *target != me) {
+                        // A ping has its place: the pinged member's deputy may answer now (an answer
+                        // placed before the ping would answer nothing). Woken by the pinger, and by
+                        // every busy context that may evict the member on this silence: the pinger may
+                        // crash or stall before it applies its ping. The vouch names the ping the member
+                        // is silent on, which may be another's (a vouch for a later ping ends nothing).
+                        wake =
+                            s.replica
+                                .member(target)
+                                .and_then(|t| t.silent.clone())
+                                .map(|ping| Message {
+                                    sender: target.clone(),
+                                    seq: 0,
+                                    body: Body::Vouch { ping },
+                                });
                     }
                 }
             }

@@ -23,8 +23,11 @@ pub const MAGIC: &str = "weblocks";
 /// The protocol version this build speaks. 2: a `Join` is always pending until a `State` admits it
 /// (version 1 made a rejoin with a complete replica active at once), for the lone member's fast path.
 /// 3: the lone member posts none of its lock messages, so every (re)join builds its replica from a
-/// `State` (version 2 kept a rejoiner's replica, which would miss them).
-pub const PROTOCOL_VERSION: u32 = 3;
+/// `State` (version 2 kept a rejoiner's replica, which would miss them). 4: a `Vouch` takes no
+/// position and anchors no state transfer (in version 3 a joiner could replay from the wrong one of a
+/// member's vouches, which share an id), and every busy context that sees a member go silent wakes its
+/// deputy.
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Frozen across versions (see the module docs).
 pub const KIND_JOIN: u32 = 1;

@@ -729,3 +729,86 @@ fn a_context_that_missed_messages_steps_out_gives_up_its_locks_and_rejoins() {
     detached.missed_messages(bus.now);
     assert!(detached.drain().is_empty());
 }
+
+#[test]
+fn every_busy_context_that_sees_a_member_go_silent_wakes_its_deputy_for_that_ping() {
+    let mut bus = Bus::new(4);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    bus.call(1, request(1, "x"));
+    bus.call(2, request(1, "x"));
+    bus.call(3, request(1, "y"));
+    bus.settle();
+    bus.call(3, |n, now| n.release(now, 1));
+    bus.pump();
+    let me0 = bus.nodes[0].member_key();
+    for e in &mut bus.effects {
+        e.clear();
+    }
+    // Node 1 pings node 0; node 0's page is busy (it applies nothing meanwhile).
+    bus.call(1, |n, _| {
+        n.post(Body::Ping {
+            target: me0.clone(),
+        })
+    });
+    let ping = MessageId {
+        sender: bus.nodes[1].member_key(),
+        seq: bus.nodes[1].seq,
+    };
+    bus.seen[0] = bus.log.len();
+    bus.pump();
+    let woken = |effects: &[Effect]| {
+        effects.iter().any(|e| {
+            matches!(e, Effect::WakeDeputy(v)
+            if v.sender == me0 && v.body == Body::Vouch { ping: ping.clone() })
+        })
+    };
+    assert!(woken(&bus.effects[1]), "the pinger wakes node 0's deputy");
+    assert!(
+        woken(&bus.effects[2]),
+        "so does node 2, which waits too: the pinger may stall or crash before it applies its ping"
+    );
+    assert!(!woken(&bus.effects[3]), "an idle context does not");
+}
+
+#[test]
+fn a_vouch_takes_no_position_and_anchors_no_state_transfer() {
+    let mut bus = Bus::new(2);
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    let me0 = bus.nodes[0].member_key();
+    let before = bus.nodes[0].replica().unwrap().pos();
+    // Two vouches of node 0 (its deputy's announcement and an answer): one id for both.
+    for _ in 0..2 {
+        let vouch = Message {
+            sender: me0.clone(),
+            seq: 0,
+            body: Body::Vouch {
+                ping: MessageId {
+                    sender: me0.clone(),
+                    seq: 0,
+                },
+            },
+        };
+        bus.log.push(encode(&vouch));
+    }
+    bus.pump();
+    assert_eq!(bus.nodes[0].replica().unwrap().pos(), before);
+    // A joiner with both vouches in its buffer gets a State as of a message with an id of its own.
+    bus.call(1, request(1, "x"));
+    bus.settle();
+    let state = bus.effects[0].iter().find_map(|e| match e {
+        Effect::Post(m) => match &m.body {
+            Body::State(st) => Some(st.as_of.clone()),
+            _ => None,
+        },
+        _ => None,
+    });
+    assert!(state.is_some_and(|as_of| as_of.seq != 0));
+    assert!(
+        bus.nodes[1]
+            .replica()
+            .unwrap()
+            .is_pending(&bus.nodes[1].member_key(), 1)
+    );
+}
