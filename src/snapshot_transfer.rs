@@ -48,12 +48,7 @@ pub fn encode_snapshot(snapshot: &Snapshot) -> SnapshotTransfer {
             last_address = Some(address);
             let s = string_at(slot);
             text.push_str(s);
-            let utf16_len = if s.is_ascii() {
-                s.len()
-            } else {
-                s.encode_utf16().count()
-            };
-            lengths.push(utf16_len as u32);
+            lengths.push(utf16_len(s));
         }
         let index = lengths.len() as u32 - 1;
         body[slot] = if slot.is_multiple_of(2) {
@@ -71,6 +66,15 @@ pub fn encode_snapshot(snapshot: &Snapshot) -> SnapshotTransfer {
     numbers.extend(lengths);
     numbers.extend(body);
     SnapshotTransfer { text, numbers }
+}
+
+/// The length of `s` in UTF-16 code units, from its UTF-8 bytes: one per character (every byte but the
+/// continuation bytes `10xxxxxx` starts one) and one more per character outside the BMP (led by
+/// `11110xxx`). Smaller in the wasm than `encode_utf16().count()`.
+fn utf16_len(s: &str) -> u32 {
+    s.bytes()
+        .map(|b| u32::from(b & 0xC0 != 0x80) + u32::from(b >= 0xF0))
+        .sum()
 }
 
 #[cfg(test)]
@@ -164,5 +168,20 @@ mod tests {
         assert_eq!(lengths, [0, 1, 1, 2, 7]);
         let names_back: Vec<String> = decode(&t).into_iter().map(|e| e.2).collect();
         assert_eq!(names_back, ["é", "𝄞 clef", "", "日本"]);
+    }
+
+    #[test]
+    fn utf16_len_is_that_of_encode_utf16() {
+        // Characters of 1, 2, 3 and 4 UTF-8 bytes, at the edges of each range.
+        let chars = [
+            '\0', 'a', '\u{7f}', '\u{80}', 'é', '\u{7ff}', '\u{800}', '日', '\u{ffff}',
+        ];
+        let more = ['\u{10000}', '𝄞', '\u{10ffff}'];
+        for (i, a) in chars.iter().chain(&more).enumerate() {
+            for b in chars.iter().chain(&more).skip(i) {
+                let s = format!("{a}x{b}{a}");
+                assert_eq!(utf16_len(&s) as usize, s.encode_utf16().count(), "{s:?}");
+            }
+        }
     }
 }
