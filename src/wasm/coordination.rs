@@ -67,8 +67,12 @@ pub(super) struct Coordination {
     storage: Option<Storage>,
     storage_key: String,
     sink: Function,
-    timer: Cell<Option<JsValue>>,
+    /// The armed timer: its handle and when it fires.
+    timer: Cell<Option<(JsValue, u64)>>,
     timer_callback: Closure<dyn FnMut()>,
+    /// The global's `setTimeout` and `clearTimeout`, looked up once.
+    set_timeout: Option<Function>,
+    clear_timeout: Option<Function>,
     listeners: RefCell<Vec<Listener>>,
     on_message: Closure<dyn FnMut(MessageEvent)>,
     /// The node's farewell as a `pagehide` listener that runs no script of ours: the channel's own
@@ -161,6 +165,8 @@ impl Coordination {
                 storage_key,
                 sink,
                 timer: Cell::new(None),
+                set_timeout: global_property("setTimeout").and_then(|f| f.dyn_into().ok()),
+                clear_timeout: global_property("clearTimeout").and_then(|f| f.dyn_into().ok()),
                 timer_callback: Closure::new(move || {
                     if let Some(this) = timer_target.upgrade() {
                         this.timer.set(None);
@@ -508,25 +514,31 @@ impl Coordination {
             .call3(&JsValue::NULL, &kind.into(), &(id as f64).into(), payload);
     }
 
+    /// Arms the timer for `at`. A timer already armed to fire no later is kept: firing early only makes
+    /// the node look at its deadlines once more (and arm the next), and a waiting context, whose ping
+    /// deadline moves later with every message of the member it waits for, saves a clearTimeout and a
+    /// setTimeout per message.
     fn set_timer(&self, at: u64) {
+        match self.timer.take() {
+            Some((handle, armed)) if armed <= at => {
+                self.timer.set(Some((handle, armed)));
+                return;
+            }
+            armed => self.timer.set(armed),
+        }
         self.clear_timer();
-        let delay = at.saturating_sub(now()) as f64;
-        let Some(set_timeout) =
-            global_property("setTimeout").and_then(|f| f.dyn_into::<Function>().ok())
-        else {
+        let Some(set_timeout) = &self.set_timeout else {
             return;
         };
+        let delay = at.saturating_sub(now()) as f64;
         let callback: &JsValue = self.timer_callback.as_ref();
         if let Ok(handle) = set_timeout.call2(&JsValue::NULL, callback, &delay.into()) {
-            self.timer.set(Some(handle));
+            self.timer.set(Some((handle, at)));
         }
     }
 
     fn clear_timer(&self) {
-        if let Some(handle) = self.timer.take()
-            && let Some(clear) =
-                global_property("clearTimeout").and_then(|f| f.dyn_into::<Function>().ok())
-        {
+        if let (Some((handle, _)), Some(clear)) = (self.timer.take(), &self.clear_timeout) {
             let _ = clear.call1(&JsValue::NULL, &handle);
         }
     }
