@@ -80,7 +80,13 @@ export function bindgenAndOptimize(wasm, outDir, { env, log = true } = {}) {
   // features sections are read by no browser. --low-memory-unused lets constant offsets fold into loads
   // and stores (-0.4 KB gzipped): it assumes nothing lives below address 1024, true of Rust's wasm, whose
   // 1 MB stack comes first and grows down towards 0 (a program that got that deep would be broken anyway).
-  run('wasm-opt', ['-Oz', '--converge', '--low-memory-unused', '--strip-producers', '--strip-target-features', bg, '-o', bg], env, log);
+  // Inlining: a function with one caller is inlined only up to 20 bytes (-Oz: any size), a function of up
+  // to 4 bytes always (-Oz: 2). Measured: the wasm comes out 2.7 KB larger but compresses better (-2.0 KB
+  // with LZMA, -2.6 KB gzipped), presumably because a function left whole keeps the shapes it shares with
+  // similar code, where inlined into its caller it is optimized into something unique.
+  const inlining = ['--one-caller-inline-max-function-size=20', '--always-inline-max-function-size=4'];
+  const passes = ['-Oz', '--converge', ...inlining, '--low-memory-unused', '--strip-producers', '--strip-target-features'];
+  run('wasm-opt', [...passes, bg, '-o', bg], env, log);
 }
 
 function buildWasm() {
