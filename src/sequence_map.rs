@@ -32,23 +32,22 @@ impl<K: Ord, V> SequenceMap<K, V> {
     }
 
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
-        if self.entries.last().is_none_or(|(last, _)| *last < key) {
-            self.entries.push((key, Some(value)));
-            return None;
-        }
-        match self.find(&key) {
-            Ok(i) => {
-                let old = self.entries[i].1.replace(value);
-                if old.is_none() {
-                    self.holes -= 1;
+        // After the last key (the common case) without a search; `Vec::insert` at the end is a push.
+        let at = match self.entries.last() {
+            Some((last, _)) if *last >= key => match self.find(&key) {
+                Ok(i) => {
+                    let old = self.entries[i].1.replace(value);
+                    if old.is_none() {
+                        self.holes -= 1;
+                    }
+                    return old;
                 }
-                old
-            }
-            Err(i) => {
-                self.entries.insert(i, (key, Some(value)));
-                None
-            }
-        }
+                Err(i) => i,
+            },
+            _ => self.entries.len(),
+        };
+        self.entries.insert(at, (key, Some(value)));
+        None
     }
 
     pub fn remove(&mut self, key: &K) -> Option<V> {
