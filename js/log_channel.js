@@ -130,7 +130,9 @@ function openLog(globalObject, name, forget) {
       reader.started(position);
       return;
     }
-    const request = db.transaction('log').objectStore('log').openKeyCursor(null, 'prev');
+    const transaction = db.transaction('log');
+    const request = transaction.objectStore('log').openKeyCursor(null, 'prev');
+    transaction.commit?.();
     request.onsuccess = () => {
       const last = request.result === null ? 0 : request.result.key;
       if (position === undefined) position = last;
@@ -218,6 +220,10 @@ function openLog(globalObject, name, forget) {
     const floor = transaction.objectStore('meta').openKeyCursor(null, 'prev');
     const keys = transaction.objectStore('log').getAllKeys(after);
     const values = transaction.objectStore('log').getAll(after);
+    // Ends the transaction as soon as its reads are done, not once this thread has run their callbacks:
+    // a context whose main thread is in a long task would otherwise hold back every append of the
+    // origin (a read/write transaction waits for the read ones made before it).
+    transaction.commit?.();
     transaction.oncomplete = () => {
       reading = false;
       const trimmed = floor.result?.key ?? 0;

@@ -46,6 +46,11 @@ pub struct Config {
     /// An idle member that sees another member's request leaves (so that one can decide alone), unless
     /// it asked `query()` within this long (a page watching the origin's locks keeps its replica).
     pub query_linger: u64,
+    /// `query()` posts an `Alive` and answers once it has come back: for a transport that delivers
+    /// only when the context reads it (the IndexedDB log, which an idle worker reads only when asked),
+    /// so that the answer includes what the origin did before the call. Off over BroadcastChannel,
+    /// which delivers as it goes.
+    pub query_reads_back: bool,
 }
 
 impl Default for Config {
@@ -61,6 +66,7 @@ impl Default for Config {
             live_ttl: 2_000,
             buffer_limit: 100_000,
             query_linger: 2_000,
+            query_reads_back: false,
         }
     }
 }
@@ -408,6 +414,9 @@ impl Node {
         }
         self.calls += 1;
         self.queried_at = Some(now);
+        if self.config.query_reads_back && self.is_active_member() {
+            self.post(Body::Alive);
+        }
         self.queries.push((query, None, self.calls));
         self.attach(now);
         self.after(now);

@@ -184,7 +184,11 @@ fn origin_backend(
     deputy: Option<Function>,
     open_channel: Option<Function>,
 ) -> Option<Backend> {
-    let node = Node::new(client_id, Config::default());
+    let config = Config {
+        query_reads_back: open_channel.is_some(),
+        ..Config::default()
+    };
+    let node = Node::new(client_id, config);
     Coordination::start(node, sink.clone(), scope, deputy, open_channel).map(Backend::Origin)
 }
 

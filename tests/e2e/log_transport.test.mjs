@@ -161,17 +161,20 @@ test('log transport: a holder that fell behind a trim of the log (it missed mess
     await call(other, 'request', 'x', 'x', { holdMs: 1 });
     await expectEvent(other, 'x', 'callback-done');
     // The holder's main thread is busy (it says so first, through storage) while the other tab posts and
-    // the log is trimmed past it. Nobody waits for its lock, so nobody pings it: it is not evicted.
+    // the log is trimmed past it (6 s). Nobody waits for its lock, so nobody pings it: it is not evicted.
     const busy = holder.evaluate(() => {
       localStorage.setItem('log-test-busy', String(Date.now()));
-      const end = Date.now() + 3000;
+      const end = Date.now() + 6000; // the other tab's request and the trim must fit in, on a loaded machine too
       while (Date.now() < end);
+      return end;
     });
     await other.waitForFunction(() => localStorage.getItem('log-test-busy') !== null);
     await call(other, 'request', 'y', 'y', { holdMs: 1 });
     await expectEvent(other, 'y', 'callback-done');
     await trimLog(other);
-    await busy;
+    const trimmedAt = Date.now();
+    const busyUntil = await busy;
+    assert.ok(trimmedAt < busyUntil, `the trim (${trimmedAt}) came after the holder's busy loop (${busyUntil}): the machine was too slow`);
     const lost = await expectEvent(holder, 'h', 'rejected', 3000);
     assert.equal(lost.error, 'AbortError');
     assert.match(lost.message, /cut off/, 'the reset message');

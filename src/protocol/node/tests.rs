@@ -812,3 +812,44 @@ fn a_vouch_takes_no_position_and_anchors_no_state_transfer() {
             .is_pending(&bus.nodes[1].member_key(), 1)
     );
 }
+
+#[test]
+fn over_a_transport_read_on_demand_a_query_waits_for_an_alive_of_its_own_to_come_back() {
+    let mut bus = Bus::new(2);
+    bus.nodes[1] = Node::new(
+        "n1",
+        Config {
+            query_reads_back: true,
+            ..config()
+        },
+    );
+    bus.call(0, request(1, "x"));
+    bus.settle();
+    bus.call(1, |n, now| n.query(now, 7));
+    bus.settle();
+    bus.effects[1].clear();
+    // Node 0 takes another lock; node 1 has not read it yet when it is asked.
+    bus.call(0, request(2, "y"));
+    let fx = bus.call(1, |n, now| n.query(now, 8));
+    assert_eq!(posts(&fx), [Body::Alive]);
+    assert!(
+        engine_effects(&fx).is_empty(),
+        "not answered from what it has read so far"
+    );
+    bus.pump();
+    let snapshot = bus.effects[1].iter().find_map(|e| match e {
+        Effect::Snapshot { query: 8, snapshot } => Some(snapshot.clone()),
+        _ => None,
+    });
+    let held: Vec<String> = snapshot
+        .expect("answered")
+        .held
+        .iter()
+        .map(|l| l.name.to_string())
+        .collect();
+    assert_eq!(
+        held,
+        ["x", "y"],
+        "the answer includes what the origin did before the call"
+    );
+}
