@@ -11,14 +11,20 @@
 // Where blob workers are forbidden (a CSP without `blob:` in worker-src) or there is no BroadcastChannel,
 // there is no deputy, and the others wait 650 ms as before.
 
-// The deputy opens the origin's channel only to post, and closes it at once (a message posted before
-// `close()` is still delivered): a channel object kept open would receive every message of the origin,
-// waking this worker's thread for each, on every lock handoff of every tab.
-const SOURCE = `let originName = null, own = null;
+// The deputy opens the origin's channel to post and closes it a second after its last post: an
+// object kept open would receive every message of the origin, waking this worker's thread for each, on
+// every lock handoff of every tab; one closed at once can drop a message posted before its connection
+// to the browser is set up.
+const SOURCE = `let originName = null, origin = null, own = null, closer = 0;
+const closeOrigin = () => {
+  origin?.close();
+  origin = null;
+};
 const post = (message) => {
-  const origin = new BroadcastChannel(originName);
+  if (origin === null) origin = new BroadcastChannel(originName);
   origin.postMessage(message);
-  origin.close();
+  clearTimeout(closer);
+  closer = setTimeout(closeOrigin, 1000);
 };
 onmessage = ({ data: [name, ownName, message] }) => {
   if (own === null || own.name !== ownName) {
@@ -26,6 +32,7 @@ onmessage = ({ data: [name, ownName, message] }) => {
     own = new BroadcastChannel(ownName);
     own.onmessage = (event) => post(event.data);
   }
+  if (name !== originName) closeOrigin();
   originName = name;
   post(message);
 };`;
