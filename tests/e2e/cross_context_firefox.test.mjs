@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from './server.mjs';
 import { launch as launchFirefox } from '../../bench/lib/firefox.mjs';
-import { call, checkLongTask, expectEvent, expectNoEvent, fixtureUrl, measureHandoffs, percentile, readCounter, sleep, untilPending } from './fixtures/xctx_harness.mjs';
+import { call, checkFifo, checkLongTask, expectEvent, fixtureUrl, measureHandoffs, percentile, runCycles, untilPending } from './fixtures/xctx_harness.mjs';
 
 let server;
 let firefox;
@@ -47,23 +47,7 @@ test('Firefox: exclusion across tabs, FIFO handoff, query() from the waiting tab
   await withTabs(['a', 'b', 'c'], async ([a, b, c]) => {
     assert.equal(a.kind, 'ponyfill');
     assert.equal(await a.evaluate(() => 'locks' in navigator), false, 'native API removed');
-    await call(a, 'request', 'h', name);
-    await expectEvent(a, 'h', 'granted');
-    await call(b, 'request', 'w', name, { holdMs: 20 });
-    await untilPending(a, name, 1);
-    await call(c, 'request', 'w', name);
-    await untilPending(a, name, 2);
-    const snapshot = await call(c, 'query');
-    assert.deepEqual(snapshot.held.map((l) => l.clientId), [a.clientId]);
-    assert.deepEqual(snapshot.pending.map((l) => l.clientId), [b.clientId, c.clientId]);
-    await sleep(300);
-    await expectNoEvent(b, 'w', 'granted');
-    await call(a, 'release', 'h');
-    const tb = (await expectEvent(b, 'w', 'granted')).t;
-    const tc = (await expectEvent(c, 'w', 'granted')).t;
-    assert.ok(tb < tc, 'FIFO');
-    // Clocks of two processes: allow 2 ms of skew between performance.timeOrigin values.
-    assert.ok(tc >= (await expectEvent(b, 'w', 'callback-done')).t - 2, 'the second waiter is granted after the first finished');
+    await checkFifo([a, b, c], name, 300);
   });
 });
 
@@ -81,12 +65,9 @@ test('Firefox: handoff latency between two tabs (ping-pong), p50/p95', async () 
 test('Firefox: 3 tabs x 60 read-modify-write cycles on one name: 0 lost updates, 0 overlaps', async () => {
   const name = `ff-stress-${++runs}`;
   await withTabs(['t0', 't1', 't2'], async (tabs) => {
-    const db = `xctx-${name}`;
-    const started = Date.now();
-    const results = await Promise.all(tabs.map((t) => call(t, 'cycles', { name, count: 60, db, holder: t.label })));
-    const counter = await readCounter(tabs[0], db);
-    console.log(`# firefox stress: 180 cycles in ${Date.now() - started} ms, counter ${counter}`);
-    assert.deepEqual(results.flatMap((r) => r.overlaps), []);
+    const { overlaps, counter, elapsed } = await runCycles(tabs, { name, count: 60, db: `xctx-${name}` });
+    console.log(`# firefox stress: 180 cycles in ${elapsed} ms, counter ${counter}`);
+    assert.deepEqual(overlaps, []);
     assert.equal(counter, 180);
   });
 });
@@ -139,25 +120,8 @@ test('Firefox without BroadcastChannel (the IndexedDB log transport, js/log_chan
     ['a', 'b', 'c'],
     async ([a, b, c]) => {
       assert.equal(await a.evaluate(() => typeof BroadcastChannel), 'undefined');
-      await call(a, 'request', 'h', name);
-      await expectEvent(a, 'h', 'granted');
-      await call(b, 'request', 'w', name, { holdMs: 20 });
-      await untilPending(a, name, 1);
-      await call(c, 'request', 'w', name);
-      await untilPending(a, name, 2);
-      await sleep(200);
-      await expectNoEvent(b, 'w', 'granted');
-      await call(a, 'release', 'h');
-      const tb = (await expectEvent(b, 'w', 'granted')).t;
-      const tc = (await expectEvent(c, 'w', 'granted')).t;
-      assert.ok(tb < tc, 'FIFO');
-      await call(c, 'release', 'w');
-      const db = `ff-log-stress-${runs}`;
-      const started = Date.now();
-      const results = await Promise.all([a, b, c].map((t) => call(t, 'cycles', { name: `${name}-stress`, count: 30, db, holder: t.label })));
-      const elapsed = Date.now() - started;
-      const overlaps = results.flatMap((r) => r.overlaps);
-      const counter = await readCounter(a, db);
+      await checkFifo([a, b, c], name, 200);
+      const { overlaps, counter, elapsed } = await runCycles([a, b, c], { name: `${name}-stress`, count: 30, db: `ff-log-stress-${runs}` });
       console.log(`# firefox log transport stress: 90 cycles in ${elapsed} ms, ${overlaps.length} overlaps, ${90 - counter} lost`);
       assert.deepEqual(overlaps, []);
       assert.equal(counter, 90);

@@ -11,6 +11,7 @@ import { launchChromium, shareServerAndChromium } from './browser.mjs';
 import {
   call,
   checkLongTask,
+  crash,
   expectEvent,
   holderAndWaiter,
   openTab,
@@ -37,14 +38,6 @@ shareServerAndChromium((s, b) => {
 });
 
 const withOrigin = (body) => withOriginOf(browser, body);
-
-/** Start a renderer crash of `page` (nothing of the page runs afterwards); resolves when it is reported. */
-async function crash(page) {
-  const session = await page.context().newCDPSession(page);
-  const crashed = new Promise((resolve) => page.once('crash', resolve));
-  session.send('Page.crash').catch(() => {}); // the reply never comes: the renderer is gone
-  await crashed;
-}
 
 const summary = (label, times) =>
   console.log(`# ${label}: ${times.map((t) => t.toFixed(0)).join(', ')} ms (p50 ${percentile(times, 50).toFixed(0)}, max ${Math.max(...times).toFixed(0)})`);

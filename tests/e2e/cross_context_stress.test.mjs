@@ -9,12 +9,12 @@ import assert from 'node:assert/strict';
 import { startServer } from './server.mjs';
 import { launchChromium, shareServerAndChromium } from './browser.mjs';
 import {
-  call,
   fixtureUrl,
   measureHandoffs,
   openTab,
   percentile,
   readCounter,
+  runCycles,
   watchErrors,
   withOrigin as withOriginOf,
 } from './fixtures/xctx_harness.mjs';
@@ -37,11 +37,7 @@ async function stress(context, { tabs, cycles, scopePerTab = false, name = 'stre
   const pages = await Promise.all(
     Array.from({ length: tabs }, (_, i) => openTab(context, server, `tab${i}`, scopePerTab ? { scope: `tab${i}` } : {})),
   );
-  const started = Date.now();
-  const results = await Promise.all(pages.map((p) => call(p, 'cycles', { name, count: cycles, db, holder: p.label })));
-  const elapsed = Date.now() - started;
-  const counter = await readCounter(pages[0], db);
-  return { overlaps: results.flatMap((r) => r.overlaps), counter, elapsed, grants: results.flatMap((r) => r.grants) };
+  return runCycles(pages, { name, count: cycles, db });
 }
 
 test(`${TABS} tabs x ${CYCLES} exclusive read-modify-write cycles on one name: 0 lost updates, 0 overlaps`, async () => {

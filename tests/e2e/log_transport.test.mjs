@@ -6,17 +6,17 @@
 // Needs the build (`npm run build`).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchChromium, shareServerAndChromium } from './browser.mjs';
+import { shareServerAndChromium } from './browser.mjs';
 import {
   call,
+  checkFifo,
+  crash,
   expectEvent,
   expectNoEvent,
   holderAndWaiter,
-  launchFreezableChromium,
   openTab,
   percentile,
-  readCounter,
-  sleep,
+  runCycles,
   spawnIframe,
   spawnWorker,
   untilPending,
@@ -43,19 +43,7 @@ test('log transport: no BroadcastChannel in the fixture, and exclusion with FIFO
       assert.equal(await page.evaluate(() => typeof BroadcastChannel), 'undefined');
       assert.equal(page.kind, 'ponyfill');
     }
-    await call(holder, 'request', 'h', 'fifo');
-    await expectEvent(holder, 'h', 'granted');
-    await call(w1, 'request', 'w', 'fifo', { holdMs: 20 });
-    await untilPending(holder, 'fifo', 1);
-    await call(w2, 'request', 'w', 'fifo', { holdMs: 20 });
-    await untilPending(holder, 'fifo', 2);
-    await sleep(200);
-    await expectNoEvent(w1, 'w', 'granted');
-    await expectNoEvent(w2, 'w', 'granted');
-    await call(holder, 'release', 'h');
-    const first = await expectEvent(w1, 'w', 'callback-done');
-    const second = await expectEvent(w2, 'w', 'granted');
-    assert.ok(second.t >= first.t - 2, 'w2 granted only after w1 finished');
+    await checkFifo([holder, w1, w2], 'fifo', 200);
   });
 });
 
@@ -89,12 +77,7 @@ test('log transport: an iframe and a dedicated worker share the lock state; ifAv
 test('log transport: 4 tabs x 40 exclusive read-modify-write cycles with an await inside: 0 lost updates, 0 overlaps', async () => {
   await withOrigin(async (context) => {
     const pages = await tabs(context, 't0', 't1', 't2', 't3');
-    const db = 'log-stress';
-    const started = Date.now();
-    const results = await Promise.all(pages.map((p) => call(p, 'cycles', { name: 'stress', count: 40, db, holder: p.label })));
-    const elapsed = Date.now() - started;
-    const overlaps = results.flatMap((r) => r.overlaps);
-    const counter = await readCounter(pages[0], db);
+    const { overlaps, counter, elapsed } = await runCycles(pages, { name: 'stress', count: 40, db: 'log-stress' });
     console.log(`# log transport stress: 160 cycles in ${elapsed} ms (${((160 / elapsed) * 1000).toFixed(0)} cycles/s), ${overlaps.length} overlaps, ${160 - counter} lost`);
     assert.deepEqual(overlaps, []);
     assert.equal(counter, 160);
@@ -107,13 +90,7 @@ test('log transport: a closed holder tab and a crashed one free the lock for the
     await withOrigin(async (context) => {
       const { holder, waiter } = await holderAndWaiter(context, server, how, LOG);
       const start = Date.now();
-      if (how === 'close') await holder.close();
-      else {
-        const session = await context.newCDPSession(holder);
-        const crashed = new Promise((resolve) => holder.once('crash', resolve));
-        session.send('Page.crash').catch(() => {});
-        await crashed;
-      }
+      await (how === 'close' ? holder.close() : crash(holder));
       const granted = await expectEvent(waiter, 'w', 'granted', 5000);
       times[how].push(granted.t - start);
     });
