@@ -183,11 +183,13 @@ function postTaskMessage() {
 let inEngineCall = false;
 const settled = promiseResolve();
 
+/** The microtask of such a record: it runs as a message's listener does, and ends as a message does. */
 function runSoon() {
-  messagePending = false;
-  runQueuedTask();
-  if (taskQueue.length === 0) taskPort.unref?.();
-  else if (!messagePending) postTaskMessage();
+  try {
+    runQueuedTask();
+  } finally {
+    endOfMessage();
+  }
 }
 
 function queueTask(record) {

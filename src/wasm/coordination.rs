@@ -520,13 +520,13 @@ impl Coordination {
     /// setTimeout per message.
     fn set_timer(&self, at: u64) {
         match self.timer.take() {
-            Some((handle, armed)) if armed <= at => {
-                self.timer.set(Some((handle, armed)));
+            Some(armed) if armed.1 <= at => {
+                self.timer.set(Some(armed));
                 return;
             }
-            armed => self.timer.set(armed),
+            Some((handle, _)) => self.cancel_timer(&handle),
+            None => {}
         }
-        self.clear_timer();
         let Some(set_timeout) = &self.set_timeout else {
             return;
         };
@@ -538,8 +538,14 @@ impl Coordination {
     }
 
     fn clear_timer(&self) {
-        if let (Some((handle, _)), Some(clear)) = (self.timer.take(), &self.clear_timeout) {
-            let _ = clear.call1(&JsValue::NULL, &handle);
+        if let Some((handle, _)) = self.timer.take() {
+            self.cancel_timer(&handle);
+        }
+    }
+
+    fn cancel_timer(&self, handle: &JsValue) {
+        if let Some(clear) = &self.clear_timeout {
+            let _ = clear.call1(&JsValue::NULL, handle);
         }
     }
 
