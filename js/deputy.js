@@ -15,35 +15,27 @@
 // object kept open would receive every message of the origin, waking this worker's thread for each, on
 // every lock handoff of every tab; one closed at once can drop a message posted before its connection
 // to the browser is set up.
-/** The deputy worker's script: run in the worker as `(deputyMain)()`, so it must use nothing from this module. */
-function deputyMain() {
-  let originName = null;
-  let origin = null;
-  let own = null;
-  let closer = 0;
-  const closeOrigin = () => {
-    origin?.close();
-    origin = null;
-  };
-  const post = (message) => {
-    if (origin === null) origin = new BroadcastChannel(originName);
-    origin.postMessage(message);
-    clearTimeout(closer);
-    closer = setTimeout(closeOrigin, 1000);
-  };
-  onmessage = ({ data: [name, ownName, message] }) => {
-    if (own === null || own.name !== ownName) {
-      own?.close();
-      own = new BroadcastChannel(ownName);
-      own.onmessage = (event) => post(event.data);
-    }
-    if (name !== originName) closeOrigin();
-    originName = name;
-    post(message);
-  };
-}
-// The function's own text, which a minifier has minified with the rest of the bundle.
-const SOURCE = `(${deputyMain})()`;
+const SOURCE = `let originName = null, origin = null, own = null, closer = 0;
+const closeOrigin = () => {
+  origin?.close();
+  origin = null;
+};
+const post = (message) => {
+  if (origin === null) origin = new BroadcastChannel(originName);
+  origin.postMessage(message);
+  clearTimeout(closer);
+  closer = setTimeout(closeOrigin, 1000);
+};
+onmessage = ({ data: [name, ownName, message] }) => {
+  if (own === null || own.name !== ownName) {
+    own?.close();
+    own = new BroadcastChannel(ownName);
+    own.onmessage = (event) => post(event.data);
+  }
+  if (name !== originName) closeOrigin();
+  originName = name;
+  post(message);
+};`;
 
 /**
  * The `deputy(originChannel, ownChannel, message)` function the Engine calls (`deputy()` ends the
