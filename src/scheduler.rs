@@ -420,7 +420,11 @@ impl LockManager {
 
     /// Pending requests of every queue, in queue-map order.
     pub fn pending_requests(&self) -> Vec<&LockRequest> {
-        let mut queues: Vec<&Resource> = self.resources.values().collect();
+        let mut queues: Vec<&Resource> = self
+            .resources
+            .values()
+            .filter(|r| !r.queue.is_empty())
+            .collect();
         queues.sort_unstable_by_key(|r| r.map_order);
         queues.iter().flat_map(|r| r.queue.iter()).collect()
     }
