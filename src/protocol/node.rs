@@ -579,16 +579,22 @@ impl Node {
 
     /// Every lock this context holds is gone (for `reason`): forget them and tell JS, as after a steal.
     pub(super) fn lose_held_locks(&mut self, reason: LossReason) {
-        let held: Vec<u64> = self
-            .requests
-            .iter()
-            .filter(|(_, r)| r.state == RequestState::Held)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in held {
+        for id in self.request_ids(|r| r.state == RequestState::Held) {
             self.requests.remove(&id);
             self.emit(Effect::Stolen { id, reason });
         }
+    }
+
+    /// The ids of this context's requests that `pick` selects, in id order. A loop and a function
+    /// pointer: one small function in the wasm, where each `filter().map().collect()` chain was its own.
+    fn request_ids(&self, pick: fn(&LocalRequest) -> bool) -> Vec<u64> {
+        let mut ids = Vec::new();
+        for (id, r) in self.requests.iter() {
+            if pick(r) {
+                ids.push(*id);
+            }
+        }
+        ids
     }
 
     /// Sends `body`, or, for the lone member's own lock messages, decides it alone without sending it
@@ -671,12 +677,12 @@ impl Node {
 
     /// Sends the queued requests, in call order, once this context is an active member.
     pub(super) fn post_queued(&mut self) {
-        let mut queued: Vec<(u64, u64)> = self
-            .requests
-            .iter()
-            .filter(|(_, r)| r.state == RequestState::Queued)
-            .map(|(id, r)| (r.call, *id))
-            .collect();
+        let mut queued: Vec<(u64, u64)> = Vec::new();
+        for (id, r) in self.requests.iter() {
+            if r.state == RequestState::Queued {
+                queued.push((r.call, *id));
+            }
+        }
         queued.sort_unstable();
         for k in 0..queued.len() {
             if k == 0 && !self.queries.is_empty() {
@@ -774,13 +780,7 @@ impl Node {
         }
         self.emit(Effect::Incompatible { version });
         self.lose_held_locks(LossReason::Retired);
-        let unavailable: Vec<u64> = self
-            .requests
-            .iter()
-            .filter(|(_, r)| r.if_available)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in unavailable {
+        for id in self.request_ids(|r| r.if_available) {
             self.requests.remove(&id);
             self.emit(Effect::NotAvailable(id));
         }
@@ -799,25 +799,22 @@ impl Node {
 
     /// What this context alone knows (used once it can no longer see the origin's state).
     fn local_snapshot(&self) -> Snapshot {
-        let info = |r: &LocalRequest| LockInfo {
-            name: r.name.clone(),
-            mode: r.mode,
-            client_id: self.client.clone(),
+        let mut snapshot = Snapshot {
+            held: Vec::new(),
+            pending: Vec::new(),
         };
-        Snapshot {
-            held: self
-                .requests
-                .values()
-                .filter(|r| r.state == RequestState::Held)
-                .map(info)
-                .collect(),
-            pending: self
-                .requests
-                .values()
-                .filter(|r| r.state != RequestState::Held)
-                .map(info)
-                .collect(),
+        for r in self.requests.values() {
+            let info = LockInfo {
+                name: r.name.clone(),
+                mode: r.mode,
+                client_id: self.client.clone(),
+            };
+            match r.state {
+                RequestState::Held => snapshot.held.push(info),
+                _ => snapshot.pending.push(info),
+            }
         }
+        snapshot
     }
 
     /// Runs after every event: the phase's policies (which may post), the queries, the storage hint,
@@ -876,22 +873,24 @@ impl Node {
         self.settle_watermarks();
         // Own messages applied ahead count as seen: the query is then answered at once, before a
         // later call of this context is applied ahead too (and would show in its snapshot).
-        let echoed = match &self.phase {
-            Phase::Synced(s) => self.echoed_seq.max(s.applied_ahead),
-            _ => self.echoed_seq,
+        let Phase::Synced(s) = &self.phase else {
+            unreachable!("checked above")
         };
-        let (ready, waiting): (Vec<_>, Vec<_>) = self
-            .queries
-            .drain(..)
-            .partition(|(_, after, _)| after.is_some_and(|a| a <= echoed));
-        self.queries = waiting;
-        for (query, _, _) in ready {
-            let snapshot = match &self.phase {
-                Phase::Synced(s) => s.replica.snapshot(),
-                _ => unreachable!("checked above"),
-            };
-            self.emit(Effect::Snapshot { query, snapshot });
+        let echoed = self.echoed_seq.max(s.applied_ahead);
+        // The queries answered leave in order, the others stay in order (a loop, not `partition`).
+        let mut waiting = Vec::new();
+        for q in std::mem::take(&mut self.queries) {
+            if q.1.is_some_and(|a| a <= echoed) {
+                let snapshot = s.replica.snapshot();
+                self.out.push(Effect::Snapshot {
+                    query: q.0,
+                    snapshot,
+                });
+            } else {
+                waiting.push(q);
+            }
         }
+        self.queries = waiting;
     }
 
     /// Keeps the storage hint fresh while this context is a member with something held or pending;
