@@ -75,6 +75,10 @@ impl<K: Ord, V> SortedMap<K, V> {
     pub fn retain(&mut self, mut f: impl FnMut(&K, &mut V) -> bool) {
         self.entries.retain_mut(|(k, v)| f(k, v))
     }
+    /// [`SortedMap::retain`] by key alone.
+    pub fn retain_keys(&mut self, f: impl Fn(&K) -> bool) {
+        self.entries.retain(|(k, _)| f(k))
+    }
 }
 
 impl<K, V> SortedMap<K, V> {

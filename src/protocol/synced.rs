@@ -322,36 +322,42 @@ impl Node {
             let replica = &s.replica;
             s.answered
                 .retain(|k| replica.member(k).is_some_and(|m| m.pending));
-            s.last_heard.retain(|k, _| replica.member(k).is_some());
-            s.silent_since.retain(|k, _| replica.member(k).is_some());
-            s.last_ping.retain(|k, _| replica.member(k).is_some());
-            s.ping_posted.retain(|k| replica.member(k).is_some());
-            s.evict_posted.retain(|k| replica.member(k).is_some());
+            // One predicate, passed by reference: each collection type gets one `retain`, not one
+            // per call.
+            let member = &|k: &MemberKey| replica.member(k).is_some();
+            s.last_heard.retain_keys(member);
+            s.silent_since.retain_keys(member);
+            s.last_ping.retain_keys(member);
+            s.ping_posted.retain(member);
+            s.evict_posted.retain(member);
         }
         if unanswered && catching_up {
             // Answered once the echoes are back.
         } else if unanswered {
-            let mut ranked: Vec<(u64, &MemberKey)> = s
+            // This member's rank among the active ones by (join position, key), 0 if it is none of
+            // them: a count, where sorting them cost a sort instantiation of its own.
+            let mine = s
                 .replica
-                .members()
-                .filter(|(_, m)| !m.pending)
-                .map(|(k, m)| (m.join_pos, k))
-                .collect();
-            ranked.sort_unstable(); // no two members are equal: the same order as a stable sort
-            let rank = ranked.iter().position(|(_, k)| **k == me).unwrap_or(0) as u64;
+                .member(&me)
+                .filter(|m| !m.pending)
+                .map(|m| (m.join_pos, &me));
+            let mut rank: u64 = 0;
+            for (k, m) in s.replica.members() {
+                if !m.pending && mine.is_some_and(|p| (m.join_pos, k) < p) {
+                    rank += 1;
+                }
+            }
             let at = *s
                 .respond_at
                 .get_or_insert(now + config.state_stagger * rank.min(3));
             if now >= at {
                 let transfer = s.replica.export(s.last_applied.clone());
                 posts.push(Body::State(Box::new(transfer)));
-                let pending: Vec<MemberKey> = s
-                    .replica
-                    .members()
-                    .filter(|(_, m)| m.pending)
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                s.answered.extend(pending);
+                for (k, m) in s.replica.members() {
+                    if m.pending {
+                        s.answered.insert(k.clone());
+                    }
+                }
                 s.respond_at = None;
             } else {
                 next = Some(at);
