@@ -69,6 +69,13 @@ impl<K: Ord, V> SortedMap<K, V> {
     {
         self.find(key).is_ok()
     }
+    /// The key's position in key order.
+    pub fn index_of<Q: Ord + ?Sized>(&self, key: &Q) -> Option<usize>
+    where
+        K: Borrow<Q>,
+    {
+        self.find(key).ok()
+    }
     pub fn entry(&mut self, key: K) -> Entry<'_, K, V> {
         Entry { map: self, key }
     }
