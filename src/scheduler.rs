@@ -224,13 +224,7 @@ impl LockManager {
         let name = request.name.clone();
         if steal {
             // Step 3.4: release every held lock of this name, rejecting their released promises.
-            let stolen: Vec<RequestId> = self
-                .held_order
-                .values()
-                .copied()
-                .filter(|id| *self.held[id].request.name == *name)
-                .collect();
-            for id in stolen {
+            for id in self.held_ids_where(&|r| *r.name == *name) {
                 self.remove_held(id);
                 decisions.push(Decision::Stolen(id));
             }
@@ -347,29 +341,52 @@ impl LockManager {
         for id in removed {
             self.pending_index.remove(&id);
         }
-        let held: Vec<RequestId> = self
-            .held_order
-            .values()
-            .copied()
-            .filter(|id| &*self.held[id].request.client_id == client_id)
-            .collect();
-        for id in held {
+        for id in self.held_ids_where(&|r| &*r.client_id == client_id) {
             if let Some(name) = self.remove_held(id) {
                 touched.push(name);
             }
         }
-        // In queue-map order, not the hash map's (which differs between contexts): every replica must
-        // grant in the same order, or their held-set orders (and so query() output) drift apart. Equal
-        // keys are one name, or names whose resource is gone (`None`), for which the loop below does
-        // nothing: so an unstable sort gives the same decisions (and is ~0.3 KB smaller in the wasm).
-        touched.sort_unstable_by_key(|name| self.resources.get(name).map(|r| r.map_order));
-        touched.dedup();
+        // In queue-map order, not the name order (which differs from it between contexts): every
+        // replica must grant in the same order, or their held-set orders (and so query() output) drift
+        // apart. Every touched name still has its resource here.
         let mut decisions = Vec::new();
-        for name in &touched {
+        for name in &self.in_map_order(touched.iter()) {
             self.process_lock_request_queue(name, &mut decisions);
             self.forget_if_idle(name);
         }
         decisions
+    }
+
+    /// The ids of the held locks whose request `pick` selects, in held-set order.
+    fn held_ids_where(&self, pick: &dyn Fn(&LockRequest) -> bool) -> Vec<RequestId> {
+        let mut ids = Vec::new();
+        for id in self.held_order.values() {
+            if pick(&self.held[id].request) {
+                ids.push(*id);
+            }
+        }
+        ids
+    }
+
+    /// The names (each of which has a resource) in queue-map order, without repeats. Sorted as
+    /// `(map order, index)` pairs: one sort instantiation shared with the other `(u64, u64)` sorts
+    /// (equal pairs are one name, so an unstable sort gives one order).
+    fn in_map_order<'a>(&self, names: impl Iterator<Item = &'a Rc<str>>) -> Vec<Rc<str>> {
+        let mut order: Vec<(u64, u64)> = Vec::new();
+        for name in names {
+            let i = self
+                .resources
+                .index_of(name)
+                .expect("a name with a resource");
+            order.push((self.resources.at(i).1.map_order, i as u64));
+        }
+        order.sort_unstable();
+        order.dedup();
+        let mut sorted = Vec::new();
+        for (_, i) in order {
+            sorted.push(self.resources.at(i as usize).0.clone());
+        }
+        sorted
     }
 
     /// Spec 4.5, "snapshot the lock state": pending requests in queue-map order, then held locks in
@@ -380,14 +397,14 @@ impl LockManager {
             mode: r.mode,
             client_id: r.client_id.clone(),
         };
-        Snapshot {
-            pending: self.pending_requests().into_iter().map(info).collect(),
-            held: self
-                .held_order
-                .values()
-                .map(|id| info(&self.held[id].request))
-                .collect(),
+        let mut snapshot = Snapshot::default();
+        for r in self.pending_requests() {
+            snapshot.pending.push(info(r));
         }
+        for id in self.held_order.values() {
+            snapshot.held.push(info(&self.held[id].request));
+        }
+        snapshot
     }
 
     /// The held lock `id`, if it is held.
@@ -420,9 +437,11 @@ impl LockManager {
 
     /// Pending requests of every queue, in queue-map order.
     pub fn pending_requests(&self) -> Vec<&LockRequest> {
-        let mut queues: Vec<&Resource> = self.resources.values().collect();
-        queues.sort_unstable_by_key(|r| r.map_order);
-        queues.iter().flat_map(|r| r.queue.iter()).collect()
+        let mut pending = Vec::new();
+        for name in self.in_map_order(self.resources.keys()) {
+            pending.extend(self.resources[&name].queue.iter());
+        }
+        pending
     }
 
     /// True when nothing is held or pending: the state a context must be in to stay quiet.

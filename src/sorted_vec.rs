@@ -89,6 +89,11 @@ impl<K: Ord, V> SortedMap<K, V> {
 }
 
 impl<K, V> SortedMap<K, V> {
+    /// The entry at position `i` in key order (see [`SortedMap::index_of`]).
+    pub fn at(&self, i: usize) -> (&K, &V) {
+        let (k, v) = &self.entries[i];
+        (k, v)
+    }
     pub fn len(&self) -> usize {
         self.entries.len()
     }
