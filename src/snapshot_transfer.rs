@@ -21,11 +21,10 @@ pub struct SnapshotTransfer {
 /// sorting the entries' string addresses (no hash map: its code would cost more wasm than the sort), so
 /// the strings come in address order.
 pub fn encode_snapshot(snapshot: &Snapshot) -> SnapshotTransfer {
-    let infos: Vec<&LockInfo> = snapshot
-        .held
-        .iter()
-        .chain(snapshot.pending.iter())
-        .collect();
+    let mut infos: Vec<&LockInfo> = Vec::new();
+    for info in [&snapshot.held, &snapshot.pending] {
+        infos.extend(info);
+    }
     // Slot 2e is entry e's client id, slot 2e + 1 its name.
     let string_at = |slot: usize| {
         let info = infos[slot / 2];
@@ -35,15 +34,18 @@ pub fn encode_snapshot(snapshot: &Snapshot) -> SnapshotTransfer {
             &info.name
         }
     };
-    let mut slots: Vec<(usize, usize)> = (0..2 * infos.len())
-        .map(|slot| (string_at(slot).as_ptr() as usize, slot))
-        .collect();
+    // (address, slot) as `u64` pairs: the sort instantiation the crate's other pairs use.
+    let mut slots: Vec<(u64, u64)> = Vec::new();
+    for slot in 0..2 * infos.len() {
+        slots.push((string_at(slot).as_ptr() as u64, slot as u64));
+    }
     slots.sort_unstable();
     let mut text = String::new();
     let mut lengths: Vec<u32> = Vec::new();
     let mut body = vec![0u32; 2 * infos.len()];
     let mut last_address = None;
     for (address, slot) in slots {
+        let slot = slot as usize;
         if last_address != Some(address) {
             last_address = Some(address);
             let s = string_at(slot);
