@@ -109,7 +109,8 @@ impl RequestQueue {
         Some(request)
     }
 
-    fn retain(&mut self, keep: impl FnMut(&LockRequest) -> bool) {
+    /// Keeps the requests `keep` selects (a `dyn` predicate: one instantiation for every caller).
+    fn retain(&mut self, keep: &mut dyn FnMut(&LockRequest) -> bool) {
         self.compact();
         self.entries.retain(keep);
     }
@@ -270,7 +271,7 @@ impl LockManager {
             .resources
             .get_mut(&name)
             .expect("pending name has a queue");
-        resource.queue.retain(|r| r.id != id);
+        resource.queue.retain(&mut |r| r.id != id);
         self.process_lock_request_queue(&name, &mut decisions);
         self.forget_if_idle(&name);
         Some(decisions)
@@ -327,7 +328,7 @@ impl LockManager {
         let mut removed: Vec<RequestId> = Vec::new();
         for (name, resource) in self.resources.iter_mut() {
             let before = removed.len();
-            resource.queue.retain(|r| {
+            resource.queue.retain(&mut |r| {
                 let mine = &*r.client_id == client_id;
                 if mine {
                     removed.push(r.id);
@@ -381,10 +382,13 @@ impl LockManager {
             order.push((self.resources.at(i).1.map_order, i as u64));
         }
         order.sort_unstable();
-        order.dedup();
         let mut sorted = Vec::new();
+        let mut last = None;
         for (_, i) in order {
-            sorted.push(self.resources.at(i as usize).0.clone());
+            if last != Some(i) {
+                sorted.push(self.resources.at(i as usize).0.clone());
+                last = Some(i);
+            }
         }
         sorted
     }

@@ -82,8 +82,8 @@ impl<K: Ord, V> SortedMap<K, V> {
     pub fn retain(&mut self, mut f: impl FnMut(&K, &mut V) -> bool) {
         self.entries.retain_mut(|(k, v)| f(k, v))
     }
-    /// [`SortedMap::retain`] by key alone.
-    pub fn retain_keys(&mut self, f: impl Fn(&K) -> bool) {
+    /// [`SortedMap::retain`] by key alone, with a `dyn` predicate: one instantiation per map type.
+    pub fn retain_keys(&mut self, f: &dyn Fn(&K) -> bool) {
         self.entries.retain(|(k, _)| f(k))
     }
 }
@@ -235,7 +235,8 @@ impl<T: Ord> SortedSet<T> {
     {
         self.items.binary_search_by(|t| t.borrow().cmp(q)).is_ok()
     }
-    pub fn retain(&mut self, f: impl FnMut(&T) -> bool) {
+    /// Keeps the items `f` selects. A `dyn` predicate: one instantiation per item type, not per call.
+    pub fn retain(&mut self, f: &dyn Fn(&T) -> bool) {
         self.items.retain(f)
     }
     pub fn first(&self) -> Option<&T> {

@@ -97,6 +97,14 @@ impl From<RevokeReason> for LossReason {
     }
 }
 
+/// The earlier of two optional deadlines (`None`: no deadline), or the smaller of two optional values.
+pub(super) fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        _ => a.or(b),
+    }
+}
+
 /// What the edge must do.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
@@ -651,11 +659,12 @@ impl Node {
         {
             let me = self.member_key();
             let snapshot = s.replica.snapshot();
-            let only_mine = snapshot
-                .held
-                .iter()
-                .chain(snapshot.pending.iter())
-                .all(|l| l.client_id == me.client);
+            let mut only_mine = true;
+            for locks in [&snapshot.held, &snapshot.pending] {
+                for l in locks {
+                    only_mine &= l.client_id == me.client;
+                }
+            }
             if only_mine {
                 self.wrote_hint = false;
                 self.live_until = None;
@@ -732,20 +741,20 @@ impl Node {
         if self.queries.iter().all(|q| q.1.is_some()) {
             return;
         }
-        let first_queued = self
-            .requests
-            .values()
-            .filter(|r| r.state == RequestState::Queued)
-            .map(|r| r.call)
-            .min();
+        let mut first_queued = None;
+        for r in self.requests.values() {
+            if r.state == RequestState::Queued {
+                first_queued = earliest(first_queued, Some(r.call));
+            }
+        }
         self.settle_watermarks_before(first_queued);
     }
 
     /// [`Node::settle_watermarks`] given the call of the first request still queued.
     fn settle_watermarks_before(&mut self, first_queued: Option<u64>) {
         let seq = self.seq;
-        for q in self.queries.iter_mut().filter(|q| q.1.is_none()) {
-            if first_queued.is_none_or(|c| c > q.2) {
+        for q in &mut self.queries {
+            if q.1.is_none() && first_queued.is_none_or(|c| c > q.2) {
                 q.1 = Some(seq);
             }
         }
@@ -838,7 +847,7 @@ impl Node {
         }
         self.answer_queries();
         let hint = self.live_policy(now);
-        next = [next, hint].into_iter().flatten().min();
+        next = earliest(next, hint);
         self.set_timer(next);
     }
 

@@ -332,12 +332,12 @@ impl Replica {
     /// active at once, a lone member could not know that nobody else may order a request before its
     /// own (the lone member's fast path, docs/PROTOCOL.md).
     fn on_join(&mut self, sender: &MemberKey, _need_state: bool, out: &mut Vec<Outcome>) {
-        let same_client: Vec<MemberKey> = self
-            .members
-            .keys()
-            .filter(|k| k.client == sender.client)
-            .cloned()
-            .collect();
+        let mut same_client = Vec::new();
+        for k in self.members.keys() {
+            if k.client == sender.client {
+                same_client.push(k.clone());
+            }
+        }
         for k in same_client {
             self.remove_member(&k, None, out);
         }

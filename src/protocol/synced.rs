@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use crate::sorted_vec::{SortedMap, SortedSet};
 
-use super::node::{Effect, LossReason, Node, Phase, RequestState};
+use super::node::{Effect, LossReason, Node, Phase, RequestState, earliest};
 use super::replica::{Outcome, Replica};
 use super::wire::{Body, Decoded, KIND_GENESIS, KIND_JOIN, MemberKey, Message, MessageId};
 
@@ -321,7 +321,7 @@ impl Node {
         if std::mem::take(&mut s.members_changed) {
             let replica = &s.replica;
             s.answered
-                .retain(|k| replica.member(k).is_some_and(|m| m.pending));
+                .retain(&|k| replica.member(k).is_some_and(|m| m.pending));
             // One predicate, passed by reference: each collection type gets one `retain`, not one
             // per call.
             let member = &|k: &MemberKey| replica.member(k).is_some();
@@ -370,7 +370,7 @@ impl Node {
             self.post(body);
         }
         let liveness = self.check_blockers(now);
-        [next, liveness].into_iter().flatten().min()
+        earliest(next, liveness)
     }
 
     /// Liveness: pings a blocker silent for `ping_interval` and evicts it if the ping goes unanswered
@@ -400,7 +400,7 @@ impl Node {
                     || s.unchecked * 4 >= size + s.replica.held_count()));
         if !run {
             let pending = changed.then_some(throttle_end);
-            return [s.liveness_at, pending].into_iter().flatten().min();
+            return earliest(s.liveness_at, pending);
         }
         let mut next: Option<u64> = None;
         let mut posts: Vec<Body> = Vec::new();
@@ -446,7 +446,7 @@ impl Node {
                 heard.max(s.last_ping.get(&b).copied().unwrap_or(0)) + config.ping_interval
             };
             if now < due {
-                next = [next, Some(due)].into_iter().flatten().min();
+                next = earliest(next, Some(due));
             } else if let Some(ping) = m.silent.clone() {
                 s.evict_posted.insert(b.clone());
                 posts.push(Body::Evict {

@@ -320,11 +320,13 @@ impl Coordination {
         // Messages first: a closing tab's `pagehide` handler may be cut short (Firefox stops it about a
         // millisecond in), and its Leave must get out before the slower storage call: a context that
         // has just left sends its outbox at once.
-        let (posts, rest): (Vec<Effect>, Vec<Effect>) = effects
-            .into_iter()
-            .partition(|e| matches!(e, Effect::Post(_)));
-        for effect in posts {
-            self.carry_out(effect);
+        let mut rest = Vec::new();
+        for effect in effects {
+            if matches!(effect, Effect::Post(_)) {
+                self.carry_out(effect);
+            } else {
+                rest.push(effect);
+            }
         }
         if left {
             self.flush();
