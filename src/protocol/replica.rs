@@ -679,7 +679,7 @@ impl Replica {
                     mode: l.mode,
                 };
                 let decisions = r.manager.request_lock(request, false, false).ok()?;
-                let granted = decisions == [Decision::Granted(l.gid)];
+                let granted = matches!(decisions[..], [Decision::Granted(g)] if g == l.gid);
                 if granted != must_grant || (!must_grant && !decisions.is_empty()) {
                     return None;
                 }
