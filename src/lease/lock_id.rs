@@ -45,14 +45,7 @@ impl LockId {
     /// The text form, `<type>/<id>/<token>` (built without `format!`, which would bring the formatting
     /// machinery into the wasm).
     pub fn to_text(&self) -> String {
-        [
-            escape(self.key.lease_type()).as_str(),
-            "/",
-            escape(self.key.id()).as_str(),
-            "/",
-            self.token.to_hex().as_str(),
-        ]
-        .concat()
+        escape(self.key.lease_type()) + "/" + &escape(self.key.id()) + "/" + &self.token.to_hex()
     }
 }
 

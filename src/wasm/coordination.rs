@@ -135,7 +135,7 @@ impl Coordination {
         open_channel: Option<Function>,
     ) -> Option<Rc<Coordination>> {
         let channel = match &scope {
-            Some(s) => [CHANNEL, ":", s].concat(),
+            Some(s) => CHANNEL.to_owned() + ":" + s,
             None => CHANNEL.to_owned(),
         };
         let open = || -> Option<Channel> {
@@ -159,7 +159,7 @@ impl Coordination {
         let rx = open()?;
         let channel_name = channel.clone();
         let storage_key = match &scope {
-            Some(s) => [LIVE_KEY, ":", s].concat(),
+            Some(s) => LIVE_KEY.to_owned() + ":" + s,
             None => LIVE_KEY.to_owned(),
         };
         let this = Rc::new_cyclic(|weak: &std::rc::Weak<Coordination>| {
@@ -439,7 +439,7 @@ impl Coordination {
     }
 
     fn deputy_channel_name(&self, client: &str) -> String {
-        [self.channel.as_str(), "#", client].concat()
+        self.channel.clone() + "#" + client
     }
 
     /// Asks the deputy of the page of `vouch.sender` to post `vouch`, on that deputy's channel.

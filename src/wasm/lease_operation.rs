@@ -214,7 +214,7 @@ fn record_from_js(value: &JsValue) -> Result<Option<LeaseRecord>, LeaseError> {
 }
 
 fn corrupt(what: &str) -> LeaseError {
-    LeaseError::Storage(["a stored lease record is corrupt (", what, ")"].concat())
+    LeaseError::Storage("a stored lease record is corrupt (".to_owned() + what + ")")
 }
 
 /// `Error { name: 'LockError', code, message, expiresAt? }`.
