@@ -41,7 +41,8 @@ pub fn encode_snapshot(snapshot: &Snapshot) -> SnapshotTransfer {
     }
     slots.sort_unstable();
     let mut text = String::new();
-    let mut lengths: Vec<u32> = Vec::new();
+    // The header, its string count filled in below, then the strings' lengths as they are found.
+    let mut numbers = vec![snapshot.held.len() as u32, snapshot.pending.len() as u32, 0];
     let mut body = vec![0u32; 2 * infos.len()];
     let mut last_address = None;
     for (address, slot) in slots {
@@ -50,23 +51,17 @@ pub fn encode_snapshot(snapshot: &Snapshot) -> SnapshotTransfer {
             last_address = Some(address);
             let s = string_at(slot);
             text.push_str(s);
-            lengths.push(utf16_len(s));
+            numbers.push(utf16_len(s));
         }
-        let index = lengths.len() as u32 - 1;
+        let index = numbers.len() as u32 - 4;
         body[slot] = if slot.is_multiple_of(2) {
             index
         } else {
             index * 2 + u32::from(infos[slot / 2].mode == LockMode::Exclusive)
         };
     }
-    let mut numbers = Vec::with_capacity(3 + lengths.len() + body.len());
-    numbers.extend([
-        snapshot.held.len() as u32,
-        snapshot.pending.len() as u32,
-        lengths.len() as u32,
-    ]);
-    numbers.extend(lengths);
-    numbers.extend(body);
+    numbers[2] = numbers.len() as u32 - 3;
+    numbers.append(&mut body);
     SnapshotTransfer { text, numbers }
 }
 

@@ -208,8 +208,16 @@ impl<T: Ord> SortedSet<T> {
     pub const fn new() -> Self {
         SortedSet { items: Vec::new() }
     }
+    /// `Ok(index)` of the item, or `Err(index)` where it would be inserted: the one search of
+    /// `insert`, `remove` and `contains` (one instantiation where they look up the item type itself).
+    fn find<Q: Ord + ?Sized>(&self, q: &Q) -> Result<usize, usize>
+    where
+        T: Borrow<Q>,
+    {
+        self.items.binary_search_by(|t| t.borrow().cmp(q))
+    }
     pub fn insert(&mut self, t: T) -> bool {
-        match self.items.binary_search(&t) {
+        match self.find(&t) {
             Ok(_) => false,
             Err(i) => {
                 self.items.insert(i, t);
@@ -221,7 +229,7 @@ impl<T: Ord> SortedSet<T> {
     where
         T: Borrow<Q>,
     {
-        match self.items.binary_search_by(|t| t.borrow().cmp(q)) {
+        match self.find(q) {
             Ok(i) => {
                 self.items.remove(i);
                 true
@@ -233,7 +241,7 @@ impl<T: Ord> SortedSet<T> {
     where
         T: Borrow<Q>,
     {
-        self.items.binary_search_by(|t| t.borrow().cmp(q)).is_ok()
+        self.find(q).is_ok()
     }
     /// Keeps the items `f` selects. A `dyn` predicate: one instantiation per item type, not per call.
     pub fn retain(&mut self, f: &dyn Fn(&T) -> bool) {

@@ -442,7 +442,13 @@ impl Node {
                 if s.ping_posted.contains(&b) {
                     continue;
                 }
-                let heard = *s.last_heard.entry(b.clone()).or_insert(now);
+                let heard = match s.last_heard.get(&b) {
+                    Some(at) => *at,
+                    None => {
+                        s.last_heard.insert(b.clone(), now);
+                        now
+                    }
+                };
                 heard.max(s.last_ping.get(&b).copied().unwrap_or(0)) + config.ping_interval
             };
             if now < due {
