@@ -34,7 +34,7 @@ fn global() -> JsValue {
 }
 
 use crate::protocol::wire::{self, Value};
-use crate::protocol::{Effect, LIVE_KEY, LossReason, Node};
+use crate::protocol::{Effect, LIVE_KEY, LossReason, Node, live_record};
 
 use super::engine::{
     EFFECT_GRANTED, EFFECT_NOT_AVAILABLE, EFFECT_SNAPSHOT, EFFECT_STOLEN, snapshot_to_js,
@@ -103,7 +103,8 @@ pub(super) struct Coordination {
     /// The incarnation whose announcement the deputy was given.
     announced: Cell<Option<u32>>,
     /// Channels to other pages' deputies, most recently used last (a few: pings go to blockers).
-    deputies: RefCell<Vec<(Rc<str>, BroadcastChannel)>>,
+    /// (BroadcastChannels, used as `Channel`s: one set of postMessage and close bindings for both.)
+    deputies: RefCell<Vec<(Rc<str>, Channel)>>,
     /// Messages the node posted in this task, not sent yet (see [`Coordination::send_later`]), and the
     /// microtask hops left before they go.
     outbox: RefCell<Vec<wire::Message>>,
@@ -449,7 +450,7 @@ impl Coordination {
         let channel = match deputies.iter().position(|(c, _)| c == client) {
             Some(k) => deputies.remove(k).1,
             None => match BroadcastChannel::new(&self.deputy_channel_name(client)) {
-                Ok(channel) => channel,
+                Ok(channel) => channel.unchecked_into::<Channel>(),
                 Err(_) => return,
             },
         };
@@ -486,17 +487,13 @@ impl Coordination {
             Effect::WakeDeputy(vouch) => self.wake_deputy(&vouch),
             Effect::Incompatible { version } => {
                 if !self.warned.replace(true) {
-                    // Concatenated by JS (the number converts there): no formatting machinery in the wasm.
-                    let message = js_sys::JsString::from(
-                        "weblocks: another context of this origin runs protocol version ",
-                    )
-                    .concat(&version.into())
-                    .concat(
-                        &", newer than this one's; this context gave up its locks and grants nothing \
-                          more. Reload it."
-                            .into(),
-                    );
-                    web_sys::console::warn_1(&message);
+                    // The number written by the storage hint's formatter: no formatting machinery.
+                    let message = "weblocks: another context of this origin runs protocol version "
+                        .to_owned()
+                        + &live_record::format(version.into())
+                        + ", newer than this one's; this context gave up its locks and grants nothing \
+                           more. Reload it.";
+                    web_sys::console::warn_1(&message.into());
                 }
             }
         }

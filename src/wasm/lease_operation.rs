@@ -219,7 +219,8 @@ fn corrupt(what: &str) -> LeaseError {
 
 /// `Error { name: 'LockError', code, message, expiresAt? }`.
 fn to_js_error(error: LeaseError) -> JsValue {
-    let object: JsValue = js_sys::Error::new(&error.message()).into();
+    // A `JsError` (JS `Error(message)`): the same binding the engine's errors use, not a second one.
+    let object: JsValue = JsError::new(&error.message()).into();
     set(&object, "name", &"LockError".into());
     set(&object, "code", &error.code().into());
     if let Some(expires_at_ms) = error.expires_at_ms() {
