@@ -83,7 +83,9 @@ pub(super) struct Coordination {
     set_timeout: Option<Function>,
     clear_timeout: Option<Function>,
     listeners: RefCell<Vec<Listener>>,
-    on_message: Closure<dyn FnMut(MessageEvent)>,
+    /// Takes the `MessageEvent` as an `Event`: the closure type the event listeners use (one set of
+    /// closure shims in the wasm and the glue, not two).
+    on_message: Closure<dyn FnMut(web_sys::Event)>,
     /// The node's farewell as a `pagehide` listener that runs no script of ours: the channel's own
     /// `postMessage` bound to the encoded Leave, with the incarnation it was made for
     /// (see [`Node::farewell`] and [`Coordination::arm_farewell`]).
@@ -184,13 +186,15 @@ impl Coordination {
                     }
                 }),
                 listeners: RefCell::new(Vec::new()),
-                on_message: Closure::new(move |event: MessageEvent| {
+                on_message: Closure::new(move |event: web_sys::Event| {
                     let Some(this) = on_message_target.upgrade() else {
                         return;
                     };
                     if event.type_() == GAP {
                         this.with_node(|n, t| n.missed_messages(t));
-                    } else if let Some(values) = decode_values(&event.data()) {
+                    } else if let Some(values) =
+                        decode_values(&event.unchecked_into::<MessageEvent>().data())
+                    {
                         this.with_node(|n, t| n.deliver(t, &values));
                     }
                 }),

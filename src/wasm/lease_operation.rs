@@ -127,7 +127,8 @@ fn wrap(operation: Result<Operation, LeaseError>) -> Result<LeaseOperation, JsVa
 /// two different JS strings could name the same lease).
 fn string_argument(name: &str, value: &JsValue) -> Result<String, LeaseError> {
     match value.dyn_ref::<JsString>() {
-        Some(s) if well_formed(s) => Ok(String::from(s)),
+        // `as_string` of a string is never `None` (`String::from` would unwrap it with a throw path).
+        Some(s) if well_formed(s) => Ok(value.as_string().unwrap_or_default()),
         Some(_) => Err(invalid(name, " contains a lone surrogate")),
         None => Err(invalid(name, " must be a string")),
     }
