@@ -138,17 +138,24 @@ struct HeldLock {
     order: u64,
 }
 
+/// A request the manager knows, by id: waiting in the queue of a name, or held.
+#[derive(Debug)]
+enum Tracked {
+    Pending(Rc<str>),
+    Held(HeldLock),
+}
+
 /// A lock manager (spec 2.2): the held lock set and the lock request queue map.
 ///
-/// The held lock set is an ordered set; it is kept as `held_order` (grant order) plus `held` (by id).
+/// The held lock set is an ordered set; it is kept as `held_order` (grant order) plus the held entries
+/// of `requests` (by id), which also has the name of each pending request (one map where two were).
 /// Names whose queue is empty and that hold no lock are dropped from the map, so memory follows the
 /// live state; a name that comes back is appended at the end of the map, as a new key would be.
 #[derive(Debug, Default)]
 pub struct LockManager {
     resources: SortedMap<Rc<str>, Resource>,
-    held: SequenceMap<RequestId, HeldLock>,
+    requests: SequenceMap<RequestId, Tracked>,
     held_order: SequenceMap<u64, RequestId>,
-    pending_index: SequenceMap<RequestId, Rc<str>>,
     next_order: u64,
 }
 
@@ -218,7 +225,7 @@ impl LockManager {
         if_available: bool,
         steal: bool,
     ) -> Result<Vec<Decision>, RequestError> {
-        if self.held.contains_key(&request.id) || self.pending_index.contains_key(&request.id) {
+        if self.requests.contains_key(&request.id) {
             return Err(RequestError::DuplicateId(request.id));
         }
         let mut decisions = Vec::new();
@@ -229,7 +236,8 @@ impl LockManager {
                 self.remove_held(id);
                 decisions.push(Decision::Stolen(id));
             }
-            self.pending_index.insert(request.id, name.clone());
+            self.requests
+                .insert(request.id, Tracked::Pending(name.clone()));
             self.resource_mut(&name).queue.push_front(request);
         } else {
             // Step 3.5.
@@ -239,7 +247,8 @@ impl LockManager {
                 self.forget_if_idle(&name);
                 return Ok(decisions);
             }
-            self.pending_index.insert(request.id, name.clone());
+            self.requests
+                .insert(request.id, Tracked::Pending(name.clone()));
             self.resource_mut(&name).queue.push_back(request);
         }
         // Step 3.6.
@@ -265,7 +274,11 @@ impl LockManager {
     /// Returns `None` if `id` was not pending (already granted, or unknown): the caller then knows the
     /// abort lost the race with a grant.
     pub fn abort_request(&mut self, id: RequestId) -> Option<Vec<Decision>> {
-        let name = self.pending_index.remove(&id)?;
+        let Some(Tracked::Pending(name)) = self.requests.get(&id) else {
+            return None;
+        };
+        let name = name.clone();
+        self.requests.remove(&id);
         let mut decisions = Vec::new();
         let resource = self
             .resources
@@ -294,18 +307,22 @@ impl LockManager {
                 LockMode::Exclusive => resource.held_exclusive += 1,
                 LockMode::Shared => resource.held_shared += 1,
             }
-            self.pending_index.remove(&request.id);
             let order = self.tick();
             let id = request.id;
             self.held_order.insert(order, id);
-            self.held.insert(id, HeldLock { request, order });
+            // Its pending entry becomes the held one.
+            self.requests
+                .insert(id, Tracked::Held(HeldLock { request, order }));
             decisions.push(Decision::Granted(id));
         }
     }
 
     /// Removes a held lock from the held lock set; returns its name if it was held.
     fn remove_held(&mut self, id: RequestId) -> Option<Rc<str>> {
-        let lock = self.held.remove(&id)?;
+        self.held(id)?;
+        let Some(Tracked::Held(lock)) = self.requests.remove(&id) else {
+            unreachable!("checked above")
+        };
         self.held_order.remove(&lock.order);
         let resource = self
             .resources
@@ -340,7 +357,7 @@ impl LockManager {
             }
         }
         for id in removed {
-            self.pending_index.remove(&id);
+            self.requests.remove(&id);
         }
         for id in self.held_ids_where(&|r| &*r.client_id == client_id) {
             if let Some(name) = self.remove_held(id) {
@@ -362,7 +379,7 @@ impl LockManager {
     fn held_ids_where(&self, pick: &dyn Fn(&LockRequest) -> bool) -> Vec<RequestId> {
         let mut ids = Vec::new();
         for id in self.held_order.values() {
-            if pick(&self.held[id].request) {
+            if pick(&self.held(*id).expect("held id").request) {
                 ids.push(*id);
             }
         }
@@ -406,24 +423,34 @@ impl LockManager {
             snapshot.pending.push(info(r));
         }
         for id in self.held_order.values() {
-            snapshot.held.push(info(&self.held[id].request));
+            snapshot
+                .held
+                .push(info(&self.held(*id).expect("held id").request));
         }
         snapshot
     }
 
+    /// The held entry of `id`, if it is held.
+    fn held(&self, id: RequestId) -> Option<&HeldLock> {
+        match self.requests.get(&id) {
+            Some(Tracked::Held(h)) => Some(h),
+            _ => None,
+        }
+    }
+
     /// The held lock `id`, if it is held.
     pub fn held_lock(&self, id: RequestId) -> Option<&LockRequest> {
-        self.held.get(&id).map(|h| &h.request)
+        self.held(id).map(|h| &h.request)
     }
 
     /// Whether request `id` is waiting in a queue.
     pub fn is_pending(&self, id: RequestId) -> bool {
-        self.pending_index.contains_key(&id)
+        matches!(self.requests.get(&id), Some(Tracked::Pending(_)))
     }
 
     /// How many locks are held.
     pub fn held_count(&self) -> usize {
-        self.held.len()
+        self.held_order.len()
     }
 
     /// Ids of the held locks, in held-set order.
@@ -450,6 +477,6 @@ impl LockManager {
 
     /// True when nothing is held or pending: the state a context must be in to stay quiet.
     pub fn is_idle(&self) -> bool {
-        self.held.is_empty() && self.pending_index.is_empty()
+        self.requests.is_empty()
     }
 }
