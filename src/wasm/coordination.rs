@@ -570,13 +570,14 @@ impl Coordination {
         self.arm_farewell(None);
         self.tx.close();
         self.rx.close();
-        for (_, channel) in self.deputies.borrow_mut().drain(..) {
+        // Popped (the order does not matter), not drained: no Drain code for these vectors.
+        while let Some((_, channel)) = self.deputies.borrow_mut().pop() {
             channel.close();
         }
         if let Some(deputy) = &self.deputy {
             let _ = deputy.call0(&JsValue::NULL);
         }
-        for (target, kind, closure) in self.listeners.borrow_mut().drain(..) {
+        while let Some((target, kind, closure)) = self.listeners.borrow_mut().pop() {
             let _ = target.remove_event_listener_with_callback_and_bool(
                 kind,
                 closure.as_ref().unchecked_ref(),
