@@ -192,7 +192,7 @@ impl LockManager {
         self.resources.get_mut(name).expect("just inserted")
     }
 
-    fn forget_if_idle(&mut self, name: &str) {
+    fn forget_if_idle(&mut self, name: &Rc<str>) {
         if let Some(r) = self.resources.get(name)
             && r.queue.is_empty()
             && r.held_exclusive == 0
@@ -459,7 +459,7 @@ impl LockManager {
     }
 
     /// The requests waiting in `name`'s queue, in queue order.
-    pub fn queue(&self, name: &str) -> impl Iterator<Item = &LockRequest> + '_ {
+    pub fn queue(&self, name: &Rc<str>) -> impl Iterator<Item = &LockRequest> + '_ {
         self.resources
             .get(name)
             .into_iter()
