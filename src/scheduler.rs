@@ -470,7 +470,9 @@ impl LockManager {
     pub fn pending_requests(&self) -> Vec<&LockRequest> {
         let mut pending = Vec::new();
         for name in self.in_map_order(self.resources.keys()) {
-            pending.extend(self.resources[&name].queue.iter());
+            for r in self.resources[&name].queue.iter() {
+                pending.push(r);
+            }
         }
         pending
     }

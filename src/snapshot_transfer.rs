@@ -22,8 +22,10 @@ pub struct SnapshotTransfer {
 /// the strings come in address order.
 pub fn encode_snapshot(snapshot: &Snapshot) -> SnapshotTransfer {
     let mut infos: Vec<&LockInfo> = Vec::new();
-    for info in [&snapshot.held, &snapshot.pending] {
-        infos.extend(info);
+    for list in [&snapshot.held, &snapshot.pending] {
+        for info in list {
+            infos.push(info);
+        }
     }
     // Slot 2e is entry e's client id, slot 2e + 1 its name.
     let string_at = |slot: usize| {
