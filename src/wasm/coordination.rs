@@ -54,6 +54,11 @@ fn global_property(name: &str) -> Option<JsValue> {
         .filter(|v| !v.is_undefined() && !v.is_null())
 }
 
+/// A function of the global object, if it has one by that name.
+fn global_function(name: &str) -> Option<Function> {
+    global_property(name)?.dyn_into().ok()
+}
+
 /// The global's localStorage, if it exists and can be read (it throws when storage is disabled).
 fn local_storage() -> Option<Storage> {
     let storage: Storage = global_property("localStorage")?.dyn_into().ok()?;
@@ -177,8 +182,8 @@ impl Coordination {
                 storage_key,
                 sink,
                 timer: Cell::new(None),
-                set_timeout: global_property("setTimeout").and_then(|f| f.dyn_into().ok()),
-                clear_timeout: global_property("clearTimeout").and_then(|f| f.dyn_into().ok()),
+                set_timeout: global_function("setTimeout"),
+                clear_timeout: global_function("clearTimeout"),
                 timer_callback: Closure::new(move || {
                     if let Some(this) = timer_target.upgrade() {
                         this.timer.set(None);
@@ -210,8 +215,7 @@ impl Coordination {
                 deputies: RefCell::new(Vec::new()),
                 outbox: RefCell::new(Vec::new()),
                 outbox_hops: Cell::new(0),
-                queue_microtask: global_property("queueMicrotask")
-                    .and_then(|f| f.dyn_into::<Function>().ok()),
+                queue_microtask: global_function("queueMicrotask"),
                 flush_callback: Closure::new(move || {
                     if let Some(this) = flush_target.upgrade() {
                         this.flush_later();
