@@ -54,6 +54,14 @@ fn global_property(name: &str) -> Option<JsValue> {
         .filter(|v| !v.is_undefined() && !v.is_null())
 }
 
+/// A page transition event's `persisted` (true only if it is `true`).
+fn persisted(event: &web_sys::Event) -> bool {
+    Reflect::get(event, &"persisted".into())
+        .ok()
+        .and_then(|v| v.as_bool())
+        == Some(true)
+}
+
 /// A function of the global object, if it has one by that name.
 fn global_function(name: &str) -> Option<Function> {
     global_property(name)?.dyn_into().ok()
@@ -251,16 +259,12 @@ impl Coordination {
             });
         }
         self.listen(&global, "pagehide", |this, event| {
-            let persisted = Reflect::get(event, &"persisted".into())
-                .ok()
-                .and_then(|v| v.as_bool());
-            this.with_node(|n, t| n.pagehide(t, persisted == Some(true)));
+            let persisted = persisted(event);
+            this.with_node(|n, t| n.pagehide(t, persisted));
         });
         self.listen(&global, "pageshow", |this, event| {
-            let persisted = Reflect::get(event, &"persisted".into())
-                .ok()
-                .and_then(|v| v.as_bool());
-            this.with_node(|n, t| n.pageshow(t, persisted == Some(true)));
+            let persisted = persisted(event);
+            this.with_node(|n, t| n.pageshow(t, persisted));
         });
         if let Some(document) =
             global_property("document").and_then(|d| d.dyn_into::<EventTarget>().ok())
