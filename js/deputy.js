@@ -15,27 +15,32 @@
 // object kept open would receive every message of the origin, waking this worker's thread for each, on
 // every lock handoff of every tab; one closed at once can drop a message posted before its connection
 // to the browser is set up.
-const SOURCE = `let originName = null, origin = null, own = null, closer = 0;
-const closeOrigin = () => {
-  origin?.close();
-  origin = null;
-};
-const post = (message) => {
-  if (origin === null) origin = new BroadcastChannel(originName);
-  origin.postMessage(message);
-  clearTimeout(closer);
-  closer = setTimeout(closeOrigin, 1000);
-};
-onmessage = ({ data: [name, ownName, message] }) => {
-  if (own === null || own.name !== ownName) {
-    own?.close();
-    own = new BroadcastChannel(ownName);
-    own.onmessage = (event) => post(event.data);
-  }
-  if (name !== originName) closeOrigin();
-  originName = name;
-  post(message);
-};`;
+// The worker's script is this function's source, run at once: written as code, it is minified with the
+// bundle (a string of it was not). It must use nothing from outside itself.
+function deputyMain() {
+  let originName = null, origin = null, own = null, closer = 0;
+  const closeOrigin = () => {
+    origin?.close();
+    origin = null;
+  };
+  const post = (message) => {
+    if (origin === null) origin = new BroadcastChannel(originName);
+    origin.postMessage(message);
+    clearTimeout(closer);
+    closer = setTimeout(closeOrigin, 1000);
+  };
+  self.onmessage = ({ data: [name, ownName, message] }) => {
+    if (own === null || own.name !== ownName) {
+      own?.close();
+      own = new BroadcastChannel(ownName);
+      own.onmessage = (event) => post(event.data);
+    }
+    if (name !== originName) closeOrigin();
+    originName = name;
+    post(message);
+  };
+}
+const SOURCE = `(${deputyMain})()`;
 
 /**
  * The `deputy(originChannel, ownChannel, message)` function the Engine calls (`deputy()` ends the

@@ -92,7 +92,11 @@ export function bindgenAndOptimize(wasm, outDir, { env, log = true } = {}) {
   // with LZMA, -2.6 KB gzipped), presumably because a function left whole keeps the shapes it shares with
   // similar code, where inlined into its caller it is optimized into something unique.
   const inlining = ['--one-caller-inline-max-function-size=20', '--always-inline-max-function-size=4'];
-  const passes = ['-Oz', '--converge', ...inlining, '--low-memory-unused', '--strip-producers', '--strip-target-features'];
+  // Functions sorted by their (Rust) names first: the copies of one generic and the functions of one
+  // module end up side by side, where LZMA finds their likeness (-0.17 KB LZMA; the name section is
+  // dropped from the output as before).
+  const order = ['--reorder-functions-by-name'];
+  const passes = [...order, '-Oz', '--converge', ...inlining, '--low-memory-unused', '--strip-producers', '--strip-target-features'];
   run('wasm-opt', [...passes, bg, '-o', bg], env, log);
 }
 

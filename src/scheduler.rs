@@ -109,7 +109,8 @@ impl RequestQueue {
         Some(request)
     }
 
-    fn retain(&mut self, keep: impl FnMut(&LockRequest) -> bool) {
+    /// Keeps the requests `keep` selects (a `dyn` predicate: one instantiation for every caller).
+    fn retain(&mut self, keep: &mut dyn FnMut(&LockRequest) -> bool) {
         self.compact();
         self.entries.retain(keep);
     }
@@ -137,17 +138,24 @@ struct HeldLock {
     order: u64,
 }
 
+/// A request the manager knows, by id: waiting in the queue of a name, or held.
+#[derive(Debug)]
+enum Tracked {
+    Pending(Rc<str>),
+    Held(HeldLock),
+}
+
 /// A lock manager (spec 2.2): the held lock set and the lock request queue map.
 ///
-/// The held lock set is an ordered set; it is kept as `held_order` (grant order) plus `held` (by id).
+/// The held lock set is an ordered set; it is kept as `held_order` (grant order) plus the held entries
+/// of `requests` (by id), which also has the name of each pending request (one map where two were).
 /// Names whose queue is empty and that hold no lock are dropped from the map, so memory follows the
 /// live state; a name that comes back is appended at the end of the map, as a new key would be.
 #[derive(Debug, Default)]
 pub struct LockManager {
     resources: SortedMap<Rc<str>, Resource>,
-    held: SequenceMap<RequestId, HeldLock>,
+    requests: SequenceMap<RequestId, Tracked>,
     held_order: SequenceMap<u64, RequestId>,
-    pending_index: SequenceMap<RequestId, Rc<str>>,
     next_order: u64,
 }
 
@@ -184,7 +192,7 @@ impl LockManager {
         self.resources.get_mut(name).expect("just inserted")
     }
 
-    fn forget_if_idle(&mut self, name: &str) {
+    fn forget_if_idle(&mut self, name: &Rc<str>) {
         if let Some(r) = self.resources.get(name)
             && r.queue.is_empty()
             && r.held_exclusive == 0
@@ -217,24 +225,19 @@ impl LockManager {
         if_available: bool,
         steal: bool,
     ) -> Result<Vec<Decision>, RequestError> {
-        if self.held.contains_key(&request.id) || self.pending_index.contains_key(&request.id) {
+        if self.requests.contains_key(&request.id) {
             return Err(RequestError::DuplicateId(request.id));
         }
         let mut decisions = Vec::new();
         let name = request.name.clone();
         if steal {
             // Step 3.4: release every held lock of this name, rejecting their released promises.
-            let stolen: Vec<RequestId> = self
-                .held_order
-                .values()
-                .copied()
-                .filter(|id| *self.held[id].request.name == *name)
-                .collect();
-            for id in stolen {
+            for id in self.held_ids_where(&|r| *r.name == *name) {
                 self.remove_held(id);
                 decisions.push(Decision::Stolen(id));
             }
-            self.pending_index.insert(request.id, name.clone());
+            self.requests
+                .insert(request.id, Tracked::Pending(name.clone()));
             self.resource_mut(&name).queue.push_front(request);
         } else {
             // Step 3.5.
@@ -244,7 +247,8 @@ impl LockManager {
                 self.forget_if_idle(&name);
                 return Ok(decisions);
             }
-            self.pending_index.insert(request.id, name.clone());
+            self.requests
+                .insert(request.id, Tracked::Pending(name.clone()));
             self.resource_mut(&name).queue.push_back(request);
         }
         // Step 3.6.
@@ -270,13 +274,17 @@ impl LockManager {
     /// Returns `None` if `id` was not pending (already granted, or unknown): the caller then knows the
     /// abort lost the race with a grant.
     pub fn abort_request(&mut self, id: RequestId) -> Option<Vec<Decision>> {
-        let name = self.pending_index.remove(&id)?;
+        let Some(Tracked::Pending(name)) = self.requests.get(&id) else {
+            return None;
+        };
+        let name = name.clone();
+        self.requests.remove(&id);
         let mut decisions = Vec::new();
         let resource = self
             .resources
             .get_mut(&name)
             .expect("pending name has a queue");
-        resource.queue.retain(|r| r.id != id);
+        resource.queue.retain(&mut |r| r.id != id);
         self.process_lock_request_queue(&name, &mut decisions);
         self.forget_if_idle(&name);
         Some(decisions)
@@ -299,18 +307,22 @@ impl LockManager {
                 LockMode::Exclusive => resource.held_exclusive += 1,
                 LockMode::Shared => resource.held_shared += 1,
             }
-            self.pending_index.remove(&request.id);
             let order = self.tick();
             let id = request.id;
             self.held_order.insert(order, id);
-            self.held.insert(id, HeldLock { request, order });
+            // Its pending entry becomes the held one.
+            self.requests
+                .insert(id, Tracked::Held(HeldLock { request, order }));
             decisions.push(Decision::Granted(id));
         }
     }
 
     /// Removes a held lock from the held lock set; returns its name if it was held.
     fn remove_held(&mut self, id: RequestId) -> Option<Rc<str>> {
-        let lock = self.held.remove(&id)?;
+        self.held(id)?;
+        let Some(Tracked::Held(lock)) = self.requests.remove(&id) else {
+            unreachable!("checked above")
+        };
         self.held_order.remove(&lock.order);
         let resource = self
             .resources
@@ -333,7 +345,7 @@ impl LockManager {
         let mut removed: Vec<RequestId> = Vec::new();
         for (name, resource) in self.resources.iter_mut() {
             let before = removed.len();
-            resource.queue.retain(|r| {
+            resource.queue.retain(&mut |r| {
                 let mine = &*r.client_id == client_id;
                 if mine {
                     removed.push(r.id);
@@ -345,31 +357,57 @@ impl LockManager {
             }
         }
         for id in removed {
-            self.pending_index.remove(&id);
+            self.requests.remove(&id);
         }
-        let held: Vec<RequestId> = self
-            .held_order
-            .values()
-            .copied()
-            .filter(|id| &*self.held[id].request.client_id == client_id)
-            .collect();
-        for id in held {
+        for id in self.held_ids_where(&|r| &*r.client_id == client_id) {
             if let Some(name) = self.remove_held(id) {
                 touched.push(name);
             }
         }
-        // In queue-map order, not the hash map's (which differs between contexts): every replica must
-        // grant in the same order, or their held-set orders (and so query() output) drift apart. Equal
-        // keys are one name, or names whose resource is gone (`None`), for which the loop below does
-        // nothing: so an unstable sort gives the same decisions (and is ~0.3 KB smaller in the wasm).
-        touched.sort_unstable_by_key(|name| self.resources.get(name).map(|r| r.map_order));
-        touched.dedup();
+        // In queue-map order, not the name order (which differs from it between contexts): every
+        // replica must grant in the same order, or their held-set orders (and so query() output) drift
+        // apart. Every touched name still has its resource here.
         let mut decisions = Vec::new();
-        for name in &touched {
+        for name in &self.in_map_order(touched.iter()) {
             self.process_lock_request_queue(name, &mut decisions);
             self.forget_if_idle(name);
         }
         decisions
+    }
+
+    /// The ids of the held locks whose request `pick` selects, in held-set order.
+    fn held_ids_where(&self, pick: &dyn Fn(&LockRequest) -> bool) -> Vec<RequestId> {
+        let mut ids = Vec::new();
+        for id in self.held_order.values() {
+            if pick(&self.held(*id).expect("held id").request) {
+                ids.push(*id);
+            }
+        }
+        ids
+    }
+
+    /// The names (each of which has a resource) in queue-map order, without repeats. Sorted as
+    /// `(map order, index)` pairs: one sort instantiation shared with the other `(u64, u64)` sorts
+    /// (equal pairs are one name, so an unstable sort gives one order).
+    fn in_map_order<'a>(&self, names: impl Iterator<Item = &'a Rc<str>>) -> Vec<Rc<str>> {
+        let mut order: Vec<(u64, u64)> = Vec::new();
+        for name in names {
+            let i = self
+                .resources
+                .index_of(name)
+                .expect("a name with a resource");
+            order.push((self.resources.at(i).1.map_order, i as u64));
+        }
+        order.sort_unstable();
+        let mut sorted = Vec::new();
+        let mut last = None;
+        for (_, i) in order {
+            if last != Some(i) {
+                sorted.push(self.resources.at(i as usize).0.clone());
+                last = Some(i);
+            }
+        }
+        sorted
     }
 
     /// Spec 4.5, "snapshot the lock state": pending requests in queue-map order, then held locks in
@@ -380,29 +418,39 @@ impl LockManager {
             mode: r.mode,
             client_id: r.client_id.clone(),
         };
-        Snapshot {
-            pending: self.pending_requests().into_iter().map(info).collect(),
-            held: self
-                .held_order
-                .values()
-                .map(|id| info(&self.held[id].request))
-                .collect(),
+        let mut snapshot = Snapshot::default();
+        for r in self.pending_requests() {
+            snapshot.pending.push(info(r));
+        }
+        for id in self.held_order.values() {
+            snapshot
+                .held
+                .push(info(&self.held(*id).expect("held id").request));
+        }
+        snapshot
+    }
+
+    /// The held entry of `id`, if it is held.
+    fn held(&self, id: RequestId) -> Option<&HeldLock> {
+        match self.requests.get(&id) {
+            Some(Tracked::Held(h)) => Some(h),
+            _ => None,
         }
     }
 
     /// The held lock `id`, if it is held.
     pub fn held_lock(&self, id: RequestId) -> Option<&LockRequest> {
-        self.held.get(&id).map(|h| &h.request)
+        self.held(id).map(|h| &h.request)
     }
 
     /// Whether request `id` is waiting in a queue.
     pub fn is_pending(&self, id: RequestId) -> bool {
-        self.pending_index.contains_key(&id)
+        matches!(self.requests.get(&id), Some(Tracked::Pending(_)))
     }
 
     /// How many locks are held.
     pub fn held_count(&self) -> usize {
-        self.held.len()
+        self.held_order.len()
     }
 
     /// Ids of the held locks, in held-set order.
@@ -411,7 +459,7 @@ impl LockManager {
     }
 
     /// The requests waiting in `name`'s queue, in queue order.
-    pub fn queue(&self, name: &str) -> impl Iterator<Item = &LockRequest> + '_ {
+    pub fn queue(&self, name: &Rc<str>) -> impl Iterator<Item = &LockRequest> + '_ {
         self.resources
             .get(name)
             .into_iter()
@@ -420,17 +468,26 @@ impl LockManager {
 
     /// Pending requests of every queue, in queue-map order.
     pub fn pending_requests(&self) -> Vec<&LockRequest> {
-        let mut queues: Vec<&Resource> = self
-            .resources
-            .values()
-            .filter(|r| !r.queue.is_empty())
-            .collect();
-        queues.sort_unstable_by_key(|r| r.map_order);
-        queues.iter().flat_map(|r| r.queue.iter()).collect()
+        // Only the names with a queue, sorted as (map order, index) pairs: the crate's one pair sort.
+        let mut order: Vec<(u64, u64)> = Vec::new();
+        for i in 0..self.resources.len() {
+            let resource = self.resources.at(i).1;
+            if !resource.queue.is_empty() {
+                order.push((resource.map_order, i as u64));
+            }
+        }
+        order.sort_unstable();
+        let mut pending = Vec::new();
+        for (_, i) in order {
+            for r in self.resources.at(i as usize).1.queue.iter() {
+                pending.push(r);
+            }
+        }
+        pending
     }
 
     /// True when nothing is held or pending: the state a context must be in to stay quiet.
     pub fn is_idle(&self) -> bool {
-        self.held.is_empty() && self.pending_index.is_empty()
+        self.requests.is_empty()
     }
 }

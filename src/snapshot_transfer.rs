@@ -24,19 +24,21 @@ pub fn encode_snapshot(snapshot: &Snapshot) -> SnapshotTransfer {
     let entries = snapshot.held.len() + snapshot.pending.len();
     let mut strings = StringTable::new(2 * entries);
     let mut body = Vec::with_capacity(2 * entries);
-    for info in snapshot.held.iter().chain(&snapshot.pending) {
-        body.push(strings.index_of(&info.client_id));
-        body.push(strings.index_of(&info.name) * 2 + u32::from(info.mode == LockMode::Exclusive));
+    for list in [&snapshot.held, &snapshot.pending] {
+        for info in list {
+            body.push(strings.index_of(&info.client_id));
+            body.push(
+                strings.index_of(&info.name) * 2 + u32::from(info.mode == LockMode::Exclusive),
+            );
+        }
     }
-    let lengths = strings.lengths;
-    let mut numbers = Vec::with_capacity(3 + lengths.len() + body.len());
-    numbers.extend([
+    let mut numbers = vec![
         snapshot.held.len() as u32,
         snapshot.pending.len() as u32,
-        lengths.len() as u32,
-    ]);
-    numbers.extend(lengths);
-    numbers.extend(body);
+        strings.lengths.len() as u32,
+    ];
+    numbers.append(&mut strings.lengths);
+    numbers.append(&mut body);
     SnapshotTransfer {
         text: strings.text,
         numbers,

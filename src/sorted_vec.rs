@@ -69,15 +69,31 @@ impl<K: Ord, V> SortedMap<K, V> {
     {
         self.find(key).is_ok()
     }
+    /// The key's position in key order.
+    pub fn index_of<Q: Ord + ?Sized>(&self, key: &Q) -> Option<usize>
+    where
+        K: Borrow<Q>,
+    {
+        self.find(key).ok()
+    }
     pub fn entry(&mut self, key: K) -> Entry<'_, K, V> {
         Entry { map: self, key }
     }
     pub fn retain(&mut self, mut f: impl FnMut(&K, &mut V) -> bool) {
         self.entries.retain_mut(|(k, v)| f(k, v))
     }
+    /// [`SortedMap::retain`] by key alone, with a `dyn` predicate: one instantiation per map type.
+    pub fn retain_keys(&mut self, f: &dyn Fn(&K) -> bool) {
+        self.entries.retain(|(k, _)| f(k))
+    }
 }
 
 impl<K, V> SortedMap<K, V> {
+    /// The entry at position `i` in key order (see [`SortedMap::index_of`]).
+    pub fn at(&self, i: usize) -> (&K, &V) {
+        let (k, v) = &self.entries[i];
+        (k, v)
+    }
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -192,8 +208,16 @@ impl<T: Ord> SortedSet<T> {
     pub const fn new() -> Self {
         SortedSet { items: Vec::new() }
     }
+    /// `Ok(index)` of the item, or `Err(index)` where it would be inserted: the one search of
+    /// `insert`, `remove` and `contains` (one instantiation where they look up the item type itself).
+    fn find<Q: Ord + ?Sized>(&self, q: &Q) -> Result<usize, usize>
+    where
+        T: Borrow<Q>,
+    {
+        self.items.binary_search_by(|t| t.borrow().cmp(q))
+    }
     pub fn insert(&mut self, t: T) -> bool {
-        match self.items.binary_search(&t) {
+        match self.find(&t) {
             Ok(_) => false,
             Err(i) => {
                 self.items.insert(i, t);
@@ -205,7 +229,7 @@ impl<T: Ord> SortedSet<T> {
     where
         T: Borrow<Q>,
     {
-        match self.items.binary_search_by(|t| t.borrow().cmp(q)) {
+        match self.find(q) {
             Ok(i) => {
                 self.items.remove(i);
                 true
@@ -217,9 +241,10 @@ impl<T: Ord> SortedSet<T> {
     where
         T: Borrow<Q>,
     {
-        self.items.binary_search_by(|t| t.borrow().cmp(q)).is_ok()
+        self.find(q).is_ok()
     }
-    pub fn retain(&mut self, f: impl FnMut(&T) -> bool) {
+    /// Keeps the items `f` selects. A `dyn` predicate: one instantiation per item type, not per call.
+    pub fn retain(&mut self, f: &dyn Fn(&T) -> bool) {
         self.items.retain(f)
     }
     pub fn first(&self) -> Option<&T> {

@@ -51,12 +51,12 @@ impl LeaseError {
     /// formatting machinery into the wasm.
     pub fn message(&self) -> String {
         match self {
-            LeaseError::InvalidArgument(why) => ["invalid argument: ", why].concat(),
+            LeaseError::InvalidArgument(why) => "invalid argument: ".to_owned() + why,
             LeaseError::AlreadyLocked { .. } => "already locked by another holder".into(),
             LeaseError::NotFound => "no such lease (released, or expired long ago)".into(),
             LeaseError::Expired { .. } => "the lease has expired".into(),
             LeaseError::TakenOver => "the lease was taken over by another holder".into(),
-            LeaseError::Storage(why) => ["lease storage failed: ", why].concat(),
+            LeaseError::Storage(why) => "lease storage failed: ".to_owned() + why,
         }
     }
 }

@@ -52,7 +52,7 @@ fn check_part(what: &str, value: &str) -> Result<(), LeaseError> {
 
 /// `InvalidArgument("<what><why>")`.
 pub(crate) fn invalid(what: &str, why: &str) -> LeaseError {
-    LeaseError::InvalidArgument([what, why].concat())
+    LeaseError::InvalidArgument(what.to_owned() + why)
 }
 
 /// Validate a duration in milliseconds: finite and > 0.

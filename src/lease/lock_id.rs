@@ -29,10 +29,10 @@ impl LockId {
     fn parse_parts(text: &str) -> Option<LockId> {
         // `<type>/<id>/<token>`: type and id part at the first `/`, the token follows the last one. Byte
         // searches (`/` is ASCII, so these are char boundaries) keep std's char-pattern searcher out of the wasm.
-        let slash = |b: &u8| *b == b'/';
-        let first = text.bytes().position(|b| slash(&b))?;
-        let last = text.as_bytes().iter().rposition(slash)?;
-        if first == last {
+        // The token is 32 hex digits (no `/`): the last `/` can only stand just before them.
+        let first = position_of(text, |b| b == b'/')?;
+        let last = text.len().checked_sub(Token::HEX_LEN + 1)?;
+        if text.as_bytes()[last] != b'/' || first == last {
             return None;
         }
         let token = Token::parse_hex(&text[last + 1..])?;
@@ -45,14 +45,7 @@ impl LockId {
     /// The text form, `<type>/<id>/<token>` (built without `format!`, which would bring the formatting
     /// machinery into the wasm).
     pub fn to_text(&self) -> String {
-        [
-            escape(self.key.lease_type()).as_str(),
-            "/",
-            escape(self.key.id()).as_str(),
-            "/",
-            self.token.to_hex().as_str(),
-        ]
-        .concat()
+        escape(self.key.lease_type()) + "/" + &escape(self.key.id()) + "/" + &self.token.to_hex()
     }
 }
 
@@ -74,11 +67,24 @@ fn escape(part: &str) -> String {
     out
 }
 
+/// The first byte of `text` that `pick` selects (a loop and a function pointer: one small function).
+fn position_of(text: &str, pick: fn(u8) -> bool) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if pick(bytes[i]) {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
 /// The inverse of `escape`; `None` for a `/` or any `%` escape other than `%25` and `%2F`.
 fn unescape(text: &str) -> Option<String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(at) = rest.bytes().position(|b| b == b'%' || b == b'/') {
+    while let Some(at) = position_of(rest, |b| b == b'%' || b == b'/') {
         out.push_str(&rest[..at]);
         let escaped = rest.get(at..at + 3)?;
         out.push(match escaped {

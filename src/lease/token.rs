@@ -22,8 +22,8 @@ impl Token {
             return None;
         }
         let mut bytes = [0u8; 16];
-        for (byte, pair) in bytes.iter_mut().zip(digits.chunks_exact(2)) {
-            *byte = hex_value(pair[0])? << 4 | hex_value(pair[1])?;
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte = hex_value(digits[2 * i])? << 4 | hex_value(digits[2 * i + 1])?;
         }
         Some(Token(bytes))
     }

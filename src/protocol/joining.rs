@@ -97,32 +97,42 @@ impl Node {
             self.start_joining(now);
             return;
         }
-        j.buffer.push(decoded.clone());
+        // Buffered first and read back from the buffer: a copy would clone whole state transfers.
+        j.buffer.push(decoded);
+        let Joining {
+            buffer,
+            replica,
+            echo_at,
+            evidence_at,
+            ..
+        } = &mut **j;
+        let decoded = buffer.last().expect("just buffered");
         let mut ignored = Vec::new();
-        match &decoded {
+        match decoded {
             Decoded::Ours(m) => {
                 if let Body::State(st) = &m.body
-                    && let Some(at) = j.buffer.iter().rposition(|d| id_of(d) == st.as_of)
+                    && let Some(at) = buffer.iter().rposition(|d| id_of(d) == st.as_of)
                 {
                     self.install(now, at);
                     return;
                 }
-                j.replica.apply(m, &mut ignored);
+                replica.apply(m, &mut ignored);
                 if !matches!(m.body, Body::Join { .. } | Body::Genesis)
                     && m.sender.client != me.client
                 {
-                    j.evidence_at = Some(now);
+                    *evidence_at = Some(now);
                 }
                 if own_join {
-                    j.echo_at = Some(now);
+                    *echo_at = Some(now);
                 }
             }
             Decoded::Foreign { version, kind, id } => {
-                j.replica.apply_foreign(*version, *kind, id, &mut ignored);
+                replica.apply_foreign(*version, *kind, id, &mut ignored);
             }
         }
-        if j.replica.is_complete() {
-            self.become_synced(now, id_of(&decoded));
+        if replica.is_complete() {
+            let last = id_of(decoded);
+            self.become_synced(now, last);
             return;
         }
         if j.echo_at.is_some() && j.replica.member(&me).is_none_or(|m| m.tainted) {

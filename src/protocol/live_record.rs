@@ -21,16 +21,23 @@ pub fn parse(value: Option<&str>) -> Option<u64> {
 
 /// The stored form of `until`: its decimal digits.
 pub fn format(until: u64) -> String {
-    let mut digits = Vec::with_capacity(20);
+    // Written from the last digit into a buffer as long as the longest u64.
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
     let mut n = until;
     loop {
-        digits.push(b'0' + (n % 10) as u8);
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
             break;
         }
     }
-    digits.iter().rev().map(|&d| char::from(d)).collect()
+    let mut text = String::new();
+    for &d in &digits[at..] {
+        text.push(char::from(d));
+    }
+    text
 }
 
 #[cfg(test)]

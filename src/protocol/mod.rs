@@ -12,7 +12,7 @@ pub mod replica;
 pub mod wire;
 
 mod joining;
-mod live_record;
+pub mod live_record;
 mod node;
 mod synced;
 

@@ -97,6 +97,14 @@ impl From<RevokeReason> for LossReason {
     }
 }
 
+/// The earlier of two optional deadlines (`None`: no deadline), or the smaller of two optional values.
+pub(super) fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        _ => a.or(b),
+    }
+}
+
 /// What the edge must do.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
@@ -579,16 +587,22 @@ impl Node {
 
     /// Every lock this context holds is gone (for `reason`): forget them and tell JS, as after a steal.
     pub(super) fn lose_held_locks(&mut self, reason: LossReason) {
-        let held: Vec<u64> = self
-            .requests
-            .iter()
-            .filter(|(_, r)| r.state == RequestState::Held)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in held {
+        for id in self.request_ids(|r| r.state == RequestState::Held) {
             self.requests.remove(&id);
             self.emit(Effect::Stolen { id, reason });
         }
+    }
+
+    /// The ids of this context's requests that `pick` selects, in id order. A loop and a function
+    /// pointer: one small function in the wasm, where each `filter().map().collect()` chain was its own.
+    fn request_ids(&self, pick: fn(&LocalRequest) -> bool) -> Vec<u64> {
+        let mut ids = Vec::new();
+        for (id, r) in self.requests.iter() {
+            if pick(r) {
+                ids.push(*id);
+            }
+        }
+        ids
     }
 
     /// Sends `body`, or, for the lone member's own lock messages, decides it alone without sending it
@@ -645,11 +659,12 @@ impl Node {
         {
             let me = self.member_key();
             let snapshot = s.replica.snapshot();
-            let only_mine = snapshot
-                .held
-                .iter()
-                .chain(snapshot.pending.iter())
-                .all(|l| l.client_id == me.client);
+            let mut only_mine = true;
+            for locks in [&snapshot.held, &snapshot.pending] {
+                for l in locks {
+                    only_mine &= l.client_id == me.client;
+                }
+            }
             if only_mine {
                 self.wrote_hint = false;
                 self.live_until = None;
@@ -671,12 +686,12 @@ impl Node {
 
     /// Sends the queued requests, in call order, once this context is an active member.
     pub(super) fn post_queued(&mut self) {
-        let mut queued: Vec<(u64, u64)> = self
-            .requests
-            .iter()
-            .filter(|(_, r)| r.state == RequestState::Queued)
-            .map(|(id, r)| (r.call, *id))
-            .collect();
+        let mut queued: Vec<(u64, u64)> = Vec::new();
+        for (id, r) in self.requests.iter() {
+            if r.state == RequestState::Queued {
+                queued.push((r.call, *id));
+            }
+        }
         queued.sort_unstable();
         for k in 0..queued.len() {
             if k == 0 && !self.queries.is_empty() {
@@ -726,20 +741,20 @@ impl Node {
         if self.queries.iter().all(|q| q.1.is_some()) {
             return;
         }
-        let first_queued = self
-            .requests
-            .values()
-            .filter(|r| r.state == RequestState::Queued)
-            .map(|r| r.call)
-            .min();
+        let mut first_queued = None;
+        for r in self.requests.values() {
+            if r.state == RequestState::Queued {
+                first_queued = earliest(first_queued, Some(r.call));
+            }
+        }
         self.settle_watermarks_before(first_queued);
     }
 
     /// [`Node::settle_watermarks`] given the call of the first request still queued.
     fn settle_watermarks_before(&mut self, first_queued: Option<u64>) {
         let seq = self.seq;
-        for q in self.queries.iter_mut().filter(|q| q.1.is_none()) {
-            if first_queued.is_none_or(|c| c > q.2) {
+        for q in &mut self.queries {
+            if q.1.is_none() && first_queued.is_none_or(|c| c > q.2) {
                 q.1 = Some(seq);
             }
         }
@@ -774,13 +789,7 @@ impl Node {
         }
         self.emit(Effect::Incompatible { version });
         self.lose_held_locks(LossReason::Retired);
-        let unavailable: Vec<u64> = self
-            .requests
-            .iter()
-            .filter(|(_, r)| r.if_available)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in unavailable {
+        for id in self.request_ids(|r| r.if_available) {
             self.requests.remove(&id);
             self.emit(Effect::NotAvailable(id));
         }
@@ -799,25 +808,22 @@ impl Node {
 
     /// What this context alone knows (used once it can no longer see the origin's state).
     fn local_snapshot(&self) -> Snapshot {
-        let info = |r: &LocalRequest| LockInfo {
-            name: r.name.clone(),
-            mode: r.mode,
-            client_id: self.client.clone(),
+        let mut snapshot = Snapshot {
+            held: Vec::new(),
+            pending: Vec::new(),
         };
-        Snapshot {
-            held: self
-                .requests
-                .values()
-                .filter(|r| r.state == RequestState::Held)
-                .map(info)
-                .collect(),
-            pending: self
-                .requests
-                .values()
-                .filter(|r| r.state != RequestState::Held)
-                .map(info)
-                .collect(),
+        for r in self.requests.values() {
+            let info = LockInfo {
+                name: r.name.clone(),
+                mode: r.mode,
+                client_id: self.client.clone(),
+            };
+            match r.state {
+                RequestState::Held => snapshot.held.push(info),
+                _ => snapshot.pending.push(info),
+            }
         }
+        snapshot
     }
 
     /// Runs after every event: the phase's policies (which may post), the queries, the storage hint,
@@ -841,7 +847,7 @@ impl Node {
         }
         self.answer_queries();
         let hint = self.live_policy(now);
-        next = [next, hint].into_iter().flatten().min();
+        next = earliest(next, hint);
         self.set_timer(next);
     }
 
@@ -876,22 +882,24 @@ impl Node {
         self.settle_watermarks();
         // Own messages applied ahead count as seen: the query is then answered at once, before a
         // later call of this context is applied ahead too (and would show in its snapshot).
-        let echoed = match &self.phase {
-            Phase::Synced(s) => self.echoed_seq.max(s.applied_ahead),
-            _ => self.echoed_seq,
+        let Phase::Synced(s) = &self.phase else {
+            unreachable!("checked above")
         };
-        let (ready, waiting): (Vec<_>, Vec<_>) = self
-            .queries
-            .drain(..)
-            .partition(|(_, after, _)| after.is_some_and(|a| a <= echoed));
-        self.queries = waiting;
-        for (query, _, _) in ready {
-            let snapshot = match &self.phase {
-                Phase::Synced(s) => s.replica.snapshot(),
-                _ => unreachable!("checked above"),
-            };
-            self.emit(Effect::Snapshot { query, snapshot });
+        let echoed = self.echoed_seq.max(s.applied_ahead);
+        // The queries answered leave in order, the others stay in order (a loop, not `partition`).
+        let mut waiting = Vec::new();
+        for q in std::mem::take(&mut self.queries) {
+            if q.1.is_some_and(|a| a <= echoed) {
+                let snapshot = s.replica.snapshot();
+                self.out.push(Effect::Snapshot {
+                    query: q.0,
+                    snapshot,
+                });
+            } else {
+                waiting.push(q);
+            }
         }
+        self.queries = waiting;
     }
 
     /// Keeps the storage hint fresh while this context is a member with something held or pending;

@@ -332,12 +332,12 @@ impl Replica {
     /// active at once, a lone member could not know that nobody else may order a request before its
     /// own (the lone member's fast path, docs/PROTOCOL.md).
     fn on_join(&mut self, sender: &MemberKey, _need_state: bool, out: &mut Vec<Outcome>) {
-        let same_client: Vec<MemberKey> = self
-            .members
-            .keys()
-            .filter(|k| k.client == sender.client)
-            .cloned()
-            .collect();
+        let mut same_client = Vec::new();
+        for k in self.members.keys() {
+            if k.client == sender.client {
+                same_client.push(k.clone());
+            }
+        }
         for k in same_client {
             self.remove_member(&k, None, out);
         }
@@ -499,18 +499,16 @@ impl Replica {
         out: &mut Vec<Outcome>,
     ) {
         self.members.remove(key);
-        let mine: Vec<RequestId> = self
-            .owners
-            .iter()
-            .filter(|(_, (m, _))| m == key)
-            .map(|(gid, _)| *gid)
-            .collect();
-        let mut held: Vec<RequestId> = mine
-            .iter()
-            .copied()
-            .filter(|gid| self.manager.held_lock(*gid).is_some())
-            .collect();
-        held.sort_unstable();
+        // Its requests and, of those, its held locks, both in id order (the owners' order).
+        let (mut mine, mut held) = (Vec::new(), Vec::new());
+        for (gid, (m, _)) in self.owners.iter() {
+            if m == key {
+                mine.push(*gid);
+                if self.manager.held_lock(*gid).is_some() {
+                    held.push(*gid);
+                }
+            }
+        }
         if let Some(reason) = reason {
             for gid in &held {
                 let (m, l) = self.owners[gid].clone();
@@ -588,52 +586,45 @@ impl Replica {
 
     /// The state transfer for pending members, as of message `as_of` (the last one applied).
     pub fn export(&self, as_of: MessageId) -> StateTransfer {
-        let index: SortedMap<&MemberKey, u32> = self
-            .members
-            .keys()
-            .enumerate()
-            .map(|(i, k)| (k, i as u32))
-            .collect();
+        // A lock's member is its index in the member list, which is in key order.
         let record = |r: &LockRequest| {
             let (m, l) = &self.owners[&r.id];
             LockRecord {
                 gid: r.id,
-                member: index[m],
+                member: self.members.index_of(m).expect("owner is a member") as u32,
                 local_id: *l,
                 name: r.name.clone(),
                 mode: r.mode,
             }
         };
-        StateTransfer {
+        let mut st = StateTransfer {
             history: self.history.clone(),
             as_of,
             as_of_pos: self.pos,
             next_gid: self.next_gid,
-            members: self
-                .members
-                .iter()
-                .map(|(k, m)| MemberRecord {
-                    key: k.clone(),
-                    join_pos: m.join_pos,
-                    pending: m.pending,
-                    tainted: m.tainted,
-                    frozen_until: m.frozen_until,
-                    silent: m.silent.clone(),
-                    deputy: m.deputy,
-                })
-                .collect(),
-            held: self
-                .manager
-                .held_ids()
-                .map(|gid| record(self.manager.held_lock(gid).expect("held id")))
-                .collect(),
-            pending: self
-                .manager
-                .pending_requests()
-                .into_iter()
-                .map(record)
-                .collect(),
+            members: Vec::new(),
+            held: Vec::new(),
+            pending: Vec::new(),
+        };
+        for (k, m) in self.members.iter() {
+            st.members.push(MemberRecord {
+                key: k.clone(),
+                join_pos: m.join_pos,
+                pending: m.pending,
+                tainted: m.tainted,
+                frozen_until: m.frozen_until,
+                silent: m.silent.clone(),
+                deputy: m.deputy,
+            });
         }
+        for gid in self.manager.held_ids() {
+            st.held
+                .push(record(self.manager.held_lock(gid).expect("held id")));
+        }
+        for r in self.manager.pending_requests() {
+            st.pending.push(record(r));
+        }
+        st
     }
 
     /// Builds a complete replica from a state transfer, or `None` if the transfer is inconsistent
@@ -659,9 +650,13 @@ impl Replica {
                 return None;
             }
         }
-        let clients: SortedSet<&Rc<str>> = st.members.iter().map(|m| &m.key.client).collect();
-        if clients.len() != st.members.len() {
-            return None; // two incarnations of one context
+        // Two incarnations of one context: the members are in key order, so they would be neighbours.
+        let mut previous: Option<&MemberKey> = None;
+        for k in r.members.keys() {
+            if previous.is_some_and(|p| p.client == k.client) {
+                return None;
+            }
+            previous = Some(k);
         }
         for (records, must_grant) in [(&st.held, true), (&st.pending, false)] {
             for l in records {
@@ -684,7 +679,7 @@ impl Replica {
                     mode: l.mode,
                 };
                 let decisions = r.manager.request_lock(request, false, false).ok()?;
-                let granted = decisions == [Decision::Granted(l.gid)];
+                let granted = matches!(decisions[..], [Decision::Granted(g)] if g == l.gid);
                 if granted != must_grant || (!must_grant && !decisions.is_empty()) {
                     return None;
                 }

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use crate::sorted_vec::{SortedMap, SortedSet};
 
-use super::node::{Effect, LossReason, Node, Phase, RequestState};
+use super::node::{Effect, LossReason, Node, Phase, RequestState, earliest};
 use super::replica::{Outcome, Replica};
 use super::wire::{Body, Decoded, KIND_GENESIS, KIND_JOIN, MemberKey, Message, MessageId};
 
@@ -19,15 +19,9 @@ pub(super) struct Synced {
     /// Pending members already answered with a State.
     answered: SortedSet<MemberKey>,
     respond_at: Option<u64>,
-    /// When a message of each member was last applied here.
-    last_heard: SortedMap<MemberKey, u64>,
-    /// When the ping a member left unanswered was applied here (the wait before evicting starts then).
-    silent_since: SortedMap<MemberKey, (MessageId, u64)>,
-    /// When a ping of each member (by anyone) was last applied: one pinger is enough.
-    last_ping: SortedMap<MemberKey, u64>,
-    /// Pings and evictions this context posted that have not taken effect yet.
-    ping_posted: SortedSet<MemberKey>,
-    evict_posted: SortedSet<MemberKey>,
+    /// What this context knows of each member's liveness (one map, where five maps and sets each
+    /// brought their own search, insert and prune code into the wasm).
+    liveness: SortedMap<MemberKey, Liveness>,
     /// The member list may have changed since the per-member maps above were last pruned.
     members_changed: bool,
     /// The liveness check (see [`Node::check_blockers`]): what it last saw (this context's sequence
@@ -42,6 +36,20 @@ pub(super) struct Synced {
     unchecked: usize,
 }
 
+/// One member's liveness as this context sees it; all empty is the same as no entry.
+#[derive(Default)]
+struct Liveness {
+    /// When a message of the member was last applied here.
+    last_heard: Option<u64>,
+    /// When the ping the member left unanswered was applied here (the wait before evicting starts then).
+    silent_since: Option<(MessageId, u64)>,
+    /// When a ping of the member (by anyone) was last applied: one pinger is enough.
+    last_ping: Option<u64>,
+    /// A ping or an eviction of the member that this context posted has not taken effect yet.
+    ping_posted: bool,
+    evict_posted: bool,
+}
+
 impl Synced {
     pub fn new(replica: Replica, last_applied: MessageId) -> Self {
         Synced {
@@ -50,11 +58,7 @@ impl Synced {
             active: false,
             answered: SortedSet::new(),
             respond_at: None,
-            last_heard: SortedMap::new(),
-            silent_since: SortedMap::new(),
-            last_ping: SortedMap::new(),
-            ping_posted: SortedSet::new(),
-            evict_posted: SortedSet::new(),
+            liveness: SortedMap::new(),
             members_changed: false,
             checked: None,
             applied_ahead: 0,
@@ -94,10 +98,11 @@ impl Node {
         let idle = self.requests.is_empty() && self.queries.is_empty();
         match &decoded {
             Decoded::Ours(m) => {
-                s.last_heard.insert(m.sender.clone(), now);
-                s.silent_since.remove(&m.sender);
-                s.ping_posted.remove(&m.sender);
-                s.evict_posted.remove(&m.sender);
+                let sender = s.liveness.entry(m.sender.clone()).or_default();
+                sender.last_heard = Some(now);
+                sender.silent_since = None;
+                sender.ping_posted = false;
+                sender.evict_posted = false;
                 let was_silent = match &m.body {
                     Body::Ping { target } => s.replica.member(target).map(|t| t.silent.is_some()),
                     _ => None,
@@ -127,12 +132,13 @@ impl Node {
                     saw_request = idle;
                 }
                 if let Body::Ping { target } = &m.body {
-                    s.ping_posted.remove(target);
-                    s.last_ping.insert(target.clone(), now);
                     let silenced = was_silent == Some(false)
                         && s.replica.member(target).is_some_and(|t| t.silent.is_some());
+                    let pinged = s.liveness.entry(target.clone()).or_default();
+                    pinged.ping_posted = false;
+                    pinged.last_ping = Some(now);
                     if silenced {
-                        s.silent_since.insert(target.clone(), (m.id(), now));
+                        pinged.silent_since = Some((m.id(), now));
                     }
                     answer_ping = *target == me && echoed_all && s.active;
                     if m.sender == me || (silenced && !idle && *target != me) {
@@ -321,37 +327,36 @@ impl Node {
         if std::mem::take(&mut s.members_changed) {
             let replica = &s.replica;
             s.answered
-                .retain(|k| replica.member(k).is_some_and(|m| m.pending));
-            s.last_heard.retain(|k, _| replica.member(k).is_some());
-            s.silent_since.retain(|k, _| replica.member(k).is_some());
-            s.last_ping.retain(|k, _| replica.member(k).is_some());
-            s.ping_posted.retain(|k| replica.member(k).is_some());
-            s.evict_posted.retain(|k| replica.member(k).is_some());
+                .retain(&|k| replica.member(k).is_some_and(|m| m.pending));
+            s.liveness.retain_keys(&|k| replica.member(k).is_some());
         }
         if unanswered && catching_up {
             // Answered once the echoes are back.
         } else if unanswered {
-            let mut ranked: Vec<(u64, &MemberKey)> = s
+            // This member's rank among the active ones by (join position, key), 0 if it is none of
+            // them: a count, where sorting them cost a sort instantiation of its own.
+            let mine = s
                 .replica
-                .members()
-                .filter(|(_, m)| !m.pending)
-                .map(|(k, m)| (m.join_pos, k))
-                .collect();
-            ranked.sort_unstable(); // no two members are equal: the same order as a stable sort
-            let rank = ranked.iter().position(|(_, k)| **k == me).unwrap_or(0) as u64;
+                .member(&me)
+                .filter(|m| !m.pending)
+                .map(|m| (m.join_pos, &me));
+            let mut rank: u64 = 0;
+            for (k, m) in s.replica.members() {
+                if !m.pending && mine.is_some_and(|p| (m.join_pos, k) < p) {
+                    rank += 1;
+                }
+            }
             let at = *s
                 .respond_at
                 .get_or_insert(now + config.state_stagger * rank.min(3));
             if now >= at {
                 let transfer = s.replica.export(s.last_applied.clone());
                 posts.push(Body::State(Box::new(transfer)));
-                let pending: Vec<MemberKey> = s
-                    .replica
-                    .members()
-                    .filter(|(_, m)| m.pending)
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                s.answered.extend(pending);
+                for (k, m) in s.replica.members() {
+                    if m.pending {
+                        s.answered.insert(k.clone());
+                    }
+                }
                 s.respond_at = None;
             } else {
                 next = Some(at);
@@ -364,7 +369,7 @@ impl Node {
             self.post(body);
         }
         let liveness = self.check_blockers(now);
-        [next, liveness].into_iter().flatten().min()
+        earliest(next, liveness)
     }
 
     /// Liveness: pings a blocker silent for `ping_interval` and evicts it if the ping goes unanswered
@@ -394,7 +399,7 @@ impl Node {
                     || s.unchecked * 4 >= size + s.replica.held_count()));
         if !run {
             let pending = changed.then_some(throttle_end);
-            return [s.liveness_at, pending].into_iter().flatten().min();
+            return earliest(s.liveness_at, pending);
         }
         let mut next: Option<u64> = None;
         let mut posts: Vec<Body> = Vec::new();
@@ -412,20 +417,19 @@ impl Node {
             let Some(m) = s.replica.member(&b) else {
                 continue;
             };
+            let l = s.liveness.entry(b.clone()).or_default();
             let due = if let Some(ping) = &m.silent {
-                if s.evict_posted.contains(&b) {
+                if l.evict_posted {
                     continue;
                 }
-                let since = s
-                    .silent_since
-                    .get(&b)
-                    .filter(|(id, _)| id == ping)
-                    .map(|(_, at)| *at);
-                let since = since.unwrap_or_else(|| {
-                    // Silent on a ping applied before this replica was built: the wait starts now.
-                    s.silent_since.insert(b.clone(), (ping.clone(), now));
-                    now
-                });
+                let since = match &l.silent_since {
+                    Some((id, at)) if id == ping => *at,
+                    _ => {
+                        // Silent on a ping applied before this replica was built: the wait starts now.
+                        l.silent_since = Some((ping.clone(), now));
+                        now
+                    }
+                };
                 let wait = if m.deputy {
                     config.evict_after_deputy
                 } else {
@@ -433,23 +437,23 @@ impl Node {
                 };
                 (since + wait).max(m.frozen_until.unwrap_or(0))
             } else {
-                if s.ping_posted.contains(&b) {
+                if l.ping_posted {
                     continue;
                 }
-                let heard = *s.last_heard.entry(b.clone()).or_insert(now);
-                heard.max(s.last_ping.get(&b).copied().unwrap_or(0)) + config.ping_interval
+                let heard = *l.last_heard.get_or_insert(now);
+                heard.max(l.last_ping.unwrap_or(0)) + config.ping_interval
             };
             if now < due {
-                next = [next, Some(due)].into_iter().flatten().min();
+                next = earliest(next, Some(due));
             } else if let Some(ping) = m.silent.clone() {
-                s.evict_posted.insert(b.clone());
+                l.evict_posted = true;
                 posts.push(Body::Evict {
                     target: b,
                     ping,
                     ts: now,
                 });
             } else {
-                s.ping_posted.insert(b.clone());
+                l.ping_posted = true;
                 posts.push(Body::Ping { target: b });
             }
         }

@@ -370,9 +370,9 @@ pub fn encode_batch(messages: &[Message]) -> Vec<Value> {
     e.member(&first.sender);
     e.push(first.seq);
     for m in messages {
-        let values = encode(m);
+        let mut values = encode(m);
         e.push(values.len() as u64);
-        e.out.extend(values);
+        e.out.append(&mut values);
     }
     e.out
 }

@@ -22,10 +22,19 @@ extern "C" {
     fn set_onmessage(this: &Channel, handler: Option<&Function>);
     #[wasm_bindgen(method)]
     fn close(this: &Channel);
+
+    /// `globalThis` itself (every engine of the ES2022 baseline has it), read once: smaller than
+    /// `js_sys::global()`, whose fallbacks through `global`, `self` and `window` can never be taken.
+    #[wasm_bindgen(thread_local_v2, js_name = globalThis)]
+    static GLOBAL: JsValue;
+}
+
+fn global() -> JsValue {
+    GLOBAL.with(JsValue::clone)
 }
 
 use crate::protocol::wire::{self, Value};
-use crate::protocol::{Effect, LIVE_KEY, LossReason, Node};
+use crate::protocol::{Effect, LIVE_KEY, LossReason, Node, live_record};
 
 use super::engine::{
     EFFECT_GRANTED, EFFECT_NOT_AVAILABLE, EFFECT_SNAPSHOT, EFFECT_STOLEN, snapshot_to_js,
@@ -40,9 +49,22 @@ fn now() -> u64 {
 
 /// Looks up a property of the global object without throwing.
 fn global_property(name: &str) -> Option<JsValue> {
-    Reflect::get(&js_sys::global(), &JsValue::from_str(name))
+    Reflect::get(&global(), &JsValue::from_str(name))
         .ok()
         .filter(|v| !v.is_undefined() && !v.is_null())
+}
+
+/// A page transition event's `persisted` (true only if it is `true`).
+fn persisted(event: &web_sys::Event) -> bool {
+    Reflect::get(event, &"persisted".into())
+        .ok()
+        .and_then(|v| v.as_bool())
+        == Some(true)
+}
+
+/// A function of the global object, if it has one by that name.
+fn global_function(name: &str) -> Option<Function> {
+    global_property(name)?.dyn_into().ok()
 }
 
 /// The global's localStorage, if it exists and can be read (it throws when storage is disabled).
@@ -74,7 +96,9 @@ pub(super) struct Coordination {
     set_timeout: Option<Function>,
     clear_timeout: Option<Function>,
     listeners: RefCell<Vec<Listener>>,
-    on_message: Closure<dyn FnMut(MessageEvent)>,
+    /// Takes the `MessageEvent` as an `Event`: the closure type the event listeners use (one set of
+    /// closure shims in the wasm and the glue, not two).
+    on_message: Closure<dyn FnMut(web_sys::Event)>,
     /// The node's farewell as a `pagehide` listener that runs no script of ours: the channel's own
     /// `postMessage` bound to the encoded Leave, with the incarnation it was made for
     /// (see [`Node::farewell`] and [`Coordination::arm_farewell`]).
@@ -94,7 +118,8 @@ pub(super) struct Coordination {
     /// The incarnation whose announcement the deputy was given.
     announced: Cell<Option<u32>>,
     /// Channels to other pages' deputies, most recently used last (a few: pings go to blockers).
-    deputies: RefCell<Vec<(Rc<str>, BroadcastChannel)>>,
+    /// (BroadcastChannels, used as `Channel`s: one set of postMessage and close bindings for both.)
+    deputies: RefCell<Vec<(Rc<str>, Channel)>>,
     /// Messages the node posted in this task, not sent yet (see [`Coordination::send_later`]), and the
     /// microtask hops left before they go.
     outbox: RefCell<Vec<wire::Message>>,
@@ -126,7 +151,7 @@ impl Coordination {
         open_channel: Option<Function>,
     ) -> Option<Rc<Coordination>> {
         let channel = match &scope {
-            Some(s) => [CHANNEL, ":", s].concat(),
+            Some(s) => CHANNEL.to_owned() + ":" + s,
             None => CHANNEL.to_owned(),
         };
         let open = || -> Option<Channel> {
@@ -150,7 +175,7 @@ impl Coordination {
         let rx = open()?;
         let channel_name = channel.clone();
         let storage_key = match &scope {
-            Some(s) => [LIVE_KEY, ":", s].concat(),
+            Some(s) => LIVE_KEY.to_owned() + ":" + s,
             None => LIVE_KEY.to_owned(),
         };
         let this = Rc::new_cyclic(|weak: &std::rc::Weak<Coordination>| {
@@ -165,8 +190,8 @@ impl Coordination {
                 storage_key,
                 sink,
                 timer: Cell::new(None),
-                set_timeout: global_property("setTimeout").and_then(|f| f.dyn_into().ok()),
-                clear_timeout: global_property("clearTimeout").and_then(|f| f.dyn_into().ok()),
+                set_timeout: global_function("setTimeout"),
+                clear_timeout: global_function("clearTimeout"),
                 timer_callback: Closure::new(move || {
                     if let Some(this) = timer_target.upgrade() {
                         this.timer.set(None);
@@ -174,20 +199,22 @@ impl Coordination {
                     }
                 }),
                 listeners: RefCell::new(Vec::new()),
-                on_message: Closure::new(move |event: MessageEvent| {
+                on_message: Closure::new(move |event: web_sys::Event| {
                     let Some(this) = on_message_target.upgrade() else {
                         return;
                     };
                     if event.type_() == GAP {
                         this.with_node(|n, t| n.missed_messages(t));
-                    } else if let Some(values) = decode_values(&event.data()) {
+                    } else if let Some(values) =
+                        decode_values(&event.unchecked_into::<MessageEvent>().data())
+                    {
                         this.with_node(|n, t| n.deliver(t, &values));
                     }
                 }),
                 farewell: RefCell::new(None),
-                page: Reflect::has(&js_sys::global(), &"onpagehide".into())
+                page: Reflect::has(&global(), &"onpagehide".into())
                     .unwrap_or(false)
-                    .then(|| js_sys::global().unchecked_into()),
+                    .then(|| global().unchecked_into()),
                 warned: Cell::new(false),
                 referenced: Cell::new(true),
                 channel: channel_name,
@@ -196,8 +223,7 @@ impl Coordination {
                 deputies: RefCell::new(Vec::new()),
                 outbox: RefCell::new(Vec::new()),
                 outbox_hops: Cell::new(0),
-                queue_microtask: global_property("queueMicrotask")
-                    .and_then(|f| f.dyn_into::<Function>().ok()),
+                queue_microtask: global_function("queueMicrotask"),
                 flush_callback: Closure::new(move || {
                     if let Some(this) = flush_target.upgrade() {
                         this.flush_later();
@@ -218,7 +244,7 @@ impl Coordination {
         self.rx
             .set_onmessage(Some(self.on_message.as_ref().unchecked_ref()));
 
-        let global: EventTarget = js_sys::global().unchecked_into();
+        let global: EventTarget = global().unchecked_into();
         if self.storage.is_some() {
             self.listen(&global, "storage", |this, event| {
                 let Some(event) = event.dyn_ref::<StorageEvent>() else {
@@ -233,16 +259,12 @@ impl Coordination {
             });
         }
         self.listen(&global, "pagehide", |this, event| {
-            let persisted = Reflect::get(event, &"persisted".into())
-                .ok()
-                .and_then(|v| v.as_bool());
-            this.with_node(|n, t| n.pagehide(t, persisted == Some(true)));
+            let persisted = persisted(event);
+            this.with_node(|n, t| n.pagehide(t, persisted));
         });
         self.listen(&global, "pageshow", |this, event| {
-            let persisted = Reflect::get(event, &"persisted".into())
-                .ok()
-                .and_then(|v| v.as_bool());
-            this.with_node(|n, t| n.pageshow(t, persisted == Some(true)));
+            let persisted = persisted(event);
+            this.with_node(|n, t| n.pageshow(t, persisted));
         });
         if let Some(document) =
             global_property("document").and_then(|d| d.dyn_into::<EventTarget>().ok())
@@ -311,11 +333,13 @@ impl Coordination {
         // Messages first: a closing tab's `pagehide` handler may be cut short (Firefox stops it about a
         // millisecond in), and its Leave must get out before the slower storage call: a context that
         // has just left sends its outbox at once.
-        let (posts, rest): (Vec<Effect>, Vec<Effect>) = effects
-            .into_iter()
-            .partition(|e| matches!(e, Effect::Post(_)));
-        for effect in posts {
-            self.carry_out(effect);
+        let mut rest = Vec::new();
+        for effect in effects {
+            if matches!(effect, Effect::Post(_)) {
+                self.carry_out(effect);
+            } else {
+                rest.push(effect);
+            }
         }
         if left {
             self.flush();
@@ -428,7 +452,7 @@ impl Coordination {
     }
 
     fn deputy_channel_name(&self, client: &str) -> String {
-        [self.channel.as_str(), "#", client].concat()
+        self.channel.clone() + "#" + client
     }
 
     /// Asks the deputy of the page of `vouch.sender` to post `vouch`, on that deputy's channel.
@@ -438,7 +462,7 @@ impl Coordination {
         let channel = match deputies.iter().position(|(c, _)| c == client) {
             Some(k) => deputies.remove(k).1,
             None => match BroadcastChannel::new(&self.deputy_channel_name(client)) {
-                Ok(channel) => channel,
+                Ok(channel) => channel.unchecked_into::<Channel>(),
                 Err(_) => return,
             },
         };
@@ -475,17 +499,13 @@ impl Coordination {
             Effect::WakeDeputy(vouch) => self.wake_deputy(&vouch),
             Effect::Incompatible { version } => {
                 if !self.warned.replace(true) {
-                    // Concatenated by JS (the number converts there): no formatting machinery in the wasm.
-                    let message = js_sys::JsString::from(
-                        "weblocks: another context of this origin runs protocol version ",
-                    )
-                    .concat(&version.into())
-                    .concat(
-                        &", newer than this one's; this context gave up its locks and grants nothing \
-                          more. Reload it."
-                            .into(),
-                    );
-                    web_sys::console::warn_1(&message);
+                    // The number written by the storage hint's formatter: no formatting machinery.
+                    let message = "weblocks: another context of this origin runs protocol version "
+                        .to_owned()
+                        + &live_record::format(version.into())
+                        + ", newer than this one's; this context gave up its locks and grants nothing \
+                           more. Reload it.";
+                    web_sys::console::warn_1(&message.into());
                 }
             }
         }
@@ -558,13 +578,14 @@ impl Coordination {
         self.arm_farewell(None);
         self.tx.close();
         self.rx.close();
-        for (_, channel) in self.deputies.borrow_mut().drain(..) {
+        // Popped (the order does not matter), not drained: no Drain code for these vectors.
+        while let Some((_, channel)) = self.deputies.borrow_mut().pop() {
             channel.close();
         }
         if let Some(deputy) = &self.deputy {
             let _ = deputy.call0(&JsValue::NULL);
         }
-        for (target, kind, closure) in self.listeners.borrow_mut().drain(..) {
+        while let Some((target, kind, closure)) = self.listeners.borrow_mut().pop() {
             let _ = target.remove_event_listener_with_callback_and_bool(
                 kind,
                 closure.as_ref().unchecked_ref(),
@@ -597,7 +618,13 @@ fn message_to_js(message: &wire::Message) -> Array {
 }
 
 fn values_to_js(values: &[Value]) -> Array {
-    values.iter().map(value_to_js).collect()
+    // Loops over plain indices and pushes, here and in the lease edge: no iterator adapters over
+    // JS arrays in the wasm.
+    let array = Array::new();
+    for value in values {
+        array.push(&value_to_js(value));
+    }
+    array
 }
 
 fn value_to_js(value: &Value) -> JsValue {
@@ -619,7 +646,8 @@ fn decode_values(data: &JsValue) -> Option<Vec<Value>> {
     }
     // A loop, not `collect::<Option<Vec<_>>>()`, whose adapters cost ~0.3 KB of wasm.
     let mut values = Vec::with_capacity(array.length() as usize);
-    for v in array.iter() {
+    for i in 0..array.length() {
+        let v = array.get(i);
         values.push(match v.as_f64() {
             Some(n) => Value::Num(n),
             None => Value::Str(v.as_string()?),
