@@ -12,6 +12,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renameGlue, renameWasm, shortNames } from './short_wasm_names.mjs';
+import { trimGlue } from './trim_wasm_glue.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -47,7 +48,8 @@ export default new Promise((resolve) => resolve(lzmaDecode(packed, ${bytes.lengt
 
 /**
  * The wasm, and wasm-bindgen's glue next to it (`x.js` beside `x_bg.wasm`), with short import and export
- * names (scripts/short_wasm_names.mjs): both are loaded through this plugin, so they always agree.
+ * names (scripts/short_wasm_names.mjs): both are loaded through this plugin, so they always agree. The glue
+ * is also cut to what the classic build runs (scripts/trim_wasm_glue.mjs).
  */
 export function embedCompressedWasm() {
   const renamed = async (wasmPath) => {
@@ -64,7 +66,7 @@ export function embedCompressedWasm() {
       build.onLoad({ filter: /[\\/]pkg[\\/][^\\/]+\.js$/ }, async (args) => {
         const wasmPath = args.path.replace(/\.js$/, '_bg.wasm');
         const { names } = await renamed(wasmPath);
-        return { contents: renameGlue(await fs.readFile(args.path, 'utf8'), names), loader: 'js' };
+        return { contents: renameGlue(trimGlue(await fs.readFile(args.path, 'utf8')), names), loader: 'js' };
       });
     },
   };

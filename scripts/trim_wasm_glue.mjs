@@ -1,0 +1,96 @@
+// The wasm-bindgen glue (pkg/weblocks.js) as the classic build needs it (scripts/embed_wasm_plugin.mjs),
+// for the classic script's size (issue 4). There the glue is always initialised with the embedded bytes,
+// `init({ module_or_path: promiseOfBytes })` (js/classic.js), and runs only in browsers with private
+// class fields (the build's target, es2022), so some of its paths can never run:
+//  - init's other inputs: a URL or string to fetch, a Response, the deprecated non-object parameter, the
+//    default URL (its Response/Request tests already fold away: build.mjs defines them as undefined);
+//  - passStringToWasm0's branch for a missing `realloc` (every call passes one);
+//  - the TextEncoder.encodeInto fallback (every browser with private fields has encodeInto);
+//  - `Symbol.dispose` on Engine and LeaseOperation, which no code of the script disposes with `using`,
+//    and Engine's `free` (the engine lives as long as the page; nothing frees it).
+// And two shapes minifiers cannot shorten are rewritten: an import that may throw,
+// `function() { return handleError(function (a, b) {...}, arguments); }`, becomes `handleError((a, b) =>
+// {...})` (and handleError returns the catching wrapper, made once instead of a closure per call); the
+// other imports, `name: function(a) {...}`, become arrows (none uses `this` or `arguments`).
+//
+// Each edit is an exact text of wasm-bindgen 0.2.130's output and must match (once, or at least once for
+// the edits of every import): a glue of another shape fails the build instead of shipping half-edited.
+
+const EDITS = [
+  {
+    what: "init's fetch/Response/URL paths",
+    from: /async function __wbg_load\(module, imports\) \{\n[^]*?\n\}\n\nfunction initSync/,
+    to: 'function initSync',
+  },
+  {
+    what: "init's parameter forms other than { module_or_path: bytes }",
+    from: /async function __wbg_init_once\(module_or_path\) \{\n[^]*?\n\}\n/,
+    to: `async function __wbg_init_once({ module_or_path }) {
+    const imports = __wbg_get_imports();
+    const { instance, module } = await WebAssembly.instantiate(await module_or_path, imports);
+    return __wbg_finalize_init(instance, module);
+}
+`,
+  },
+  {
+    what: "passStringToWasm0's branch without realloc",
+    from: /(function passStringToWasm0\(arg, malloc, realloc\) \{\n)    if \(realloc === undefined\) \{\n[^]*?\n    \}\n/,
+    to: '$1',
+  },
+  {
+    what: 'the encodeInto fallback',
+    from: /if \(!\('encodeInto' in cachedTextEncoder\)\) \{\n[^]*?\n\}\n/,
+    to: '',
+  },
+  {
+    what: 'Symbol.dispose',
+    from: /^if \(Symbol\.dispose\) \w+\.prototype\[Symbol\.dispose\] = \w+\.prototype\.free;\n/gm,
+    to: '',
+  },
+  {
+    what: "Engine's free",
+    from: /(export class Engine \{\n)    __destroy_into_raw\(\) \{\n[^]*?\n    \}\n    free\(\) \{\n[^]*?\n    \}\n/,
+    to: '$1',
+  },
+  {
+    what: 'imports that may throw, opening',
+    from: /: function\(\) \{ return handleError\(function \(([^)]*)\) \{$/gm,
+    to: ': handleError(($1) => {',
+  },
+  {
+    what: 'imports that may throw, closing',
+    from: /^( +)\}, arguments\); \},$/gm,
+    to: '$1}),',
+  },
+  {
+    what: 'handleError, made once per import',
+    from: /function handleError\(f, args\) \{\n    try \{\n        return f\.apply\(this, args\);\n    \} catch \(e\) \{\n([^]*?)\n    \}\n\}\n/,
+    to: 'function handleError(f) {\n    return (...args) => {\n    try {\n        return f(...args);\n    } catch (e) {\n$1\n    }\n    };\n}\n',
+  },
+  {
+    what: 'the other imports as arrows',
+    from: /^( {8}\w+): function\(([^)]*)\) \{$/gm,
+    to: '$1: ($2) => {',
+  },
+];
+
+/** `glue` with the edits above; throws if one of them does not match as expected. */
+export function trimGlue(glue) {
+  let out = glue;
+  for (const { what, from, to, count } of EDITS) {
+    const found = from.global ? [...out.matchAll(from)].length : from.test(out) ? 1 : 0;
+    if (count === undefined ? found === 0 : found !== count) {
+      throw new Error(`trim_wasm_glue: ${what}: the glue has ${found} matches, expected ${count}`);
+    }
+    out = out.replace(from, to);
+  }
+  if (out.includes('handleError(function') || out.includes('arguments); }')) {
+    throw new Error('trim_wasm_glue: an import that may throw kept its old shape');
+  }
+  // What the arrows rely on: no import function uses `this` or `arguments` any more.
+  const imports = /function __wbg_get_imports\(\) \{\n[^]*?\n\}\n/.exec(out)?.[0] ?? '';
+  if (/\bthis\b|arguments\)/.test(imports.replace(/\/\/.*$/gm, ''))) {
+    throw new Error('trim_wasm_glue: an import of the glue uses `this` or `arguments`');
+  }
+  return out;
+}
