@@ -4,14 +4,17 @@
 // class fields (the build's target, es2022), so some of its paths can never run:
 //  - init's other inputs: a URL or string to fetch, a Response, the deprecated non-object parameter, the
 //    default URL (its Response/Request tests already fold away: build.mjs defines them as undefined);
-//  - passStringToWasm0's branch for a missing `realloc` (every call passes one);
+//  - passStringToWasm0's branch for a missing `realloc` (every call passes the same malloc and realloc,
+//    which it now reads itself);
 //  - the TextEncoder.encodeInto fallback (every browser with private fields has encodeInto);
 //  - `Symbol.dispose` on Engine and LeaseOperation, which no code of the script disposes with `using`,
-//    and Engine's `free` (the engine lives as long as the page; nothing frees it).
+//    and Engine's `free` (the engine lives as long as the page; nothing frees it);
+//  - the fallback for a missing FinalizationRegistry (every such browser has it).
 // And two shapes minifiers cannot shorten are rewritten: an import that may throw,
 // `function() { return handleError(function (a, b) {...}, arguments); }`, becomes `handleError((a, b) =>
 // {...})` (and handleError returns the catching wrapper, made once instead of a closure per call); the
-// other imports, `name: function(a) {...}`, become arrows (none uses `this` or `arguments`).
+// other imports, `name: function(a) {...}`, become arrows (none uses `this` or `arguments`); an
+// `instanceof` check returns from its try/catch; a (pointer, length) pair stored for the wasm is one call.
 //
 // Each edit is an exact text of wasm-bindgen 0.2.130's output and must match (once, or at least once for
 // the edits of every import): a glue of another shape fails the build instead of shipping half-edited.
@@ -38,6 +41,16 @@ const EDITS = [
     to: '$1',
   },
   {
+    what: "passStringToWasm0's allocators, always the same two: read inside",
+    from: /(function passStringToWasm0\(arg), malloc, realloc\) \{\n/,
+    to: '$1) {\n    const malloc = wasm.__wbindgen_malloc;\n    const realloc = wasm.__wbindgen_realloc;\n',
+  },
+  {
+    what: 'passStringToWasm0 calls',
+    from: /(passStringToWasm0\(\w+), wasm\.__wbindgen_malloc, wasm\.__wbindgen_realloc\)/g,
+    to: '$1)',
+  },
+  {
     what: 'the encodeInto fallback',
     from: /if \(!\('encodeInto' in cachedTextEncoder\)\) \{\n[^]*?\n\}\n/,
     to: '',
@@ -51,6 +64,32 @@ const EDITS = [
     what: "Engine's free",
     from: /(export class Engine \{\n)    __destroy_into_raw\(\) \{\n[^]*?\n    \}\n    free\(\) \{\n[^]*?\n    \}\n/,
     to: '$1',
+  },
+  {
+    what: 'the FinalizationRegistry fallback',
+    from: /\(typeof FinalizationRegistry === 'undefined'\)\n {4}\? \{ register: \(\) => \{\}, unregister: \(\) => \{\} \}\n {4}: new FinalizationRegistry/g,
+    to: 'new FinalizationRegistry',
+  },
+  {
+    what: 'instanceof checks',
+    from: /\{\n( +)let result;\n +try \{\n +result = (arg0 instanceof \w+);\n +\} catch \(_\) \{\n +result = false;\n +\}\n +const ret = result;\n +return ret;\n/g,
+    to: '{\n$1try {\n$1    return $2;\n$1} catch {\n$1    return false;\n$1}\n',
+  },
+  {
+    what: 'a string returned through memory: one helper',
+    from: /^( +)getDataViewMemory0\(\)\.setInt32\(\(arg0 >>> 0\) \+ 4 \* 1, len1, true\);\n +getDataViewMemory0\(\)\.setInt32\(\(arg0 >>> 0\) \+ 4 \* 0, ptr1, true\);$/gm,
+    to: '$1storeSlice(arg0, ptr1, len1);',
+  },
+  {
+    what: 'a string returned through memory: the helper',
+    from: /^function getStringFromWasm0\(/m,
+    to: `function storeSlice(at, ptr, len) {
+    const view = getDataViewMemory0();
+    view.setInt32((at >>> 0) + 4, len, true);
+    view.setInt32(at >>> 0, ptr, true);
+}
+
+function getStringFromWasm0(`,
   },
   {
     what: 'imports that may throw, opening',
@@ -84,6 +123,7 @@ export function trimGlue(glue) {
     }
     out = out.replace(from, to);
   }
+  if (/passStringToWasm0\(\w+,/.test(out)) throw new Error('trim_wasm_glue: a call of passStringToWasm0 of another shape');
   if (out.includes('handleError(function') || out.includes('arguments); }')) {
     throw new Error('trim_wasm_glue: an import that may throw kept its old shape');
   }
