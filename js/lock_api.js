@@ -230,22 +230,13 @@ function queueTask(record) {
 
 function defineInterface(interfaceObject, prototype, name) {
   defineProperty(interfaceObject, 'name', { value: name }); // survives minifiers that rename functions
-  interfaceObject.prototype = prototype;
-  defineProperty(interfaceObject, 'prototype', { writable: false, enumerable: false, configurable: false });
+  // A function's own `prototype` is already neither enumerable nor configurable: only its value and writability change.
+  defineProperty(interfaceObject, 'prototype', { value: prototype, writable: false });
   delete prototype.constructor; // re-added below, after the members, in the order browsers list them
   for (const key of Object.getOwnPropertyNames(prototype)) defineProperty(prototype, key, { enumerable: true });
-  defineProperty(prototype, 'constructor', {
-    value: interfaceObject,
-    writable: true,
-    enumerable: false,
-    configurable: true,
-  });
-  defineProperty(prototype, Symbol.toStringTag, {
-    value: name,
-    writable: false,
-    enumerable: false,
-    configurable: true,
-  });
+  // New properties: what the descriptors leave out is false (here: not enumerable, and the tag not writable).
+  defineProperty(prototype, 'constructor', { value: interfaceObject, writable: true, configurable: true });
+  defineProperty(prototype, Symbol.toStringTag, { value: name, configurable: true });
 }
 
 /** A function that throws as WebIDL interface objects without a constructor do. */
