@@ -8,14 +8,16 @@
 //    which it now reads itself);
 //  - the TextEncoder.encodeInto fallback (every browser with private fields has encodeInto);
 //  - `Symbol.dispose` on Engine and LeaseOperation, which no code of the script disposes with `using`,
-//    and Engine's `free` (the engine lives as long as the page; nothing frees it);
+//    and Engine's `free` (the engine lives as long as the page; nothing frees it), and its other members
+//    that js/ never calls;
 //  - the fallback for a missing FinalizationRegistry (every such browser has it);
 //  - js_sys::global()'s lookups of `global`, `self` and `window`, made only where `globalThis` is missing.
 // And two shapes minifiers cannot shorten are rewritten: an import that may throw,
 // `function() { return handleError(function (a, b) {...}, arguments); }`, becomes `handleError((a, b) =>
 // {...})` (and handleError returns the catching wrapper, made once instead of a closure per call); the
 // other imports, `name: function(a) {...}`, become arrows (none uses `this` or `arguments`); an
-// `instanceof` check returns from its try/catch; a (pointer, length) pair stored for the wasm is one call.
+// `instanceof` check returns from its try/catch; a (pointer, length) pair stored for the wasm is one call;
+// the pointer property of the Rust objects' wrappers is `p`.
 //
 // Each edit is an exact text of wasm-bindgen 0.2.130's output and must match (once; or at least once; or,
 // `count: 'any'`, for the shapes of imports that the Rust code may stop needing, any number of times): a
@@ -102,6 +104,11 @@ function getStringFromWasm0(`,
     count: 'any',
   },
   {
+    what: "the property holding a Rust object's pointer, `__wbg_ptr` (no other code reads it): `p`",
+    from: /\.__wbg_ptr\b/g,
+    to: '.p',
+  },
+  {
     what: 'imports that may throw, opening',
     from: /: function\(\) \{ return handleError\(function \(([^)]*)\) \{$/gm,
     to: ': handleError(($1) => {',
@@ -125,9 +132,19 @@ function getStringFromWasm0(`,
   },
 ];
 
+// Engine's members that no module of js/ uses (js/lock_api.js calls request, abort, release and query).
+const UNUSED_ENGINE_MEMBERS = ['get clientId', 'close', 'get shared'];
+
 /** `glue` with the edits above; throws if one of them does not match as expected. */
 export function trimGlue(glue) {
   let out = glue;
+  const engine = /^export class Engine \{\n[^]*?\n\}\n/m.exec(out);
+  if (engine === null) throw new Error('trim_wasm_glue: no Engine class in the glue');
+  let trimmed = engine[0];
+  for (const member of UNUSED_ENGINE_MEMBERS) {
+    trimmed = trimmed.replace(new RegExp(`^    ${member}\\(\\) \\{\n[^]*?\n    \\}\n`, 'm'), '');
+  }
+  out = out.replace(engine[0], () => trimmed);
   for (const { what, from, to, count } of EDITS) {
     const found = from.global ? [...out.matchAll(from)].length : from.test(out) ? 1 : 0;
     if (count === undefined ? found === 0 : count !== 'any' && found !== count) {
