@@ -45,6 +45,11 @@ const EDITS = [
     to: '$1',
   },
   {
+    what: 'the module and instance kept in variables nothing reads',
+    from: /^let wasmModule, wasmInstance, wasm;\n(function __wbg_finalize_init\(instance, module\) \{\n)    wasmInstance = instance;\n(    wasm = instance\.exports;\n)    wasmModule = module;\n/m,
+    to: 'let wasm;\n$1$2',
+  },
+  {
     what: "passStringToWasm0's allocators, always the same two: read inside",
     from: /(function passStringToWasm0\(arg), malloc, realloc\) \{\n/,
     to: '$1) {\n    const malloc = wasm.__wbindgen_malloc;\n    const realloc = wasm.__wbindgen_realloc;\n',
