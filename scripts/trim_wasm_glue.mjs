@@ -109,6 +109,12 @@ function getStringFromWasm0(`,
     count: 'any',
   },
   {
+    what: "js_sys::global()'s globalThis, always there",
+    from: /^( {8}__wbg_static_accessor_GLOBAL_THIS_[0-9a-f]+): function\(\) \{\n +const ret = typeof globalThis === 'undefined' \? undefined : globalThis;\n +return isLikeNone\(ret\) \? 0 : addToExternrefTable0\(ret\);\n +\},$/m,
+    to: '$1: () => addToExternrefTable0(globalThis),',
+    count: 'any',
+  },
+  {
     what: "the property holding a Rust object's pointer, `__wbg_ptr` (no other code reads it): `p`",
     from: /\.__wbg_ptr\b/g,
     to: '.p',
