@@ -17,7 +17,7 @@
 // {...})` (and handleError returns the catching wrapper, made once instead of a closure per call); the
 // other imports, `name: function(a) {...}`, become arrows (none uses `this` or `arguments`); an
 // `instanceof` check returns from its try/catch; a (pointer, length) pair stored for the wasm is one call;
-// the pointer property of the Rust objects' wrappers is `p`.
+// the pointer property of the Rust objects' wrappers is `p`, and three more such names are one letter.
 //
 // Each edit is an exact text of wasm-bindgen 0.2.130's output and must match (once; or at least once; or,
 // `count: 'any'`, for the shapes of imports that the Rust code may stop needing, any number of times): a
@@ -118,6 +118,21 @@ function getStringFromWasm0(`,
     what: "the property holding a Rust object's pointer, `__wbg_ptr` (no other code reads it): `p`",
     from: /\.__wbg_ptr\b/g,
     to: '.p',
+  },
+  {
+    what: 'the static `__wrap` of the Rust objects\' wrappers: `w`',
+    from: /\b__wrap\b/g,
+    to: 'w',
+  },
+  {
+    what: 'their `__destroy_into_raw`: `d`',
+    from: /\b__destroy_into_raw\b/g,
+    to: 'd',
+  },
+  {
+    what: 'the property of Rust closures that releases them, `_wbg_cb_unref` (of the glue only): `u`',
+    from: /\._wbg_cb_unref\b/g,
+    to: '.u',
   },
   {
     what: 'imports that may throw, opening',
