@@ -116,6 +116,7 @@ async function bundleClassic() {
     // The wasm embedded LZMA-compressed (scripts/embed_wasm_plugin.mjs); the global made by shorter code
     // than esbuild's (scripts/iife_exports_plugin.mjs).
     plugins: [embedCompressedWasm(), iifeExports()],
+    mangleProps: /^[a-z][a-zA-Z0-9]*_$/, // properties named `word_` are internal (js/lock_api.js): one letter here
     // The glue's default wasm URL (import.meta.url) is never used here: classic.js passes the bytes. For
     // the same reason its fetch/Response paths are dead (-0.24 KB gzipped): `Response` and `Request` read
     // as undefined in this build only, so the glue's `typeof Response === 'function'` tests fold away (no
