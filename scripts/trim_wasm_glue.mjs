@@ -22,6 +22,11 @@
 // Each edit is an exact text of wasm-bindgen 0.2.130's output and must match (once; or at least once; or,
 // `count: 'any'`, for the shapes of imports that the Rust code may stop needing, any number of times): a
 // glue of another shape fails the build instead of shipping half-edited.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const JS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'js');
 
 const EDITS = [
   {
@@ -158,12 +163,24 @@ function getStringFromWasm0(`,
   },
 ];
 
-// Engine's members that no module of js/ uses (js/lock_api.js calls request, abort, release and query).
+// Engine's members that no module of js/ uses (js/lock_api.js calls request, abort, release and query):
+// checked at each build (`engine.<member>` in js/), so that a new use fails the build, not the page.
 const UNUSED_ENGINE_MEMBERS = ['get clientId', 'close', 'get shared'];
+
+function checkEngineMembersUnused() {
+  for (const file of fs.readdirSync(JS_DIR).filter((name) => name.endsWith('.js'))) {
+    for (const [, member] of fs.readFileSync(path.join(JS_DIR, file), 'utf8').matchAll(/\bengine\.(\w+)/g)) {
+      if (UNUSED_ENGINE_MEMBERS.some((unused) => unused.split(' ').pop() === member)) {
+        throw new Error(`trim_wasm_glue: js/${file} uses engine.${member}, which the classic glue drops`);
+      }
+    }
+  }
+}
 
 /** `glue` with the edits above; throws if one of them does not match as expected. */
 export function trimGlue(glue) {
   let out = glue;
+  checkEngineMembersUnused();
   const engine = /^export class Engine \{\n[^]*?\n\}\n/m.exec(out);
   if (engine === null) throw new Error('trim_wasm_glue: no Engine class in the glue');
   let trimmed = engine[0];
