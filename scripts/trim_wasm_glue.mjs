@@ -17,7 +17,8 @@
 // {...})` (and handleError returns the catching wrapper, made once instead of a closure per call); the
 // other imports, `name: function(a) {...}`, become arrows (none uses `this` or `arguments`); an
 // `instanceof` check returns from its try/catch; a (pointer, length) pair stored for the wasm is one call;
-// the pointer property of the Rust objects' wrappers is `p`, and three more such names are one letter.
+// the pointer property of the Rust objects' wrappers is `p`, and three more such names are one letter; an
+// argument copied to a constant (`const v = arg0;`) is read directly.
 //
 // Each edit is an exact text of wasm-bindgen 0.2.130's output and must match (once; or at least once; or,
 // `count: 'any'`, for the shapes of imports that the Rust code may stop needing, any number of times): a
@@ -157,6 +158,12 @@ function getStringFromWasm0(`,
     to: 'function handleError(f) {\n    return (...args) => {\n    try {\n        return f(...args);\n    } catch (e) {\n$1\n    }\n    };\n}\n',
   },
   {
+    what: 'an argument copied to a constant before its one use',
+    from: /^ +const (v|val|obj) = (arg\d);\n( +const ret = )(.*)$/gm,
+    to: (_, name, arg, start, rest) => start + rest.replace(new RegExp(`\\b${name}\\b`, 'g'), arg),
+    count: 'any',
+  },
+  {
     what: 'the other imports as arrows',
     from: /^( {8}\w+): function\(([^)]*)\) \{$/gm,
     to: '$1: ($2) => {',
@@ -199,10 +206,10 @@ export function trimGlue(glue) {
   if (out.includes('handleError(function') || out.includes('arguments); }')) {
     throw new Error('trim_wasm_glue: an import that may throw kept its old shape');
   }
-  // What the arrows rely on: no import function uses `this` or `arguments` any more.
-  const imports = /function __wbg_get_imports\(\) \{\n[^]*?\n\}\n/.exec(out)?.[0] ?? '';
-  if (/\bthis\b|arguments\)/.test(imports.replace(/\/\/.*$/gm, ''))) {
-    throw new Error('trim_wasm_glue: an import of the glue uses `this` or `arguments`');
-  }
+  // What the arrows rely on: no import function uses `this` or `arguments` any more; and no constant
+  // that stood for an argument is read after the line that now reads the argument itself.
+  const imports = (/function __wbg_get_imports\(\) \{\n[^]*?\n\}\n/.exec(out)?.[0] ?? '').replace(/\/\/.*$/gm, '');
+  if (/\bthis\b|arguments\)/.test(imports)) throw new Error('trim_wasm_glue: an import of the glue uses `this` or `arguments`');
+  if (/\b(v|val|obj)\b/.test(imports)) throw new Error('trim_wasm_glue: an import still reads a constant it no longer has');
   return out;
 }
