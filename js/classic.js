@@ -1,9 +1,10 @@
 // Entry of the classic-script build (dist/weblocks.polyfill.js, bundled by scripts/build.mjs): the wasm
 // is embedded, so the one file works from any path, file://, windows and every kind of worker. It
 // installs the polyfill where `navigator.locks` is missing; its exports become the global `weblocks`.
-import wasmBytes from '../pkg/weblocks_bg.wasm';
-import { createWasmLockApi } from './wasm_lock_api.js';
+// In this order (no module has effects another depends on), the bundle's modules gzip best (-25 B).
 import { LockError as NewLockError, createLeases as newCreateLeases, createWasmLeases } from './leases.js';
+import { createWasmLockApi } from './wasm_lock_api.js';
+import wasmBytes from '../pkg/weblocks_bg.wasm';
 
 // Loaded a second time in the same context, it reuses the first instance: one lock manager per context.
 const previous = globalThis.weblocks;

@@ -25,78 +25,23 @@ export function openIndexedDbLeaseStore(name) {
     request.onsuccess = () => {
       const db = request.result;
       db.onversionchange = () => db.close(); // never block a future upgrade from another context
-      resolve(new IndexedDbLeaseStore(db));
+      resolve(indexedDbLeaseStore(db));
     };
   });
 }
 
-class IndexedDbLeaseStore {
-  #db;
-
-  constructor(db) {
-    this.#db = db;
-  }
-
-  tryLock(type, id, ttlMs) {
-    const randomBytes = crypto.getRandomValues(new Uint8Array(16));
-    return this.#run(() => LeaseOperation.tryLock(type, id, ttlMs, randomBytes));
-  }
-
-  checkLock(lockId) {
-    return this.#run(() => LeaseOperation.checkLock(lockId));
-  }
-
-  releaseLock(lockId) {
-    return this.#run(() => LeaseOperation.releaseLock(lockId));
-  }
-
-  extendLockExpiration(lockId, incMs) {
-    return this.#run(() => LeaseOperation.extendLockExpiration(lockId, incMs));
-  }
-
-  list() {
-    return this.#transaction(
-      (store) => store.getAll(),
-      (records, store) => {
-        const { live, purge } = decideLeaseList(records, Date.now());
-        for (const key of purge) store.delete(key);
-        return live;
-      },
-    );
-  }
-
-  close() {
-    this.#db.close();
-  }
-
-  /** Validate (throws a LockError at once for bad arguments), then read, decide and write in one transaction. */
-  async #run(makeOperation) {
-    const operation = makeOperation();
-    try {
-      return await this.#transaction(
-        (store) => store.get(operation.key),
-        (current, store) => {
-          const { outcome, put, delete: key } = operation.decide(current, Date.now());
-          if (put !== undefined) store.put(put);
-          if (key !== undefined) store.delete(key);
-          return outcome;
-        },
-      );
-    } finally {
-      operation.free();
-    }
-  }
-
+/** The LeaseStore over the open database `db` (closures, not a class: they minify to one letter). */
+function indexedDbLeaseStore(db) {
   /**
    * Open a readwrite transaction, issue `read(store)`, and call `then(result, store)` in the read's success
    * callback while the transaction is active. Resolves with `then`'s answer once the transaction committed;
    * rejects with what `then` threw (nothing was written), or with a StorageError if the transaction aborted.
    */
-  #transaction(read, then) {
-    return new Promise((resolve, reject) => {
+  const transaction = (read, then) =>
+    new Promise((resolve, reject) => {
       let tx;
       try {
-        tx = this.#db.transaction(OBJECT_STORE, 'readwrite');
+        tx = db.transaction(OBJECT_STORE, 'readwrite');
       } catch (e) {
         throw storageError(describe(e, 'no transaction'));
       }
@@ -114,5 +59,39 @@ class IndexedDbLeaseStore {
       tx.oncomplete = () => settle();
       tx.onabort = () => reject(storageError(describe(tx.error, 'the transaction was aborted')));
     });
-  }
+
+  /** `LeaseOperation[method](...args)` (throws a LockError at once for bad arguments), then read, decide
+   *  and write in one transaction. */
+  const run = async (method, ...args) => {
+    const operation = LeaseOperation[method](...args);
+    try {
+      return await transaction(
+        (store) => store.get(operation.key),
+        (current, store) => {
+          const { outcome, put, delete: key } = operation.decide(current, Date.now());
+          if (put !== undefined) store.put(put);
+          if (key !== undefined) store.delete(key);
+          return outcome;
+        },
+      );
+    } finally {
+      operation.free();
+    }
+  };
+
+  return {
+    tryLock: (type, id, ttlMs) => run('tryLock', type, id, ttlMs, crypto.getRandomValues(new Uint8Array(16))),
+    checkLock: (lockId) => run('checkLock', lockId),
+    releaseLock: (lockId) => run('releaseLock', lockId),
+    extendLockExpiration: (lockId, incMs) => run('extendLockExpiration', lockId, incMs),
+    list: () =>
+      transaction(
+        (store) => store.getAll(),
+        (records, store) => {
+          const { live, purge } = decideLeaseList(records, Date.now());
+          for (const key of purge) store.delete(key);
+          return live;
+        },
+      ),
+  };
 }

@@ -4,6 +4,9 @@
 //
 // This module is self-contained on purpose (no imports): the Rust browser tests load this very file as
 // a wasm-bindgen snippet. It touches no global until `installLockApi` is called.
+//
+// Properties named `word_` (the request and query records') are internal: the classic build renames them
+// to one letter (scripts/build.mjs, `mangleProps`), which it cannot do to other names.
 
 // Sink kinds (mirrored from src/wasm/engine.rs).
 const EFFECT_GRANTED = 1;
@@ -158,7 +161,7 @@ function runQueuedTask() {
     taskQueue.length = 0;
     taskHead = 0;
   }
-  record.runTask();
+  record.runTask_();
 }
 
 /** The last listener of a message (a listener of its own, so that it runs even if a task threw). */
@@ -230,22 +233,13 @@ function queueTask(record) {
 
 function defineInterface(interfaceObject, prototype, name) {
   defineProperty(interfaceObject, 'name', { value: name }); // survives minifiers that rename functions
-  interfaceObject.prototype = prototype;
-  defineProperty(interfaceObject, 'prototype', { writable: false, enumerable: false, configurable: false });
+  // A function's own `prototype` is already neither enumerable nor configurable: only its value and writability change.
+  defineProperty(interfaceObject, 'prototype', { value: prototype, writable: false });
   delete prototype.constructor; // re-added below, after the members, in the order browsers list them
   for (const key of Object.getOwnPropertyNames(prototype)) defineProperty(prototype, key, { enumerable: true });
-  defineProperty(prototype, 'constructor', {
-    value: interfaceObject,
-    writable: true,
-    enumerable: false,
-    configurable: true,
-  });
-  defineProperty(prototype, Symbol.toStringTag, {
-    value: name,
-    writable: false,
-    enumerable: false,
-    configurable: true,
-  });
+  // New properties: what the descriptors leave out is false (here: not enumerable, and the tag not writable).
+  defineProperty(prototype, 'constructor', { value: interfaceObject, writable: true, configurable: true });
+  defineProperty(prototype, Symbol.toStringTag, { value: name, configurable: true });
 }
 
 /** A function that throws as WebIDL interface objects without a constructor do. */
@@ -319,71 +313,71 @@ export function createLockApi(makeEngine) {
   /** A request and the parts of it that live in JS: callback, promise, signal (spec 2.5). */
   class LockRequestRecord {
     constructor(id, name, mode, ifAvailable, steal, callback, signal, resolve, reject) {
-      this.id = id;
-      this.name = name;
-      this.mode = mode;
-      this.ifAvailable = ifAvailable;
-      this.steal = steal;
-      this.callback = callback;
-      this.signal = signal;
-      this.resolve = resolve;
-      this.reject = reject;
-      this.state = WAITING_FOR_ENGINE;
-      this.stolen = false;
+      this.id_ = id;
+      this.name_ = name;
+      this.mode_ = mode;
+      this.ifAvailable_ = ifAvailable;
+      this.steal_ = steal;
+      this.callback_ = callback;
+      this.signal_ = signal;
+      this.resolve_ = resolve;
+      this.reject_ = reject;
+      this.state_ = WAITING_FOR_ENGINE;
+      this.stolen_ = false;
     }
 
-    send() {
-      this.state = PENDING;
-      requests.set(this.id, this);
-      callEngine(engine.request, this.id, toEngineName(this.name), this.mode === 'exclusive', this.ifAvailable, this.steal);
+    send_() {
+      this.state_ = PENDING;
+      requests.set(this.id_, this);
+      callEngine(engine.request, this.id_, toEngineName(this.name_), this.mode_ === 'exclusive', this.ifAvailable_, this.steal_);
     }
 
     /** The signal's abort event: "signal to abort the request" (spec 4.3). */
     handleEvent() {
-      const state = this.state;
+      const state = this.state_;
       if (state === WAITING_FOR_ENGINE) {
-        this.state = FINISHED;
+        this.state_ = FINISHED;
       } else if (state === PENDING) {
-        if (callEngine(engine.abort, this.id)) {
-          this.state = FINISHED;
-          requests.delete(this.id);
+        if (callEngine(engine.abort, this.id_)) {
+          this.state_ = FINISHED;
+          requests.delete(this.id_);
         }
         // else the grant is on its way: the callback task will see the aborted signal and release.
       } else if (state !== GRANTED) {
         return;
       }
-      this.reject(abortReason(this.signal));
+      this.reject_(abortReason(this.signal_));
     }
 
-    runTask() {
-      const callback = this.callback;
-      this.callback = null;
-      if (this.state === NOT_AVAILABLE) {
+    runTask_() {
+      const callback = this.callback_;
+      this.callback_ = null;
+      if (this.state_ === NOT_AVAILABLE) {
         // Spec 4.1 step 3.5.1: invoke the callback with null; resolve the promise with its result.
-        this.state = FINISHED;
+        this.state_ = FINISHED;
         let result;
         try {
           result = promiseResolve(callback(null));
         } catch (e) {
           result = promiseReject(e);
         }
-        this.resolve(result);
+        this.resolve_(result);
         return;
       }
       // Spec 4.4 step 14.
-      const signal = this.signal;
+      const signal = this.signal_;
       if (signal !== null) {
         if (signalAborted.call(signal)) {
-          this.finish();
+          this.finish_();
           return;
         }
         removeEventListener.call(signal, 'abort', this);
-        this.signal = null;
+        this.signal_ = null;
       }
-      this.state = CALLED;
+      this.state_ = CALLED;
       let waiting;
       try {
-        waiting = promiseResolve(callback(new LockObject(this.name, this.mode)));
+        waiting = promiseResolve(callback(new LockObject(this.name_, this.mode_)));
       } catch (e) {
         waiting = promiseReject(e);
       }
@@ -391,42 +385,42 @@ export function createLockApi(makeEngine) {
       promiseThen.call(
         waiting,
         (value) => {
-          this.finish();
-          this.resolve(value);
+          this.finish_();
+          this.resolve_(value);
         },
         (error) => {
-          this.finish();
-          this.reject(error);
+          this.finish_();
+          this.reject_(error);
         },
       );
     }
 
     /** Release the lock (spec 4.2) unless it was stolen, and forget the request. */
-    finish() {
-      this.state = FINISHED;
-      if (!this.stolen) {
-        requests.delete(this.id);
-        callEngine(engine.release, this.id);
+    finish_() {
+      this.state_ = FINISHED;
+      if (!this.stolen_) {
+        requests.delete(this.id_);
+        callEngine(engine.release, this.id_);
       }
     }
   }
 
   class QueryRecord {
     constructor(id, resolve, reject) {
-      this.id = id;
-      this.resolve = resolve;
-      this.reject = reject;
-      this.snapshot = null;
+      this.id_ = id;
+      this.resolve_ = resolve;
+      this.reject_ = reject;
+      this.snapshot_ = null;
     }
-    send() {
-      queries.set(this.id, this);
-      callEngine(engine.query, this.id);
+    send_() {
+      queries.set(this.id_, this);
+      callEngine(engine.query, this.id_);
     }
     /** Spec 3.2.2 / 4.5: the snapshot is taken on the lock task queue and the promise resolved from a
      *  task, as a browser does; never synchronously inside query() (a loop of `await query()` would
      *  otherwise never yield to tasks, starving this context's message handlers). */
-    runTask() {
-      this.resolve(this.snapshot);
+    runTask_() {
+      this.resolve_(this.snapshot_);
     }
   }
 
@@ -435,7 +429,7 @@ export function createLockApi(makeEngine) {
       const query = queries.get(id);
       if (query !== undefined) {
         queries.delete(id);
-        query.snapshot = decodeSnapshot(payload);
+        query.snapshot_ = decodeSnapshot(payload);
         queueTask(query);
       }
       return;
@@ -443,16 +437,16 @@ export function createLockApi(makeEngine) {
     const record = requests.get(id);
     if (record === undefined) return;
     if (kind === EFFECT_GRANTED) {
-      record.state = GRANTED;
+      record.state_ = GRANTED;
       queueTask(record);
     } else if (kind === EFFECT_NOT_AVAILABLE) {
-      record.state = NOT_AVAILABLE;
+      record.state_ = NOT_AVAILABLE;
       requests.delete(id);
       queueTask(record);
     } else if (kind === EFFECT_STOLEN) {
-      record.stolen = true;
+      record.stolen_ = true;
       requests.delete(id);
-      record.reject(domException(LOSS_MESSAGES[payload] ?? LOSS_MESSAGES.stolen, 'AbortError'));
+      record.reject_(domException(LOSS_MESSAGES[payload] ?? LOSS_MESSAGES.stolen, 'AbortError'));
     }
   }
 
@@ -469,7 +463,7 @@ export function createLockApi(makeEngine) {
   /** Send `record` to the engine now, or queue it until the engine is ready. */
   function submit(record) {
     if (engine !== null) {
-      record.send();
+      record.send_();
     } else {
       backlog.push(record);
     }
@@ -583,11 +577,11 @@ export function createLockApi(makeEngine) {
     const queued = backlog;
     backlog = null;
     for (const record of queued) {
-      if (record.state === FINISHED) continue; // aborted while waiting for the engine
+      if (record.state_ === FINISHED) continue; // aborted while waiting for the engine
       try {
-        record.send();
+        record.send_();
       } catch (e) {
-        record.reject(e);
+        record.reject_(e);
       }
     }
   }
@@ -600,7 +594,7 @@ export function createLockApi(makeEngine) {
     const queued = backlog;
     backlog = null;
     for (const record of queued) {
-      if (record.state !== FINISHED) record.reject(loadError);
+      if (record.state_ !== FINISHED) record.reject_(loadError);
     }
     throw loadError;
   }

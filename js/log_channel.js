@@ -21,7 +21,8 @@
 // reach each other: it coordinates with itself, and says so once in the console.
 //
 // Written as closures rather than classes: their variables minify to one letter (the classic script's
-// size, issue 4).
+// size, issue 4); for the same reason the readers' internal properties are named `word_` (the classic
+// build renames such properties to one letter: scripts/build.mjs, `mangleProps`).
 
 const DATABASE = 'weblocks-log:';
 const POKE = 'weblocks:poke:';
@@ -96,7 +97,7 @@ function openLog(globalObject, name, forget) {
         db = null;
         lost();
         position = 0;
-        for (const reader of readers) reader.from = 0;
+        for (const reader of readers) reader.from_ = 0;
         open();
       };
       for (const operation of waiting.splice(0)) operation();
@@ -127,7 +128,7 @@ function openLog(globalObject, name, forget) {
    */
   function start(reader) {
     if (failed) {
-      reader.started(position);
+      reader.started_(position);
       return;
     }
     const transaction = db.transaction('log');
@@ -136,9 +137,9 @@ function openLog(globalObject, name, forget) {
     request.onsuccess = () => {
       const last = request.result === null ? 0 : request.result.key;
       if (position === undefined) position = last;
-      reader.started(last);
+      reader.started_(last);
     };
-    request.onerror = () => reader.started(position ?? 0);
+    request.onerror = () => reader.started_(position ?? 0);
   }
 
   function append(sender, data) {
@@ -249,12 +250,12 @@ function openLog(globalObject, name, forget) {
 
   function dispatch(key, sender, data) {
     senders.delete(key);
-    for (const reader of readers) reader.receive(key, sender, data);
+    for (const reader of readers) reader.receive_(key, sender, data);
   }
 
   /** Messages were lost for this global: every reader gets a `gap`. */
   function lost() {
-    for (const reader of readers) reader.emit({ type: 'gap' });
+    for (const reader of readers) reader.emit_({ type: 'gap' });
   }
 
   function poll(change) {
@@ -271,7 +272,7 @@ function openLog(globalObject, name, forget) {
   return function channel() {
     let closed = false;
     let referenced = true;
-    // Entries read before the log said where this reader starts (`reader.from`).
+    // Entries read before the log said where this reader starts (`reader.from_`).
     const early = [];
     const self = {
       onmessage: null,
@@ -304,16 +305,16 @@ function openLog(globalObject, name, forget) {
       },
     };
     const reader = {
-      from: undefined,
-      receive(key, sender, data) {
-        if (reader.from === undefined) early.push([key, sender, data]);
-        else if (key > reader.from && sender !== reader) reader.emit({ type: 'message', data });
+      from_: undefined,
+      receive_(key, sender, data) {
+        if (reader.from_ === undefined) early.push([key, sender, data]);
+        else if (key > reader.from_ && sender !== reader) reader.emit_({ type: 'message', data });
       },
-      started(from) {
-        reader.from = from;
-        for (const entry of early.splice(0)) reader.receive(...entry);
+      started_(from) {
+        reader.from_ = from;
+        for (const entry of early.splice(0)) reader.receive_(...entry);
       },
-      emit(event) {
+      emit_(event) {
         if (closed) return;
         try {
           self.onmessage?.(event);

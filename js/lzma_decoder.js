@@ -53,12 +53,8 @@ export function lzmaDecode(input, outputSize, lc, lp, pb) {
     normalize();
     return b;
   };
-  const tree = (base, bits) => {
-    let m = 1;
-    for (let i = 0; i < bits; i++) m = (m << 1) | bit(base + m);
-    return m - (1 << bits);
-  };
-  const reverseTree = (base, bits) => {
+  // A bit tree of `bits` bits: the symbol read most significant bit first, or, `reverse`, least first.
+  const tree = (base, bits, reverse) => {
     let m = 1;
     let symbol = 0;
     for (let i = 0; i < bits; i++) {
@@ -66,7 +62,7 @@ export function lzmaDecode(input, outputSize, lc, lp, pb) {
       m = (m << 1) | b;
       symbol |= b << i;
     }
-    return symbol;
+    return reverse ? symbol : m - (1 << bits);
   };
   const length = (base, posState) =>
     bit(base) === 0
@@ -86,19 +82,18 @@ export function lzmaDecode(input, outputSize, lc, lp, pb) {
     if (bit(IS_MATCH + ((state << 4) | posState)) === 0) {
       const previous = pos > 0 ? out[pos - 1] : 0;
       const base = LITERAL + 0x300 * (((pos & ((1 << lp) - 1)) << lc) + (previous >> (8 - lc)));
+      // After a match the byte at distance rep0 predicts this one, up to the first bit that differs: while
+      // `offset` is 0x100 each bit's probability is chosen by the predicted bit too; then it is 0.
+      let offset = state >= 7 ? 0x100 : 0;
+      let matchByte = offset && out[pos - rep0 - 1];
       let symbol = 1;
-      if (state >= 7) {
-        // After a match the byte at distance rep0 predicts this one, up to the first bit that differs.
-        let matchByte = out[pos - rep0 - 1];
-        do {
-          const matchBit = (matchByte >> 7) & 1;
-          matchByte <<= 1;
-          const b = bit(base + ((1 + matchBit) << 8) + symbol);
-          symbol = (symbol << 1) | b;
-          if (b !== matchBit) break;
-        } while (symbol < 0x100);
+      while (symbol < 0x100) {
+        matchByte <<= 1;
+        const matchBit = matchByte & offset;
+        const b = bit(base + offset + matchBit + symbol);
+        symbol = (symbol << 1) | b;
+        offset &= b ? matchBit : ~matchBit;
       }
-      while (symbol < 0x100) symbol = (symbol << 1) | bit(base + symbol);
       out[pos++] = symbol;
       state = state < 4 ? 0 : state < 10 ? state - 3 : state - 6;
       continue;
@@ -118,7 +113,7 @@ export function lzmaDecode(input, outputSize, lc, lp, pb) {
         const direct = (slot >> 1) - 1;
         rep0 = (2 | (slot & 1)) << direct;
         if (slot < 14) {
-          rep0 += reverseTree(SPEC_POS + rep0 - slot - 1, direct);
+          rep0 += tree(SPEC_POS + rep0 - slot - 1, direct, true);
         } else {
           for (let i = direct - 4; i > 0; i--) {
             range = (range >>> 1) | 0;
@@ -128,7 +123,7 @@ export function lzmaDecode(input, outputSize, lc, lp, pb) {
             }
             normalize();
           }
-          rep0 += reverseTree(ALIGN, 4);
+          rep0 += tree(ALIGN, 4, true);
         }
       }
     } else {

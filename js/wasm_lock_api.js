@@ -3,8 +3,8 @@
 // `wasmSource` is what wasm-bindgen's init accepts (bytes, a URL, a Response...); by default the
 // `weblocks_bg.wasm` next to the glue. Shared by the ESM entry (index.js) and the classic build.
 import init, { Engine } from '../pkg/weblocks.js';
-import { makeDeputy } from './deputy.js';
 import { makeLogChannelFactory } from './log_channel.js';
+import { makeDeputy } from './deputy.js';
 import { createLockApi, installLockApi } from './lock_api.js';
 
 // Where the wasm comes from when `createWasmLockApi` is given none: the glue's default (undefined) unless

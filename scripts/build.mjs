@@ -9,6 +9,7 @@ import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { embedCompressedWasm } from './embed_wasm_plugin.mjs';
+import { iifeExports } from './iife_exports_plugin.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const bundleOnly = process.argv.includes('--bundle-only');
@@ -116,7 +117,10 @@ async function bundleClassic() {
     target: 'es2022', // private fields and `#x in obj` (Chrome 91, Firefox 90, Safari 15)
     minify: true,
     legalComments: 'none',
-    plugins: [embedCompressedWasm()], // the wasm embedded LZMA-compressed (scripts/embed_wasm_plugin.mjs)
+    // The wasm embedded LZMA-compressed (scripts/embed_wasm_plugin.mjs); the global made by shorter code
+    // than esbuild's (scripts/iife_exports_plugin.mjs).
+    plugins: [embedCompressedWasm(), iifeExports()],
+    mangleProps: /^[a-z][a-zA-Z0-9]*_$/, // properties named `word_` are internal (js/lock_api.js): one letter here
     // The glue's default wasm URL (import.meta.url) is never used here: classic.js passes the bytes. For
     // the same reason its fetch/Response paths are dead (-0.24 KB gzipped): `Response` and `Request` read
     // as undefined in this build only, so the glue's `typeof Response === 'function'` tests fold away (no

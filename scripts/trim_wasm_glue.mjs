@@ -1,0 +1,215 @@
+// The wasm-bindgen glue (pkg/weblocks.js) as the classic build needs it (scripts/embed_wasm_plugin.mjs),
+// for the classic script's size (issue 4). There the glue is always initialised with the embedded bytes,
+// `init({ module_or_path: promiseOfBytes })` (js/classic.js), and runs only in browsers with private
+// class fields (the build's target, es2022), so some of its paths can never run:
+//  - init's other inputs: a URL or string to fetch, a Response, the deprecated non-object parameter, the
+//    default URL (its Response/Request tests already fold away: build.mjs defines them as undefined);
+//  - passStringToWasm0's branch for a missing `realloc` (every call passes the same malloc and realloc,
+//    which it now reads itself);
+//  - the TextEncoder.encodeInto fallback (every browser with private fields has encodeInto);
+//  - `Symbol.dispose` on Engine and LeaseOperation, which no code of the script disposes with `using`,
+//    and Engine's `free` (the engine lives as long as the page; nothing frees it), and its other members
+//    that js/ never calls;
+//  - the fallback for a missing FinalizationRegistry (every such browser has it);
+//  - js_sys::global()'s lookups of `global`, `self` and `window`, made only where `globalThis` is missing.
+// And two shapes minifiers cannot shorten are rewritten: an import that may throw,
+// `function() { return handleError(function (a, b) {...}, arguments); }`, becomes `handleError((a, b) =>
+// {...})` (and handleError returns the catching wrapper, made once instead of a closure per call); the
+// other imports, `name: function(a) {...}`, become arrows (none uses `this` or `arguments`); an
+// `instanceof` check returns from its try/catch; a (pointer, length) pair stored for the wasm is one call;
+// the pointer property of the Rust objects' wrappers is `p`, and three more such names are one letter; an
+// argument copied to a constant (`const v = arg0;`) is read directly.
+//
+// Each edit is an exact text of wasm-bindgen 0.2.130's output and must match (once; or at least once; or,
+// `count: 'any'`, for the shapes of imports that the Rust code may stop needing, any number of times): a
+// glue of another shape fails the build instead of shipping half-edited.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const JS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'js');
+
+const EDITS = [
+  {
+    what: "init's fetch/Response/URL paths",
+    from: /async function __wbg_load\(module, imports\) \{\n[^]*?\n\}\n\nfunction initSync/,
+    to: 'function initSync',
+  },
+  {
+    what: "init's parameter forms other than { module_or_path: bytes }",
+    from: /async function __wbg_init_once\(module_or_path\) \{\n[^]*?\n\}\n/,
+    to: `async function __wbg_init_once({ module_or_path }) {
+    const imports = __wbg_get_imports();
+    const { instance, module } = await WebAssembly.instantiate(await module_or_path, imports);
+    return __wbg_finalize_init(instance, module);
+}
+`,
+  },
+  {
+    what: "passStringToWasm0's branch without realloc",
+    from: /(function passStringToWasm0\(arg, malloc, realloc\) \{\n)    if \(realloc === undefined\) \{\n[^]*?\n    \}\n/,
+    to: '$1',
+  },
+  {
+    what: 'the module and instance kept in variables nothing reads',
+    from: /^let wasmModule, wasmInstance, wasm;\n(function __wbg_finalize_init\(instance, module\) \{\n)    wasmInstance = instance;\n(    wasm = instance\.exports;\n)    wasmModule = module;\n/m,
+    to: 'let wasm;\n$1$2',
+  },
+  {
+    what: "passStringToWasm0's allocators, always the same two: read inside",
+    from: /(function passStringToWasm0\(arg), malloc, realloc\) \{\n/,
+    to: '$1) {\n    const malloc = wasm.__wbindgen_malloc;\n    const realloc = wasm.__wbindgen_realloc;\n',
+  },
+  {
+    what: 'passStringToWasm0 calls',
+    from: /(passStringToWasm0\(\w+), wasm\.__wbindgen_malloc, wasm\.__wbindgen_realloc\)/g,
+    to: '$1)',
+  },
+  {
+    what: 'the encodeInto fallback',
+    from: /if \(!\('encodeInto' in cachedTextEncoder\)\) \{\n[^]*?\n\}\n/,
+    to: '',
+  },
+  {
+    what: 'Symbol.dispose',
+    from: /^if \(Symbol\.dispose\) \w+\.prototype\[Symbol\.dispose\] = \w+\.prototype\.free;\n/gm,
+    to: '',
+  },
+  {
+    what: "Engine's free",
+    from: /(export class Engine \{\n)    __destroy_into_raw\(\) \{\n[^]*?\n    \}\n    free\(\) \{\n[^]*?\n    \}\n/,
+    to: '$1',
+  },
+  {
+    what: 'the FinalizationRegistry fallback',
+    from: /\(typeof FinalizationRegistry === 'undefined'\)\n {4}\? \{ register: \(\) => \{\}, unregister: \(\) => \{\} \}\n {4}: new FinalizationRegistry/g,
+    to: 'new FinalizationRegistry',
+  },
+  {
+    what: 'instanceof checks',
+    from: /\{\n( +)let result;\n +try \{\n +result = (arg0 instanceof \w+);\n +\} catch \(_\) \{\n +result = false;\n +\}\n +const ret = result;\n +return ret;\n/g,
+    to: '{\n$1try {\n$1    return $2;\n$1} catch {\n$1    return false;\n$1}\n',
+    count: 'any',
+  },
+  {
+    what: 'a string returned through memory: one helper',
+    from: /^( +)getDataViewMemory0\(\)\.setInt32\(\(arg0 >>> 0\) \+ 4 \* 1, len1, true\);\n +getDataViewMemory0\(\)\.setInt32\(\(arg0 >>> 0\) \+ 4 \* 0, ptr1, true\);$/gm,
+    to: '$1storeSlice(arg0, ptr1, len1);',
+    count: 'any',
+  },
+  {
+    what: 'a string returned through memory: the helper',
+    from: /^function getStringFromWasm0\(/m,
+    to: `function storeSlice(at, ptr, len) {
+    const view = getDataViewMemory0();
+    view.setInt32((at >>> 0) + 4, len, true);
+    view.setInt32(at >>> 0, ptr, true);
+}
+
+function getStringFromWasm0(`,
+  },
+  {
+    what: "js_sys::global()'s fallbacks after globalThis",
+    from: /^( {8}__wbg_static_accessor_(?:GLOBAL|SELF|WINDOW)_[0-9a-f]+): function\(\) \{\n +const ret = typeof \w+ === 'undefined' \? undefined : \w+;\n +return isLikeNone\(ret\) \? 0 : addToExternrefTable0\(ret\);\n +\},$/gm,
+    to: '$1: () => 0,',
+    count: 'any',
+  },
+  {
+    what: "js_sys::global()'s globalThis, always there",
+    from: /^( {8}__wbg_static_accessor_GLOBAL_THIS_[0-9a-f]+): function\(\) \{\n +const ret = typeof globalThis === 'undefined' \? undefined : globalThis;\n +return isLikeNone\(ret\) \? 0 : addToExternrefTable0\(ret\);\n +\},$/m,
+    to: '$1: () => addToExternrefTable0(globalThis),',
+    count: 'any',
+  },
+  {
+    what: "the property holding a Rust object's pointer, `__wbg_ptr` (no other code reads it): `p`",
+    from: /\.__wbg_ptr\b/g,
+    to: '.p',
+  },
+  {
+    what: 'the static `__wrap` of the Rust objects\' wrappers: `w`',
+    from: /\b__wrap\b/g,
+    to: 'w',
+  },
+  {
+    what: 'their `__destroy_into_raw`: `d`',
+    from: /\b__destroy_into_raw\b/g,
+    to: 'd',
+  },
+  {
+    what: 'the property of Rust closures that releases them, `_wbg_cb_unref` (of the glue only): `u`',
+    from: /\._wbg_cb_unref\b/g,
+    to: '.u',
+  },
+  {
+    what: 'imports that may throw, opening',
+    from: /: function\(\) \{ return handleError\(function \(([^)]*)\) \{$/gm,
+    to: ': handleError(($1) => {',
+    count: 'any',
+  },
+  {
+    what: 'imports that may throw, closing',
+    from: /^( +)\}, arguments\); \},$/gm,
+    to: '$1}),',
+    count: 'any',
+  },
+  {
+    what: 'handleError, made once per import',
+    from: /function handleError\(f, args\) \{\n    try \{\n        return f\.apply\(this, args\);\n    \} catch \(e\) \{\n([^]*?)\n    \}\n\}\n/,
+    to: 'function handleError(f) {\n    return (...args) => {\n    try {\n        return f(...args);\n    } catch (e) {\n$1\n    }\n    };\n}\n',
+  },
+  {
+    what: 'an argument copied to a constant before its one use',
+    from: /^ +const (v|val|obj) = (arg\d);\n( +const ret = )(.*)$/gm,
+    to: (_, name, arg, start, rest) => start + rest.replace(new RegExp(`\\b${name}\\b`, 'g'), arg),
+    count: 'any',
+  },
+  {
+    what: 'the other imports as arrows',
+    from: /^( {8}\w+): function\(([^)]*)\) \{$/gm,
+    to: '$1: ($2) => {',
+  },
+];
+
+// Engine's members that no module of js/ uses (js/lock_api.js calls request, abort, release and query):
+// checked at each build (`engine.<member>` in js/), so that a new use fails the build, not the page.
+const UNUSED_ENGINE_MEMBERS = ['get clientId', 'close', 'get shared'];
+
+function checkEngineMembersUnused() {
+  for (const file of fs.readdirSync(JS_DIR).filter((name) => name.endsWith('.js'))) {
+    for (const [, member] of fs.readFileSync(path.join(JS_DIR, file), 'utf8').matchAll(/\bengine\.(\w+)/g)) {
+      if (UNUSED_ENGINE_MEMBERS.some((unused) => unused.split(' ').pop() === member)) {
+        throw new Error(`trim_wasm_glue: js/${file} uses engine.${member}, which the classic glue drops`);
+      }
+    }
+  }
+}
+
+/** `glue` with the edits above; throws if one of them does not match as expected. */
+export function trimGlue(glue) {
+  let out = glue;
+  checkEngineMembersUnused();
+  const engine = /^export class Engine \{\n[^]*?\n\}\n/m.exec(out);
+  if (engine === null) throw new Error('trim_wasm_glue: no Engine class in the glue');
+  let trimmed = engine[0];
+  for (const member of UNUSED_ENGINE_MEMBERS) {
+    trimmed = trimmed.replace(new RegExp(`^    ${member}\\(\\) \\{\n[^]*?\n    \\}\n`, 'm'), '');
+  }
+  out = out.replace(engine[0], () => trimmed);
+  for (const { what, from, to, count } of EDITS) {
+    const found = from.global ? [...out.matchAll(from)].length : from.test(out) ? 1 : 0;
+    if (count === undefined ? found === 0 : count !== 'any' && found !== count) {
+      throw new Error(`trim_wasm_glue: ${what}: the glue has ${found} matches, expected ${count}`);
+    }
+    out = out.replace(from, to);
+  }
+  if (/passStringToWasm0\(\w+,/.test(out)) throw new Error('trim_wasm_glue: a call of passStringToWasm0 of another shape');
+  if (out.includes('handleError(function') || out.includes('arguments); }')) {
+    throw new Error('trim_wasm_glue: an import that may throw kept its old shape');
+  }
+  // What the arrows rely on: no import function uses `this` or `arguments` any more; and no constant
+  // that stood for an argument is read after the line that now reads the argument itself.
+  const imports = (/function __wbg_get_imports\(\) \{\n[^]*?\n\}\n/.exec(out)?.[0] ?? '').replace(/\/\/.*$/gm, '');
+  if (/\bthis\b|arguments\)/.test(imports)) throw new Error('trim_wasm_glue: an import of the glue uses `this` or `arguments`');
+  if (/\b(v|val|obj)\b/.test(imports)) throw new Error('trim_wasm_glue: an import still reads a constant it no longer has');
+  return out;
+}
