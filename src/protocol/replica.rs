@@ -52,7 +52,7 @@ pub enum Outcome {
 }
 
 /// A member of the current history.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct Member {
     pub join_pos: u64,
     pub pending: bool,
@@ -62,6 +62,9 @@ pub struct Member {
     pub silent: Option<MessageId>,
     /// The member's deputy has spoken for it (pingers may then wait less before evicting it).
     pub deputy: bool,
+    /// The member's own request ids → their ids in the lock manager ("gids"). Per member, so that a
+    /// member's requests go with it, and a map of the same type as the scheduler's (one instantiation).
+    gids: SequenceMap<u64, RequestId>,
 }
 
 /// One context's copy of the origin's lock state.
@@ -77,9 +80,6 @@ pub struct Replica {
     manager: LockManager,
     /// Lock/request id in `manager` ("gid") → its member and the member's own id for it.
     owners: SequenceMap<RequestId, (MemberKey, u64)>,
-    /// Keyed by (local id, member): members number their requests from 1 up, so new keys come near the
-    /// end and leave near the front, where a [`SequenceMap`] is cheap.
-    gids: SequenceMap<(u64, MemberKey), RequestId>,
 }
 
 impl Replica {
@@ -93,7 +93,6 @@ impl Replica {
             members: SortedMap::new(),
             manager: LockManager::new(),
             owners: SequenceMap::new(),
-            gids: SequenceMap::new(),
         }
     }
 
@@ -143,18 +142,21 @@ impl Replica {
         self.manager.snapshot_lock_state()
     }
 
+    /// The lock manager's id for `member`'s request `local_id`, while it is known.
+    fn gid(&self, member: &MemberKey, local_id: u64) -> Option<RequestId> {
+        self.members.get(member)?.gids.get(&local_id).copied()
+    }
+
     /// Whether `member`'s lock `local_id` is held.
     pub fn holds(&self, member: &MemberKey, local_id: u64) -> bool {
-        self.gids
-            .get(&(local_id, member.clone()))
-            .is_some_and(|gid| self.manager.held_lock(*gid).is_some())
+        self.gid(member, local_id)
+            .is_some_and(|gid| self.manager.held_lock(gid).is_some())
     }
 
     /// Whether `member`'s request `local_id` is waiting in a queue.
     pub fn is_pending(&self, member: &MemberKey, local_id: u64) -> bool {
-        self.gids
-            .get(&(local_id, member.clone()))
-            .is_some_and(|gid| self.manager.is_pending(*gid))
+        self.gid(member, local_id)
+            .is_some_and(|gid| self.manager.is_pending(gid))
     }
 
     /// Held locks as (member, local id, name, mode), in held-set order.
@@ -346,10 +348,7 @@ impl Replica {
             Member {
                 join_pos: self.pos,
                 pending: true,
-                tainted: false,
-                frozen_until: None,
-                silent: None,
-                deputy: false,
+                ..Member::default()
             },
         );
     }
@@ -375,27 +374,14 @@ impl Replica {
                 members.insert(
                     k.clone(),
                     Member {
-                        join_pos: 0,
                         pending: true,
                         tainted: true,
-                        frozen_until: None,
-                        silent: None,
-                        deputy: false,
+                        ..Member::default()
                     },
                 );
             }
         }
-        members.insert(
-            msg.sender.clone(),
-            Member {
-                join_pos: 0,
-                pending: false,
-                tainted: false,
-                frozen_until: None,
-                silent: None,
-                deputy: false,
-            },
-        );
+        members.insert(msg.sender.clone(), Member::default());
         self.start_history(msg.id(), members);
     }
 
@@ -407,7 +393,6 @@ impl Replica {
         self.members = members;
         self.manager = LockManager::new();
         self.owners.clear();
-        self.gids.clear();
     }
 
     /// A state transfer admits the pending members that joined at or before its position (they build
@@ -445,14 +430,14 @@ impl Replica {
         steal: bool,
         out: &mut Vec<Outcome>,
     ) {
-        let key = (local_id, sender.clone());
-        if self.gids.contains_key(&key) {
+        let gid = self.next_gid;
+        let gids = &mut self.members.get_mut(sender).expect("member").gids;
+        if gids.contains_key(&local_id) {
             return; // a duplicate id: the first request stands
         }
-        let gid = self.next_gid;
+        gids.insert(local_id, gid);
         self.next_gid += 1;
         self.owners.insert(gid, (sender.clone(), local_id));
-        self.gids.insert(key, gid);
         let request = LockRequest {
             id: gid,
             client_id: sender.client.clone(),
@@ -467,7 +452,7 @@ impl Replica {
     }
 
     fn on_release(&mut self, sender: &MemberKey, local_id: u64, out: &mut Vec<Outcome>) {
-        if let Some(&gid) = self.gids.get(&(local_id, sender.clone()))
+        if let Some(gid) = self.gid(sender, local_id)
             && self.manager.held_lock(gid).is_some()
         {
             self.forget(gid);
@@ -479,7 +464,7 @@ impl Replica {
     /// An abort that lost the race with a grant releases the lock: its owner already told JS that the
     /// request was aborted, so nobody will ever use that lock.
     fn on_abort(&mut self, sender: &MemberKey, local_id: u64, out: &mut Vec<Outcome>) {
-        let Some(&gid) = self.gids.get(&(local_id, sender.clone())) else {
+        let Some(gid) = self.gid(sender, local_id) else {
             return;
         };
         if let Some(decisions) = self.manager.abort_request(gid) {
@@ -536,15 +521,16 @@ impl Replica {
                 reason,
             });
         }
-        self.manager = LockManager::new();
-        self.owners.clear();
-        self.gids.clear();
+        // The caller starts a new history, which empties the lock manager.
     }
 
-    fn forget(&mut self, gid: RequestId) {
-        if let Some((member, local_id)) = self.owners.remove(&gid) {
-            self.gids.remove(&(local_id, member));
+    /// Forgets request `gid`; returns its owner and the owner's id for it, if it was known.
+    fn forget(&mut self, gid: RequestId) -> Option<(MemberKey, u64)> {
+        let owner = self.owners.remove(&gid)?;
+        if let Some(m) = self.members.get_mut(&owner.0) {
+            m.gids.remove(&owner.1);
         }
+        Some(owner)
     }
 
     fn report(&mut self, decisions: Vec<Decision>, out: &mut Vec<Outcome>) {
@@ -562,8 +548,7 @@ impl Replica {
                     }
                 }
                 Decision::NotAvailable(gid) => {
-                    if let Some((m, l)) = self.owners.remove(&gid) {
-                        self.gids.remove(&(l, m.clone()));
+                    if let Some((m, l)) = self.forget(gid) {
                         out.push(Outcome::NotAvailable {
                             member: m,
                             local_id: l,
@@ -571,8 +556,7 @@ impl Replica {
                     }
                 }
                 Decision::Stolen(gid) => {
-                    if let Some((m, l)) = self.owners.remove(&gid) {
-                        self.gids.remove(&(l, m.clone()));
+                    if let Some((m, l)) = self.forget(gid) {
                         out.push(Outcome::Revoked {
                             member: m,
                             local_id: l,
@@ -645,6 +629,7 @@ impl Replica {
                 frozen_until: m.frozen_until,
                 silent: m.silent.clone(),
                 deputy: m.deputy,
+                gids: SequenceMap::new(),
             };
             if m.join_pos > st.as_of_pos || r.members.insert(m.key.clone(), member).is_some() {
                 return None;
@@ -661,17 +646,16 @@ impl Replica {
         for (records, must_grant) in [(&st.held, true), (&st.pending, false)] {
             for l in records {
                 let member = st.members.get(l.member as usize)?;
-                let key = (l.local_id, member.key.clone());
+                let gids = &mut r.members.get_mut(&member.key).expect("imported").gids;
                 if member.pending
                     || l.gid == 0
                     || l.gid >= st.next_gid
                     || r.owners.contains_key(&l.gid)
-                    || r.gids.contains_key(&key)
+                    || gids.insert(l.local_id, l.gid).is_some()
                 {
                     return None;
                 }
                 r.owners.insert(l.gid, (member.key.clone(), l.local_id));
-                r.gids.insert(key, l.gid);
                 let request = LockRequest {
                     id: l.gid,
                     client_id: member.key.client.clone(),
