@@ -605,26 +605,36 @@ impl Node {
         ids
     }
 
-    /// Sends `body`, or, for the lone member's own lock messages, decides it alone without sending it
-    /// (docs/PROTOCOL.md, "the lone member": nobody else can be told anything a later `State` would not
-    /// tell them).
+    /// Sends `body`, or, for the lone member's own lock messages, applies it at once and may decide it
+    /// alone without sending it (docs/PROTOCOL.md, "the lone member": nobody else can be told anything
+    /// a later `State` would not tell them).
     pub(super) fn post(&mut self, body: Body) {
-        let body = match self.decide_alone(body) {
-            Ok(()) => return,
-            Err(body) => body,
-        };
-        self.seq += 1;
+        let alone = self.applies_alone(&body);
+        let unposted = alone == Some(true);
+        if !unposted {
+            self.seq += 1;
+        }
+        let me = self.member_key();
         let message = Message {
-            sender: self.member_key(),
+            sender: me.clone(),
             seq: self.seq,
             body,
         };
-        let outcomes = self.apply_alone(&message);
-        self.out.push(Effect::Post(message));
-        if let Some(outcomes) = outcomes {
-            let me = self.member_key();
-            self.handle_outcomes(&me, outcomes);
+        let mut outcomes = Vec::new();
+        if let Phase::Synced(s) = &mut self.phase
+            && alone.is_some()
+        {
+            s.replica.apply_ahead(&message, &mut outcomes);
+            if !unposted {
+                s.applied_ahead = message.seq;
+            }
         }
+        if !unposted {
+            self.out.push(Effect::Post(message));
+        } else if let Some(decided) = &mut self.decided {
+            decided.push(message);
+        }
+        self.handle_outcomes(&me, outcomes);
     }
 
     pub(super) fn write_live(&mut self, until: u64) {

@@ -180,58 +180,21 @@ impl Node {
     }
 
     /// The lone member (docs/PROTOCOL.md, "the lone member"): while this context is the only member of
-    /// the history, active, with nobody pending, and every message it posted has come back, its own
-    /// `Request`, `Release` and `Abort` are applied to its replica and never posted: no other context can
-    /// be told of them before a `State`, which this context sends after applying them. Returns the body
-    /// back when it must be posted.
-    pub(super) fn decide_alone(&mut self, body: Body) -> Result<(), Body> {
-        if !decided_by_its_sender(&body) || self.echoed_seq != self.seq {
-            return Err(body);
-        }
-        let me = self.member_key();
-        let Phase::Synced(s) = &mut self.phase else {
-            return Err(body);
-        };
-        if !s.active || !s.replica.is_sole_member(&me) {
-            return Err(body);
-        }
-        let message = Message {
-            sender: me.clone(),
-            seq: self.seq,
-            body,
-        };
-        let mut outcomes = Vec::new();
-        s.replica.apply_ahead(&message, &mut outcomes);
-        if let Some(decided) = &mut self.decided {
-            decided.push(message);
-        }
-        self.handle_outcomes(&me, outcomes);
-        Ok(())
-    }
-
-    /// The lone member's fast path for messages it must still post (docs/PROTOCOL.md, "the lone
-    /// member"): while this context is the only member of the history, with nobody pending, its own
-    /// Request, Release and Abort are applied as they are posted, without waiting for their echo —
-    /// provided every message it posted before is applied already, so its messages keep their order.
-    /// Returns the outcomes, or None when the message must wait for its echo as usual.
-    pub(super) fn apply_alone(&mut self, m: &Message) -> Option<Vec<Outcome>> {
-        if !decided_by_its_sender(&m.body) {
-            return None;
-        }
-        let echoed = self.echoed_seq;
-        let Phase::Synced(s) = &mut self.phase else {
+    /// the history, active, with nobody pending, its own `Request`, `Release` and `Abort` are applied
+    /// as it sends them, without waiting for their echo, provided every message it posted before is
+    /// applied already (so its messages keep their order). `None`: `body` waits for its echo as usual;
+    /// `Some(unposted)`: applied now, and if every message it posted has come back, never posted at
+    /// all (`unposted`: no other context can be told of it before a `State`, which this context sends
+    /// after applying it); otherwise posted, and its echo only advances the position.
+    pub(super) fn applies_alone(&self, body: &Body) -> Option<bool> {
+        let Phase::Synced(s) = &self.phase else {
             return None;
         };
-        if !s.active
-            || echoed.max(s.applied_ahead) + 1 != m.seq
-            || !s.replica.is_sole_member(&m.sender)
-        {
-            return None;
-        }
-        let mut outcomes = Vec::new();
-        s.replica.apply_ahead(m, &mut outcomes);
-        s.applied_ahead = m.seq;
-        Some(outcomes)
+        let lone = decided_by_its_sender(body)
+            && s.active
+            && self.echoed_seq.max(s.applied_ahead) == self.seq
+            && s.replica.is_sole_member(&self.member_key());
+        lone.then_some(self.echoed_seq == self.seq)
     }
 
     /// Turns the outcomes of one applied message for this incarnation's requests into effects.
