@@ -279,7 +279,6 @@ impl Node {
             return None;
         }
         let mut next: Option<u64> = None;
-        let mut posts: Vec<Body> = Vec::new();
 
         // Joiners: one State answers every pending member up to now. Members rank by join position, so
         // the longest-standing one answers first and the others only if it stays silent.
@@ -314,22 +313,18 @@ impl Node {
                 .get_or_insert(now + config.state_stagger * rank.min(3));
             if now >= at {
                 let transfer = s.replica.export(s.last_applied.clone());
-                posts.push(Body::State(Box::new(transfer)));
                 for (k, m) in s.replica.members() {
                     if m.pending {
                         s.answered.insert(k.clone());
                     }
                 }
                 s.respond_at = None;
+                self.post(Body::State(Box::new(transfer)));
             } else {
                 next = Some(at);
             }
         } else {
             s.respond_at = None;
-        }
-
-        for body in posts {
-            self.post(body);
         }
         let liveness = self.check_blockers(now);
         earliest(next, liveness)
@@ -365,7 +360,6 @@ impl Node {
             return earliest(s.liveness_at, pending);
         }
         let mut next: Option<u64> = None;
-        let mut posts: Vec<Body> = Vec::new();
         let mut waiting_for: SortedSet<Rc<str>> = SortedSet::new();
         let mut last: Option<&Rc<str>> = None;
         for r in self.requests.values() {
@@ -377,6 +371,7 @@ impl Node {
         }
         let blockers = s.replica.blockers_of(&me, &waiting_for);
         for b in blockers {
+            let s = synced(&mut self.phase);
             let Some(m) = s.replica.member(&b) else {
                 continue;
             };
@@ -408,25 +403,25 @@ impl Node {
             };
             if now < due {
                 next = earliest(next, Some(due));
-            } else if let Some(ping) = m.silent.clone() {
+                continue;
+            }
+            let body = if let Some(ping) = m.silent.clone() {
                 l.evict_posted = true;
-                posts.push(Body::Evict {
+                Body::Evict {
                     target: b,
                     ping,
                     ts: now,
-                });
+                }
             } else {
                 l.ping_posted = true;
-                posts.push(Body::Ping { target: b });
-            }
-        }
-        s.liveness_at = next;
-        s.checked_at = now;
-        s.unchecked = 0;
-        for body in posts {
+                Body::Ping { target: b }
+            };
             self.post(body);
         }
         let s = synced(&mut self.phase);
+        s.liveness_at = next;
+        s.checked_at = now;
+        s.unchecked = 0;
         s.checked = Some((self.seq, s.last_applied.clone()));
         next
     }
