@@ -16,11 +16,10 @@ pub(super) struct Synced {
     pub last_applied: MessageId,
     /// This context is a member (not pending) of the current history and may send requests.
     pub active: bool,
-    /// Pending members already answered with a State.
-    answered: SortedSet<MemberKey>,
     respond_at: Option<u64>,
-    /// What this context knows of each member's liveness (one map, where five maps and sets each
-    /// brought their own search, insert and prune code into the wasm).
+    /// What this context knows of each member's liveness, and whether it answered the member's join
+    /// (one map, where six maps and sets each brought their own search, insert and prune code into the
+    /// wasm).
     liveness: SortedMap<MemberKey, Liveness>,
     /// The member list may have changed since the per-member maps above were last pruned.
     members_changed: bool,
@@ -48,6 +47,9 @@ struct Liveness {
     /// A ping or an eviction of the member that this context posted has not taken effect yet.
     ping_posted: bool,
     evict_posted: bool,
+    /// This pending member was answered with a State (meaningless once it is not pending: a member
+    /// never becomes pending again under the same key).
+    answered: bool,
 }
 
 impl Synced {
@@ -56,7 +58,6 @@ impl Synced {
             replica,
             last_applied,
             active: false,
-            answered: SortedSet::new(),
             respond_at: None,
             liveness: SortedMap::new(),
             members_changed: false,
@@ -282,14 +283,14 @@ impl Node {
 
         // Joiners: one State answers every pending member up to now. Members rank by join position, so
         // the longest-standing one answers first and the others only if it stays silent.
-        let unanswered = s
-            .replica
-            .members()
-            .any(|(k, m)| m.pending && *k != me && !s.answered.contains(k));
+        let mut unanswered = false;
+        for (k, m) in s.replica.members() {
+            if m.pending && *k != me {
+                unanswered |= !s.liveness.entry(k.clone()).or_default().answered;
+            }
+        }
         if std::mem::take(&mut s.members_changed) {
             let replica = &s.replica;
-            s.answered
-                .retain(&|k| replica.member(k).is_some_and(|m| m.pending));
             s.liveness.retain_keys(&|k| replica.member(k).is_some());
         }
         if unanswered && catching_up {
@@ -315,7 +316,7 @@ impl Node {
                 let transfer = s.replica.export(s.last_applied.clone());
                 for (k, m) in s.replica.members() {
                     if m.pending {
-                        s.answered.insert(k.clone());
+                        s.liveness.entry(k.clone()).or_default().answered = true;
                     }
                 }
                 s.respond_at = None;
