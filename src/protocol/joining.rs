@@ -198,15 +198,11 @@ impl Node {
             }
             // A live history may answer late: give it until its storage hint expires (bounded), and
             // longer after seeing its traffic.
-            let hint = self
-                .live_until
-                .map(|u| u.min(echo_at + config.freeze_grace + config.live_ttl));
-            let evidence = j.evidence_at.map(|e| e + config.join_patience);
-            let deadline = [Some(echo_at + config.join_wait), hint, evidence]
-                .into_iter()
-                .flatten()
-                .max()
-                .expect("join_wait");
+            let hint = self.live_until.map_or(0, |u| {
+                u.min(echo_at + config.freeze_grace + config.live_ttl)
+            });
+            let evidence = j.evidence_at.map_or(0, |e| e + config.join_patience);
+            let deadline = (echo_at + config.join_wait).max(hint).max(evidence);
             if now < deadline {
                 return Some(deadline);
             }

@@ -877,8 +877,14 @@ impl Node {
             return;
         }
         let me = self.member_key();
-        let others = matches!(&self.phase, Phase::Synced(s)
-            if s.active && s.replica.members().any(|(k, m)| *k != me && !m.pending));
+        let mut others = false;
+        if let Phase::Synced(s) = &self.phase
+            && s.active
+        {
+            for (k, m) in s.replica.members() {
+                others |= *k != me && !m.pending;
+            }
+        }
         if others {
             self.leave();
         }
