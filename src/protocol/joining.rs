@@ -107,29 +107,22 @@ impl Node {
             ..
         } = &mut **j;
         let decoded = buffer.last().expect("just buffered");
-        let mut ignored = Vec::new();
-        match decoded {
-            Decoded::Ours(m) => {
-                if let Body::State(st) = &m.body
-                    && let Some(at) = buffer.iter().rposition(|d| id_of(d) == st.as_of)
-                {
-                    self.install(now, at);
-                    return;
-                }
-                replica.apply(m, &mut ignored);
-                if !matches!(m.body, Body::Join { .. } | Body::Genesis)
-                    && m.sender.client != me.client
-                {
-                    *evidence_at = Some(now);
-                }
-                if own_join {
-                    *echo_at = Some(now);
-                }
+        if let Decoded::Ours(m) = decoded {
+            if let Body::State(st) = &m.body
+                && let Some(at) = buffer.iter().rposition(|d| id_of(d) == st.as_of)
+            {
+                self.install(now, at);
+                return;
             }
-            Decoded::Foreign { version, kind, id } => {
-                replica.apply_foreign(*version, *kind, id, &mut ignored);
+            if !matches!(m.body, Body::Join { .. } | Body::Genesis) && m.sender.client != me.client
+            {
+                *evidence_at = Some(now);
             }
         }
+        if own_join {
+            *echo_at = Some(now);
+        }
+        replica.apply_decoded(decoded, &mut Vec::new());
         if replica.is_complete() {
             let last = id_of(decoded);
             self.become_synced(now, last);
@@ -159,12 +152,7 @@ impl Node {
         };
         let mut ignored = Vec::new();
         for d in &j.buffer[at + 1..] {
-            match d {
-                Decoded::Ours(m) => replica.apply(m, &mut ignored),
-                Decoded::Foreign { version, kind, id } => {
-                    replica.apply_foreign(*version, *kind, id, &mut ignored)
-                }
-            }
+            replica.apply_decoded(d, &mut ignored);
         }
         let last = id_of(j.buffer.last().expect("non-empty"));
         j.replica = replica;

@@ -792,11 +792,6 @@ impl Node {
 
     /// A newer protocol version is running: give up every lock and grant nothing any more.
     fn retire(&mut self, version: u32) {
-        if let Phase::Synced(s) = &mut self.phase {
-            let mut outcomes = Vec::new();
-            let id = s.replica.history().clone();
-            s.replica.apply_foreign(version, 0, &id, &mut outcomes);
-        }
         self.emit(Effect::Incompatible { version });
         self.lose_held_locks(LossReason::Retired);
         for id in self.request_ids(|r| r.if_available) {

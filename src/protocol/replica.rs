@@ -17,7 +17,8 @@ use crate::sequence_map::SequenceMap;
 use crate::sorted_vec::{SortedMap, SortedSet};
 
 use super::wire::{
-    Body, KIND_GENESIS, LockRecord, MemberKey, MemberRecord, Message, MessageId, StateTransfer,
+    Body, Decoded, KIND_GENESIS, LockRecord, MemberKey, MemberRecord, Message, MessageId,
+    StateTransfer,
 };
 
 /// Why a held lock was taken from its owner.
@@ -295,6 +296,14 @@ impl Replica {
                     }
                 }
             }
+        }
+    }
+
+    /// Applies one decoded message, of our version or another.
+    pub fn apply_decoded(&mut self, decoded: &Decoded, out: &mut Vec<Outcome>) {
+        match decoded {
+            Decoded::Ours(m) => self.apply(m, out),
+            Decoded::Foreign { version, kind, id } => self.apply_foreign(*version, *kind, id, out),
         }
     }
 
