@@ -288,67 +288,74 @@ impl Encoder {
         self.push(&*l.name);
         self.push(mode_code(l.mode));
     }
+
+    /// Appends `message`'s slots as a message of protocol `version`.
+    fn message(&mut self, message: &Message, version: u32) {
+        self.push(MAGIC);
+        self.push(version);
+        self.push(kind_of(&message.body));
+        self.member(&message.sender);
+        self.push(message.seq);
+        match &message.body {
+            Body::Join { need_state } => self.push(*need_state),
+            Body::Genesis | Body::Alive | Body::Leave => {}
+            Body::State(s) => {
+                self.message_id(&s.history);
+                self.message_id(&s.as_of);
+                self.push(s.as_of_pos);
+                self.push(s.next_gid);
+                self.push(s.members.len() as u64);
+                for m in &s.members {
+                    self.member(&m.key);
+                    self.push(m.join_pos);
+                    self.push(
+                        u32::from(m.pending)
+                            | u32::from(m.tainted) << 1
+                            | u32::from(m.silent.is_some()) << 2
+                            | u32::from(m.deputy) << 3,
+                    );
+                    self.optional(m.frozen_until);
+                    if let Some(ping) = &m.silent {
+                        self.message_id(ping);
+                    }
+                }
+                for locks in [&s.held, &s.pending] {
+                    self.push(locks.len() as u64);
+                    for l in locks {
+                        self.lock(l);
+                    }
+                }
+            }
+            Body::Request {
+                id,
+                name,
+                mode,
+                if_available,
+                steal,
+            } => {
+                self.push(*id);
+                self.push(&**name);
+                self.push(mode_code(*mode));
+                self.push(*if_available);
+                self.push(*steal);
+            }
+            Body::Release { id } | Body::Abort { id } => self.push(*id),
+            Body::Ping { target } => self.member(target),
+            Body::Evict { target, ping, ts } => {
+                self.member(target);
+                self.message_id(ping);
+                self.push(*ts);
+            }
+            Body::Freeze { until } => self.push(*until),
+            Body::Vouch { ping } => self.message_id(ping),
+        }
+    }
 }
 
 /// Encodes `message` as a message of protocol `version` (tests use other versions to simulate a skew).
 pub fn encode_versioned(message: &Message, version: u32) -> Vec<Value> {
     let mut e = Encoder { out: Vec::new() };
-    e.push(MAGIC);
-    e.push(version);
-    e.push(kind_of(&message.body));
-    e.member(&message.sender);
-    e.push(message.seq);
-    match &message.body {
-        Body::Join { need_state } => e.push(*need_state),
-        Body::Genesis | Body::Alive | Body::Leave => {}
-        Body::State(s) => {
-            e.message_id(&s.history);
-            e.message_id(&s.as_of);
-            e.push(s.as_of_pos);
-            e.push(s.next_gid);
-            e.push(s.members.len() as u64);
-            for m in &s.members {
-                e.member(&m.key);
-                e.push(m.join_pos);
-                e.push(
-                    u32::from(m.pending)
-                        | u32::from(m.tainted) << 1
-                        | u32::from(m.silent.is_some()) << 2
-                        | u32::from(m.deputy) << 3,
-                );
-                e.optional(m.frozen_until);
-                if let Some(ping) = &m.silent {
-                    e.message_id(ping);
-                }
-            }
-            e.push(s.held.len() as u64);
-            s.held.iter().for_each(|l| e.lock(l));
-            e.push(s.pending.len() as u64);
-            s.pending.iter().for_each(|l| e.lock(l));
-        }
-        Body::Request {
-            id,
-            name,
-            mode,
-            if_available,
-            steal,
-        } => {
-            e.push(*id);
-            e.push(&**name);
-            e.push(mode_code(*mode));
-            e.push(*if_available);
-            e.push(*steal);
-        }
-        Body::Release { id } | Body::Abort { id } => e.push(*id),
-        Body::Ping { target } => e.member(target),
-        Body::Evict { target, ping, ts } => {
-            e.member(target);
-            e.message_id(ping);
-            e.push(*ts);
-        }
-        Body::Freeze { until } => e.push(*until),
-        Body::Vouch { ping } => e.message_id(ping),
-    }
+    e.message(message, version);
     e.out
 }
 
@@ -370,9 +377,11 @@ pub fn encode_batch(messages: &[Message]) -> Vec<Value> {
     e.member(&first.sender);
     e.push(first.seq);
     for m in messages {
-        let mut values = encode(m);
-        e.push(values.len() as u64);
-        e.out.append(&mut values);
+        // The message's length goes before it: a slot filled in once its slots are appended.
+        let at = e.out.len();
+        e.out.push(Value::Num(0.0));
+        e.message(m, PROTOCOL_VERSION);
+        e.out[at] = Value::from((e.out.len() - at - 1) as u64);
     }
     e.out
 }
