@@ -216,27 +216,29 @@ impl Replica {
     /// [`Replica::count_echo`] advances when the message comes back.
     pub fn apply_ahead(&mut self, msg: &Message, out: &mut Vec<Outcome>) {
         let sender = &msg.sender;
-        if let Body::Vouch { ping } = &msg.body {
-            // The deputy speaks for an active member (its page is alive): the ping it answers (which
-            // came first: the pinger wakes the deputy once its ping has its place) ends its silence.
-            // An announcement names no ping and only makes the deputy known.
-            if let Some(m) = self.members.get_mut(sender)
-                && !m.pending
-            {
-                m.deputy = true;
-                if m.silent.as_ref() == Some(ping) {
+        let active = match self.members.get_mut(sender) {
+            Some(m) if !m.pending => {
+                if let Body::Vouch { ping } = &msg.body {
+                    // The deputy speaks for an active member (its page is alive): the ping it answers
+                    // (which came first: the pinger wakes the deputy once its ping has its place) ends
+                    // its silence. An announcement names no ping and only makes the deputy known.
+                    m.deputy = true;
+                    if m.silent.as_ref() == Some(ping) {
+                        m.silent = None;
+                    }
+                } else {
+                    // Any message shows its sender alive (and back from freezing, unless it says it
+                    // is being frozen).
                     m.silent = None;
+                    m.frozen_until = match &msg.body {
+                        Body::Freeze { until } => Some(*until),
+                        _ => None,
+                    };
                 }
+                true
             }
-            return;
-        }
-        // Any message shows its sender alive (and back from freezing).
-        if let Some(m) = self.members.get_mut(sender)
-            && !m.pending
-        {
-            m.silent = None;
-            m.frozen_until = None;
-        }
+            _ => false,
+        };
         match &msg.body {
             Body::Join { need_state } => self.on_join(sender, *need_state, out),
             Body::Genesis => self.on_genesis(msg, out),
@@ -246,56 +248,40 @@ impl Replica {
                     self.remove_member(sender, None, out);
                 }
             }
-            body => {
-                let Some(m) = self.members.get_mut(sender) else {
-                    return; // not a member (stale incarnation, or joined before a partial replica)
-                };
-                if m.pending {
-                    return;
-                }
-                match body {
-                    Body::Request {
-                        id,
-                        name,
-                        mode,
-                        if_available,
-                        steal,
-                    } => self.on_request(sender, *id, name, *mode, *if_available, *steal, out),
-                    Body::Release { id } => self.on_release(sender, *id, out),
-                    Body::Abort { id } => self.on_abort(sender, *id, out),
-                    Body::Ping { target } => {
-                        if let Some(t) = self.members.get_mut(target)
-                            && !t.pending
-                            && t.silent.is_none()
-                        {
-                            t.silent = Some(msg.id());
-                        }
-                    }
-                    // Valid only on the strength of the very ping its sender waited on: a later ping
-                    // (after the target spoke again) restarts the wait.
-                    Body::Evict { target, ping, ts } => {
-                        let valid = self.members.get(target).is_some_and(|t| {
-                            !t.pending
-                                && t.silent.as_ref() == Some(ping)
-                                && t.frozen_until.is_none_or(|f| *ts >= f)
-                        });
-                        if valid {
-                            self.remove_member(target, Some(RevokeReason::Evicted), out);
-                        }
-                    }
-                    Body::Freeze { until } => {
-                        self.members.get_mut(sender).expect("member").frozen_until = Some(*until);
-                    }
-                    Body::Alive => {}
-                    Body::Join { .. }
-                    | Body::Genesis
-                    | Body::State(_)
-                    | Body::Leave
-                    | Body::Vouch { .. } => {
-                        unreachable!("handled above")
-                    }
+            // The others count only from an active member (not a stale incarnation, nor one that
+            // joined before a partial replica, nor one still pending).
+            _ if !active => {}
+            Body::Request {
+                id,
+                name,
+                mode,
+                if_available,
+                steal,
+            } => self.on_request(sender, *id, name, *mode, *if_available, *steal, out),
+            Body::Release { id } => self.on_release(sender, *id, out),
+            Body::Abort { id } => self.on_abort(sender, *id, out),
+            Body::Ping { target } => {
+                if let Some(t) = self.members.get_mut(target)
+                    && !t.pending
+                    && t.silent.is_none()
+                {
+                    t.silent = Some(msg.id());
                 }
             }
+            // Valid only on the strength of the very ping its sender waited on: a later ping (after
+            // the target spoke again) restarts the wait.
+            Body::Evict { target, ping, ts } => {
+                let valid = self.members.get(target).is_some_and(|t| {
+                    !t.pending
+                        && t.silent.as_ref() == Some(ping)
+                        && t.frozen_until.is_none_or(|f| *ts >= f)
+                });
+                if valid {
+                    self.remove_member(target, Some(RevokeReason::Evicted), out);
+                }
+            }
+            // Recorded above, with the sender's liveness.
+            Body::Freeze { .. } | Body::Alive | Body::Vouch { .. } => {}
         }
     }
 
