@@ -579,17 +579,19 @@ impl Node {
     /// posted again when it rejoins.
     fn step_out(&mut self, reason: LossReason) {
         self.leave();
-        self.lose_held_locks(reason);
-        for r in self.requests.values_mut() {
-            r.state = RequestState::Queued;
-        }
+        self.lose_membership(reason);
     }
 
-    /// Every lock this context holds is gone (for `reason`): forget them and tell JS, as after a steal.
-    pub(super) fn lose_held_locks(&mut self, reason: LossReason) {
+    /// This context's membership is gone (for `reason`): every lock it holds is gone too (forgotten,
+    /// and JS told, as after a steal), and its other requests go back to the queue, to be posted again
+    /// once it is an active member again.
+    pub(super) fn lose_membership(&mut self, reason: LossReason) {
         for id in self.request_ids(|r| r.state == RequestState::Held) {
             self.requests.remove(&id);
             self.emit(Effect::Stolen { id, reason });
+        }
+        for r in self.requests.values_mut() {
+            r.state = RequestState::Queued;
         }
     }
 
@@ -793,13 +795,10 @@ impl Node {
     /// A newer protocol version is running: give up every lock and grant nothing any more.
     fn retire(&mut self, version: u32) {
         self.emit(Effect::Incompatible { version });
-        self.lose_held_locks(LossReason::Retired);
+        self.lose_membership(LossReason::Retired);
         for id in self.request_ids(|r| r.if_available) {
             self.requests.remove(&id);
             self.emit(Effect::NotAvailable(id));
-        }
-        for r in self.requests.values_mut() {
-            r.state = RequestState::Queued;
         }
         self.phase = Phase::Detached;
         self.lifecycle = Lifecycle::Retired;

@@ -252,10 +252,7 @@ impl Node {
         if s.active {
             // Locks whose revocation the replica reported are gone already; any other held lock went
             // with the membership.
-            self.lose_held_locks(LossReason::Evicted);
-            for r in self.requests.values_mut() {
-                r.state = RequestState::Queued;
-            }
+            self.lose_membership(LossReason::Evicted);
             // Queries must wait for the requests to be sent again.
             for q in &mut self.queries {
                 q.1 = None;
