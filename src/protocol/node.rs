@@ -584,7 +584,7 @@ impl Node {
 
     /// This context's membership is gone (for `reason`): every lock it holds is gone too (forgotten,
     /// and JS told, as after a steal), and its other requests go back to the queue, to be posted again
-    /// once it is an active member again.
+    /// once it is an active member again (and the queries wait for them to be sent again).
     pub(super) fn lose_membership(&mut self, reason: LossReason) {
         for id in self.request_ids(|r| r.state == RequestState::Held) {
             self.requests.remove(&id);
@@ -592,6 +592,9 @@ impl Node {
         }
         for r in self.requests.values_mut() {
             r.state = RequestState::Queued;
+        }
+        for q in &mut self.queries {
+            q.1 = None;
         }
     }
 

@@ -253,10 +253,6 @@ impl Node {
             // Locks whose revocation the replica reported are gone already; any other held lock went
             // with the membership.
             self.lose_membership(LossReason::Evicted);
-            // Queries must wait for the requests to be sent again.
-            for q in &mut self.queries {
-                q.1 = None;
-            }
         }
         self.start_joining(now);
         // The history was alive a moment ago: give its members `join_patience` to answer.
