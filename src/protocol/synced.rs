@@ -200,8 +200,8 @@ impl Node {
 
     /// Turns the outcomes of one applied message for this incarnation's requests into effects.
     pub(super) fn handle_outcomes(&mut self, me: &MemberKey, outcomes: Vec<Outcome>) {
-        for o in outcomes {
-            let (member, local_id) = match &o {
+        for o in &outcomes {
+            let (member, local_id) = match o {
                 Outcome::Granted { member, local_id }
                 | Outcome::NotAvailable { member, local_id }
                 | Outcome::Revoked {
@@ -210,28 +210,31 @@ impl Node {
             };
             // Absent when JS aborted the request meanwhile (the origin releases it on the Abort), or
             // released the lock before learning it was taken.
-            let state = self.requests.get(&local_id).map(|r| r.state);
-            if member != me || state.is_none() {
+            let Some(r) = self.requests.get_mut(&local_id) else {
                 continue;
-            }
-            match o {
-                Outcome::Granted { .. } if state == Some(RequestState::Posted) => {
-                    self.requests.get_mut(&local_id).expect("known").state = RequestState::Held;
+            };
+            // Another member's outcome is none of this context's business; a grant keeps the
+            // request (now held); the other outcomes end it.
+            let effect = match o {
+                _ if member != me => continue,
+                Outcome::Granted { .. } if r.state == RequestState::Posted => {
+                    r.state = RequestState::Held;
                     self.emit(Effect::Granted(local_id));
+                    continue;
                 }
-                Outcome::NotAvailable { .. } if state == Some(RequestState::Posted) => {
-                    self.requests.remove(&local_id);
-                    self.emit(Effect::NotAvailable(local_id));
+                Outcome::NotAvailable { .. } if r.state == RequestState::Posted => {
+                    Effect::NotAvailable(local_id)
                 }
-                Outcome::Revoked { reason, .. } if state == Some(RequestState::Held) => {
-                    self.requests.remove(&local_id);
-                    self.emit(Effect::Stolen {
+                Outcome::Revoked { reason, .. } if r.state == RequestState::Held => {
+                    Effect::Stolen {
                         id: local_id,
-                        reason: reason.into(),
-                    });
+                        reason: (*reason).into(),
+                    }
                 }
-                _ => {}
-            }
+                _ => continue,
+            };
+            self.requests.remove(&local_id);
+            self.emit(effect);
         }
     }
 
