@@ -335,8 +335,8 @@ impl Replica {
                 same_client.push(k.clone());
             }
         }
-        for k in same_client {
-            self.remove_member(&k, None, out);
+        for k in &same_client {
+            self.remove_member(k, None, out);
         }
         self.members.insert(
             sender.clone(),

@@ -367,9 +367,9 @@ impl Node {
             }
         }
         let blockers = s.replica.blockers_of(&me, &waiting_for);
-        for b in blockers {
+        for b in blockers.iter() {
             let s = synced(&mut self.phase);
-            let Some(m) = s.replica.member(&b) else {
+            let Some(m) = s.replica.member(b) else {
                 continue;
             };
             let l = s.liveness.entry(b.clone()).or_default();
@@ -405,13 +405,13 @@ impl Node {
             let body = if let Some(ping) = m.silent.clone() {
                 l.evict_posted = true;
                 Body::Evict {
-                    target: b,
+                    target: b.clone(),
                     ping,
                     ts: now,
                 }
             } else {
                 l.ping_posted = true;
-                Body::Ping { target: b }
+                Body::Ping { target: b.clone() }
             };
             self.post(body);
         }
