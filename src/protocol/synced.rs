@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use crate::sorted_vec::{SortedMap, SortedSet};
 
-use super::node::{Effect, LossReason, Node, Phase, RequestState, earliest};
+use super::node::{Config, Effect, LossReason, Node, Phase, RequestState, earliest};
 use super::replica::{Outcome, Replica};
 use super::wire::{Body, Decoded, KIND_GENESIS, KIND_JOIN, MemberKey, Message, MessageId};
 
@@ -266,7 +266,7 @@ impl Node {
     /// next deadline.
     pub(super) fn synced_policies(&mut self, now: u64) -> Option<u64> {
         let me = self.member_key();
-        let config = self.config.clone();
+        let stagger = self.config.state_stagger;
         let echoed = self.echoed_seq;
         let s = synced(&mut self.phase);
         // A state transfer must be as of a place in the sequence: not while own messages applied ahead
@@ -305,9 +305,7 @@ impl Node {
                     rank += 1;
                 }
             }
-            let at = *s
-                .respond_at
-                .get_or_insert(now + config.state_stagger * rank.min(3));
+            let at = *s.respond_at.get_or_insert(now + stagger * rank.min(3));
             if now >= at {
                 let transfer = s.replica.export(s.last_applied.clone());
                 for (k, m) in s.replica.members() {
@@ -338,7 +336,12 @@ impl Node {
     /// eviction.
     fn check_blockers(&mut self, now: u64) -> Option<u64> {
         let me = self.member_key();
-        let config = self.config.clone();
+        let Config {
+            ping_interval,
+            evict_after,
+            evict_after_deputy,
+            ..
+        } = self.config;
         let seen = (self.seq, synced(&mut self.phase).last_applied.clone());
         let size = self.requests.len();
         let s = synced(&mut self.phase);
@@ -346,7 +349,7 @@ impl Node {
         if changed {
             s.unchecked += 1;
         }
-        let throttle_end = s.checked_at + config.ping_interval / 4;
+        let throttle_end = s.checked_at + ping_interval / 4;
         let run = s.liveness_at.is_some_and(|at| now >= at)
             || (changed
                 && (s.checked.is_none()
@@ -386,9 +389,9 @@ impl Node {
                     }
                 };
                 let wait = if m.deputy {
-                    config.evict_after_deputy
+                    evict_after_deputy
                 } else {
-                    config.evict_after
+                    evict_after
                 };
                 (since + wait).max(m.frozen_until.unwrap_or(0))
             } else {
@@ -396,7 +399,7 @@ impl Node {
                     continue;
                 }
                 let heard = *l.last_heard.get_or_insert(now);
-                heard.max(l.last_ping.unwrap_or(0)) + config.ping_interval
+                heard.max(l.last_ping.unwrap_or(0)) + ping_interval
             };
             if now < due {
                 next = earliest(next, Some(due));
