@@ -342,10 +342,13 @@ impl Node {
             evict_after_deputy,
             ..
         } = self.config;
-        let seen = (self.seq, synced(&mut self.phase).last_applied.clone());
+        let seq = self.seq;
         let size = self.requests.len();
         let s = synced(&mut self.phase);
-        let changed = s.checked.as_ref() != Some(&seen);
+        let changed = s
+            .checked
+            .as_ref()
+            .is_none_or(|(at, id)| *at != seq || *id != s.last_applied);
         if changed {
             s.unchecked += 1;
         }
