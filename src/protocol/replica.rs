@@ -273,7 +273,7 @@ impl Replica {
             Body::Evict { target, ping, ts } => {
                 let valid = self.members.get(target).is_some_and(|t| {
                     !t.pending
-                        && t.silent.as_ref() == Some(ping)
+                        && t.silent.as_ref() == Some(&**ping)
                         && t.frozen_until.is_none_or(|f| *ts >= f)
                 });
                 if valid {

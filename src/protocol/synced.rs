@@ -412,7 +412,7 @@ impl Node {
                 l.evict_posted = true;
                 Body::Evict {
                     target: b.clone(),
-                    ping,
+                    ping: Box::new(ping),
                     ts: now,
                 }
             } else {

@@ -185,9 +185,11 @@ pub enum Body {
     /// The sender is alive (an answer to a ping, or a return from freezing).
     Alive,
     /// `target` left ping `ping` unanswered: remove it, taking its locks (`ts`: sender's wall clock).
+    /// The ping is boxed: the largest variant sets the size of every message moved around, and
+    /// evictions are rare.
     Evict {
         target: MemberKey,
-        ping: MessageId,
+        ping: Box<MessageId>,
         ts: u64,
     },
     /// The sender is being frozen; keep its locks until `until` (wall clock, ms).
@@ -627,7 +629,7 @@ pub fn decode_versioned(values: &[Value], version: u32) -> Option<Decoded> {
         KIND_ALIVE => Body::Alive,
         KIND_EVICT => {
             let target = c.member();
-            let ping = c.message_id();
+            let ping = Box::new(c.message_id());
             Body::Evict {
                 target,
                 ping,
@@ -739,10 +741,10 @@ mod tests {
             Body::Alive,
             Body::Evict {
                 target: member("b", 1),
-                ping: MessageId {
+                ping: Box::new(MessageId {
                     sender: member("client-a", 3),
                     seq: 16,
-                },
+                }),
                 ts: 1_700_000_000_123,
             },
             Body::Freeze {

@@ -652,7 +652,7 @@ fn an_evicted_context_learns_it_and_sends_its_requests_again() {
         };
         n.post(Body::Evict {
             target: me0.clone(),
-            ping,
+            ping: Box::new(ping),
             ts: 0,
         });
     });

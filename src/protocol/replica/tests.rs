@@ -261,7 +261,7 @@ fn eviction_needs_the_very_ping_its_sender_waited_on_to_be_left_unanswered() {
     f.request("b", 1, "x", LockMode::Exclusive);
     let evict = |ping: &MessageId, ts| Body::Evict {
         target: key("a"),
-        ping: ping.clone(),
+        ping: Box::new(ping.clone()),
         ts,
     };
     // No ping: no eviction.
@@ -300,7 +300,7 @@ fn a_deputy_answers_the_ping_it_names_and_nothing_else() {
     let vouch = |ping: &MessageId| Body::Vouch { ping: ping.clone() };
     let evict = |ping: &MessageId| Body::Evict {
         target: key("a"),
-        ping: ping.clone(),
+        ping: Box::new(ping.clone()),
         ts: 10,
     };
     // Announced: a has a deputy.
@@ -365,7 +365,7 @@ fn a_frozen_member_is_not_evicted_before_its_announced_time() {
     let ping = f.last_id(&key("b"));
     let evict = |ts| Body::Evict {
         target: key("a"),
-        ping: ping.clone(),
+        ping: Box::new(ping.clone()),
         ts,
     };
     assert_eq!(f.send(&key("b"), evict(999)), []);
