@@ -339,12 +339,12 @@ impl Node {
         {
             return;
         }
-        if self.lifecycle == Lifecycle::Retired && if_available {
-            self.emit(Effect::NotAvailable(id));
-            return;
-        }
-        if if_available && !steal && self.holds_conflicting(name, mode) {
-            // A local miss (docs/PROTOCOL.md §5): decided here, without the channel's round trip.
+        // A retired context grants nothing. A local miss (docs/PROTOCOL.md §5) is decided here,
+        // without the channel's round trip.
+        if if_available
+            && (self.lifecycle == Lifecycle::Retired
+                || (!steal && self.holds_conflicting(name, mode)))
+        {
             self.emit(Effect::NotAvailable(id));
             return;
         }
