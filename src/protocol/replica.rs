@@ -478,30 +478,25 @@ impl Replica {
         reason: Option<RevokeReason>,
         out: &mut Vec<Outcome>,
     ) {
-        self.members.remove(key);
-        // Its requests and, of those, its held locks, both in id order (the owners' order).
-        let (mut mine, mut held) = (Vec::new(), Vec::new());
-        for (gid, (m, _)) in self.owners.iter() {
-            if m == key {
-                mine.push(*gid);
-                if self.manager.held_lock(*gid).is_some() {
-                    held.push(*gid);
+        let removed = self.members.remove(key);
+        // Its held locks, in id order (the owners' order).
+        if let Some(reason) = reason {
+            for (gid, (m, l)) in self.owners.iter() {
+                if m == key && self.manager.held_lock(*gid).is_some() {
+                    out.push(Outcome::Revoked {
+                        member: m.clone(),
+                        local_id: *l,
+                        reason,
+                    });
                 }
             }
         }
-        if let Some(reason) = reason {
-            for gid in &held {
-                let (m, l) = self.owners[gid].clone();
-                out.push(Outcome::Revoked {
-                    member: m,
-                    local_id: l,
-                    reason,
-                });
-            }
-        }
         let decisions = self.manager.terminate_client(&key.client);
-        for gid in mine {
-            self.forget(gid);
+        // Its requests, which it kept by its own ids.
+        if let Some(member) = removed {
+            for gid in member.gids.values() {
+                self.forget(*gid);
+            }
         }
         // Grants made inside terminate_client to the member's own requests were released again there.
         self.report(decisions, out);
