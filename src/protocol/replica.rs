@@ -329,14 +329,16 @@ impl Replica {
     /// active at once, a lone member could not know that nobody else may order a request before its
     /// own (the lone member's fast path, docs/PROTOCOL.md).
     fn on_join(&mut self, sender: &MemberKey, _need_state: bool, out: &mut Vec<Outcome>) {
-        let mut same_client = Vec::new();
+        // A context is a member in one incarnation at most (every way in keeps it so: this one, a
+        // Genesis keeping members, an import refusing two).
+        let mut same_client = None;
         for k in self.members.keys() {
             if k.client == sender.client {
-                same_client.push(k.clone());
+                same_client = Some(k.clone());
             }
         }
-        for k in &same_client {
-            self.remove_member(k, None, out);
+        if let Some(k) = same_client {
+            self.remove_member(&k, None, out);
         }
         self.members.insert(
             sender.clone(),
