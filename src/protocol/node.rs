@@ -294,8 +294,11 @@ impl Node {
     /// `Vouch` of sequence number 0 that answers no ping), once this context is an active member;
     /// `None` otherwise. The edge hands it to the deputy whenever it changes.
     pub fn deputy_announcement(&self) -> Option<Message> {
+        if !self.is_active_member() {
+            return None;
+        }
         let me = self.member_key();
-        self.is_active_member().then(|| Message {
+        Some(Message {
             sender: me.clone(),
             seq: 0,
             body: Body::Vouch {
