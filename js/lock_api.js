@@ -146,8 +146,11 @@ function captureResolvers(resolve, reject) {
 // several times faster. Node's EventTarget runs no microtasks between listeners, so there (and with the
 // setTimeout fallback) each record gets a message of its own.
 
-const TASKS_PER_MESSAGE =
-  typeof process === 'object' && process !== null && typeof process.versions?.node === 'string' ? 1 : 16;
+// Node's own paths (one listener per message, ports that must not keep the process alive) are taken only
+// where `process` says Node; the classic build, which runs only in browsers and workers, defines `process`
+// as undefined (scripts/build.mjs), so there they fold away.
+const IN_NODE = typeof process === 'object' && process !== null && typeof process.versions?.node === 'string';
+const TASKS_PER_MESSAGE = IN_NODE ? 1 : 16;
 let taskPort = null;
 const taskQueue = [];
 let taskHead = 0;
@@ -168,7 +171,7 @@ function runQueuedTask() {
 function endOfMessage() {
   messagePending = false;
   if (taskQueue.length > 0) postTaskMessage();
-  else taskPort.unref?.(); // Node: an idle port must not keep the process alive
+  else if (IN_NODE) taskPort.unref?.(); // an idle port must not keep the process alive
 }
 
 function postTaskMessage() {
@@ -204,8 +207,10 @@ function queueTask(record) {
       channel.port1.addEventListener('message', endOfMessage);
       channel.port1.start();
       taskPort = channel.port2;
-      taskPort.unref?.();
-      channel.port1.unref?.();
+      if (IN_NODE) {
+        taskPort.unref?.();
+        channel.port1.unref?.();
+      }
     } else {
       taskPort = {
         postMessage: () =>
@@ -216,7 +221,7 @@ function queueTask(record) {
       };
     }
   }
-  if (taskQueue.length === 0) taskPort.ref?.();
+  if (IN_NODE && taskQueue.length === 0) taskPort.ref?.();
   taskQueue.push(record);
   if (messagePending) return;
   if (!inEngineCall && taskQueue.length === 1) {
