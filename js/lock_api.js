@@ -27,6 +27,9 @@ const NativePromise = Promise;
 const promiseResolve = Promise.resolve.bind(Promise);
 const promiseReject = Promise.reject.bind(Promise);
 const promiseThen = Promise.prototype.then;
+// Brand checks read `#field in toObject(this)`: a primitive, null or undefined `this` becomes an object
+// without the field (`in` itself would throw on a primitive).
+const toObject = Object;
 const getOwnDescriptor = Object.getOwnPropertyDescriptor;
 const defineProperty = Object.defineProperty;
 const NativeDOMException = typeof DOMException === 'function' ? DOMException : undefined;
@@ -305,11 +308,11 @@ export function createLockApi(makeEngine) {
       this.#mode = mode;
     }
     get name() {
-      if (typeof this !== 'object' || this === null || !(#name in this)) throw illegalInvocation();
+      if (!(#name in toObject(this))) throw illegalInvocation();
       return this.#name;
     }
     get mode() {
-      if (typeof this !== 'object' || this === null || !(#mode in this)) throw illegalInvocation();
+      if (!(#mode in toObject(this))) throw illegalInvocation();
       return this.#mode;
     }
   }
@@ -481,7 +484,7 @@ export function createLockApi(makeEngine) {
 
     query() {
       try {
-        if (typeof this !== 'object' || this === null || !(#brand in this)) {
+        if (!(#brand in toObject(this))) {
           throw new TypeError("Failed to execute 'query' on 'LockManager': Illegal invocation");
         }
         if (loadError !== null) throw loadError;
@@ -496,7 +499,7 @@ export function createLockApi(makeEngine) {
     // WebIDL overloads: request(name, callback) and request(name, options, callback).
     request(name, options, callback) {
       try {
-        if (typeof this !== 'object' || this === null || !(#brand in this)) throw requestTypeError('Illegal invocation');
+        if (!(#brand in toObject(this))) throw requestTypeError('Illegal invocation');
         const argc = arguments.length;
         if (argc < 2) throw requestTypeError(`2 arguments required, but only ${argc} present.`);
         name = toDOMString(name, '');

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renameGlue, renameWasm, shortNames } from './short_wasm_names.mjs';
 import { trimGlue } from './trim_wasm_glue.mjs';
+import { lzmaDecode } from '../js/lzma_decoder.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -49,11 +50,32 @@ export function lzmaCompress(bytes) {
 }
 
 /**
+ * `bytes` LZMA-compressed (lzmaCompress) without the end the decoder never reads (-9 B at fbda228): xz ends a
+ * raw stream with an end marker and the range coder's flush, but the decoder stops at the known size, and
+ * where it reads past the end of its input it reads 0 (js/lzma_decoder.js). Cut as far as the stream still
+ * decodes to `bytes`, checked here with the decoder itself.
+ */
+export function embeddedStream(bytes) {
+  const stream = lzmaCompress(bytes);
+  const decodes = (end) => {
+    try {
+      return Buffer.from(lzmaDecode(stream.subarray(0, end), bytes.length, LC, LP, PB)).equals(bytes);
+    } catch {
+      return false;
+    }
+  };
+  let end = stream.length;
+  if (!decodes(end)) throw new Error('embed_wasm_plugin: the LZMA stream does not decode to the wasm');
+  while (end > 0 && decodes(end - 1)) end--;
+  return stream.subarray(0, end);
+}
+
+/**
  * The module that replaces the wasm file: its default export is a promise of the bytes (wasm-bindgen's
  * init awaits it), which rejects, and so fails the engine's load and not the script, if decoding throws.
  */
 function decodingModule(bytes) {
-  const packed = lzmaCompress(bytes).toString('base64');
+  const packed = embeddedStream(bytes).toString('base64');
   return `import { lzmaDecode } from './js/lzma_decoder.js';
 const text = atob(${JSON.stringify(packed)});
 const packed = new Uint8Array(text.length);
