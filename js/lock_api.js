@@ -22,6 +22,13 @@ const NOT_AVAILABLE = 3; // ifAvailable miss; the callback task (with null) is q
 const CALLED = 4; // the callback ran; waiting for its promise to settle
 const FINISHED = 5; // nothing more to do (aborted before the grant, released, or released unused)
 
+// Node's own paths are taken only where `process` says Node: the task port's (one listener per message,
+// ports that must not keep the process alive), and the fallbacks for what Node 16 lacks (DOMException, a
+// global crypto), which every browser that runs this code (es2022: Chrome 91, Firefox 90, Safari 15) and
+// its workers have. The classic build, which runs only in browsers and workers, defines `process` as
+// undefined (scripts/build.mjs), so there they fold away.
+const IN_NODE = typeof process === 'object' && process !== null && typeof process.versions?.node === 'string';
+
 // Intrinsics captured at load, so scripts that later patch `Promise` or `EventTarget` cannot derail us.
 const NativePromise = Promise;
 const promiseResolve = Promise.resolve.bind(Promise);
@@ -32,16 +39,16 @@ const promiseThen = Promise.prototype.then;
 const toObject = Object;
 const getOwnDescriptor = Object.getOwnPropertyDescriptor;
 const defineProperty = Object.defineProperty;
-const NativeDOMException = typeof DOMException === 'function' ? DOMException : undefined;
-const abortSignalPrototype = typeof AbortSignal === 'function' ? AbortSignal.prototype : undefined;
-const signalAborted = abortSignalPrototype && getOwnDescriptor(abortSignalPrototype, 'aborted')?.get;
-const signalReason = abortSignalPrototype && getOwnDescriptor(abortSignalPrototype, 'reason')?.get;
-const eventTargetPrototype = typeof EventTarget === 'function' ? EventTarget.prototype : undefined;
-const addEventListener = eventTargetPrototype?.addEventListener;
-const removeEventListener = eventTargetPrototype?.removeEventListener;
+const NativeDOMException = IN_NODE ? globalThis.DOMException : DOMException;
+// AbortSignal and EventTarget: in every runtime that can parse this module (`#x in obj`: Node 16.4 too).
+// `reason` is younger (Chrome 98, Safari 15.4, Node 17.2).
+const signalPrototype = AbortSignal.prototype;
+const signalAborted = getOwnDescriptor(signalPrototype, 'aborted').get;
+const signalReason = getOwnDescriptor(signalPrototype, 'reason')?.get;
+const { addEventListener, removeEventListener } = EventTarget.prototype;
 
 function domException(message, name) {
-  if (NativeDOMException !== undefined) return new NativeDOMException(message, name);
+  if (!IN_NODE || NativeDOMException !== undefined) return new NativeDOMException(message, name);
   const e = new Error(message);
   e.name = name;
   return e;
@@ -51,9 +58,9 @@ function illegalInvocation() {
   return new TypeError('Illegal invocation');
 }
 
-/** True if `value` is a real AbortSignal (a brand check through the native getter, not `instanceof`). */
+/** True if `value` is a real AbortSignal (a brand check through the native getter, not `instanceof`; on
+ *  anything else, primitives included, the getter throws). */
 function isAbortSignal(value) {
-  if (typeof value !== 'object' || value === null || signalAborted === undefined) return false;
   try {
     signalAborted.call(value);
     return true;
@@ -149,10 +156,6 @@ function captureResolvers(resolve, reject) {
 // several times faster. Node's EventTarget runs no microtasks between listeners, so there (and with the
 // setTimeout fallback) each record gets a message of its own.
 
-// Node's own paths (one listener per message, ports that must not keep the process alive) are taken only
-// where `process` says Node; the classic build, which runs only in browsers and workers, defines `process`
-// as undefined (scripts/build.mjs), so there they fold away.
-const IN_NODE = typeof process === 'object' && process !== null && typeof process.versions?.node === 'string';
 const TASKS_PER_MESSAGE = IN_NODE ? 1 : 16;
 let taskPort = null;
 const taskQueue = [];
@@ -655,7 +658,7 @@ export function installLockApi(api, globalObject = globalThis) {
 export function newClientId() {
   const bytes = new Uint8Array(16);
   const crypto = globalThis.crypto;
-  if (crypto !== undefined && typeof crypto.getRandomValues === 'function') {
+  if (!IN_NODE || (crypto !== undefined && typeof crypto.getRandomValues === 'function')) {
     crypto.getRandomValues(bytes);
   } else {
     for (let i = 0; i < 16; i++) bytes[i] = (Math.random() * 256) | 0;
