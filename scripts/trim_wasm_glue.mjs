@@ -18,7 +18,9 @@
 // other imports, `name: function(a) {...}`, become arrows (none uses `this` or `arguments`); an
 // `instanceof` check returns from its try/catch; a (pointer, length) pair stored for the wasm is one call;
 // the pointer property of the Rust objects' wrappers is `p`, and three more such names are one letter; an
-// argument copied to a constant (`const v = arg0;`) is read directly.
+// argument copied to a constant (`const v = arg0;`) is read directly; a string (or none) returned through
+// memory is one call too; a boolean (or none) for the wasm is one expression; sizes and pointers are not
+// multiplied or divided by 1.
 //
 // Each edit is an exact text of wasm-bindgen 0.2.130's output and must match (once; or at least once; or,
 // `count: 'any'`, for the shapes of imports that the Rust code may stop needing, any number of times): a
@@ -109,6 +111,27 @@ const EDITS = [
 function getStringFromWasm0(`,
   },
   {
+    what: 'a string or none returned through memory: one helper',
+    from: /^( +)(?:var|const) ptr1 = (?:isLikeNone\(ret\) \? 0 : )?passStringToWasm0\(ret\);\n +(?:var|const) len1 = WASM_VECTOR_LEN;\n +storeSlice\(arg0, ptr1, len1\);$/gm,
+    to: '$1storeString(arg0, ret);',
+    count: 'any',
+  },
+  {
+    what: 'a string or none returned through memory: the helper',
+    from: /^function getStringFromWasm0\(/m,
+    to: `function storeString(at, value) {
+    storeSlice(at, isLikeNone(value) ? 0 : passStringToWasm0(value), WASM_VECTOR_LEN);
+}
+
+function getStringFromWasm0(`,
+  },
+  {
+    what: 'sizes and pointers multiplied or divided by 1',
+    from: / [*\/] 1(?=[,)])/g,
+    to: '',
+    count: 'any',
+  },
+  {
     what: "js_sys::global()'s fallbacks after globalThis",
     from: /^( {8}__wbg_static_accessor_(?:GLOBAL|SELF|WINDOW)_[0-9a-f]+): function\(\) \{\n +const ret = typeof \w+ === 'undefined' \? undefined : \w+;\n +return isLikeNone\(ret\) \? 0 : addToExternrefTable0\(ret\);\n +\},$/gm,
     to: '$1: () => 0,',
@@ -163,6 +186,12 @@ function getStringFromWasm0(`,
     to: (_, name, arg, start, rest) => start + rest.replace(new RegExp(`\\b${name}\\b`, 'g'), arg),
     count: 'any',
   },
+  {
+    what: 'a boolean or none for the wasm (after the edit above)',
+    from: /^( +)const ret = typeof\(arg0\) === 'boolean' \? arg0 : undefined;\n +return isLikeNone\(ret\) \? 0xFFFFFF : ret \? 1 : 0;$/m,
+    to: "$1return typeof arg0 === 'boolean' ? +arg0 : 0xFFFFFF;",
+    count: 'any',
+      },
   {
     what: 'the other imports as arrows',
     from: /^( {8}\w+): function\(([^)]*)\) \{$/gm,
