@@ -20,7 +20,8 @@
 // the pointer property of the Rust objects' wrappers is `p`, and three more such names are one letter; an
 // argument copied to a constant (`const v = arg0;`) is read directly; a string (or none) returned through
 // memory is one call too; a boolean (or none) for the wasm is one expression; sizes and pointers are not
-// multiplied or divided by 1.
+// multiplied or divided by 1; a Uint32Array copied out of memory is a copied view (no cached Uint32Array of
+// the memory to keep, and reset, for that one import).
 //
 // Each edit is an exact text of wasm-bindgen 0.2.130's output and must match (once; or at least once; or,
 // `count: 'any'`, for the shapes of imports that the Rust code may stop needing, any number of times): a
@@ -129,6 +130,18 @@ function getStringFromWasm0(`,
     what: 'sizes and pointers multiplied or divided by 1',
     from: / [*\/] 1(?=[,)])/g,
     to: '',
+    count: 'any',
+  },
+  {
+    what: 'a Uint32Array copied from memory: a view copied (no cached Uint32Array of the memory)',
+    from: /new Uint32Array\(getArrayU32FromWasm0\((arg\d), (arg\d)\)\)/g,
+    to: 'new Uint32Array(wasm.memory.buffer, $1 >>> 0, $2 >>> 0).slice()',
+    count: 'any',
+  },
+  {
+    what: 'the cached Uint32Array of the memory, once unused',
+    from: /^    cachedUint32ArrayMemory0 = null;\n/m,
+    to: (line, _offset, glue) => (glue.includes('getArrayU32FromWasm0(arg') ? line : ''),
     count: 'any',
   },
   {
