@@ -3,7 +3,8 @@
 // `init({ module_or_path: promiseOfBytes })` (js/classic.js), and runs only in browsers with private
 // class fields (the build's target, es2022), so some of its paths can never run:
 //  - init's other inputs: a URL or string to fetch, a Response, the deprecated non-object parameter, the
-//    default URL (its Response/Request tests already fold away: build.mjs defines them as undefined);
+//    default URL (its Response/Request tests already fold away: build.mjs defines them as undefined); and
+//    its guard against running twice (js/wasm_lock_api.js calls it once per API, the script makes one);
 //  - passStringToWasm0's branch for a missing `realloc` (every call passes the same malloc and realloc,
 //    which it now reads itself);
 //  - the TextEncoder.encodeInto fallback (every browser with private fields has encodeInto);
@@ -48,6 +49,16 @@ const EDITS = [
     return __wbg_finalize_init(instance, module);
 }
 `,
+  },
+  {
+    what: "init's guard against a second instantiation (the classic script initialises the glue once: its one API, js/wasm_lock_api.js)",
+    from: /^let __wbg_init_promise;\nasync function __wbg_init\(module_or_path\) \{\n[^]*?\n\}\n\nasync function __wbg_init_once\(\{ module_or_path \}\) \{\n/m,
+    to: 'async function __wbg_init({ module_or_path }) {\n',
+  },
+  {
+    what: 'the memory caches reset at init (null until then: init runs once, before any use)',
+    from: /^    cachedUint8ArrayMemory0 = null;\n(    wasm\.__wbindgen_start\(\);)$/m,
+    to: '$1',
   },
   {
     what: "passStringToWasm0's branch without realloc",
