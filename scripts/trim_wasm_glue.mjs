@@ -12,6 +12,8 @@
 //    and Engine's `free` (the engine lives as long as the page; nothing frees it), and its other members
 //    that js/ never calls;
 //  - the fallback for a missing FinalizationRegistry (every such browser has it);
+//  - the freeing of Engine's constructor strings when passing one throws (it passes the script's own client
+//    id, and no scope);
 //  - js_sys::global()'s lookups of `global`, `self` and `window`, made only where `globalThis` is missing.
 // And two shapes minifiers cannot shorten are rewritten: an import that may throw,
 // `function() { return handleError(function (a, b) {...}, arguments); }`, becomes `handleError((a, b) =>
@@ -20,7 +22,8 @@
 // `instanceof` check returns from its try/catch; a (pointer, length) pair stored for the wasm is one call;
 // the pointer property of the Rust objects' wrappers is `p`, and three more such names are one letter; an
 // argument copied to a constant (`const v = arg0;`) is read directly; a string (or none) returned through
-// memory is one call too; a boolean (or none) for the wasm is one expression; sizes and pointers are not
+// memory is one call too, of the value itself; a boolean (or none) for the wasm is one expression, a number
+// (or none) one test and one DataView; sizes and pointers are not
 // multiplied or divided by 1; a Uint32Array copied out of memory is a copied view (no cached Uint32Array of
 // the memory to keep, and reset, for that one import); the DataView that stores a few returned values is
 // made per store (~0.1 µs, against a cache tested for a detached or replaced buffer at each use).
@@ -220,6 +223,23 @@ function getStringFromWasm0(`,
     from: /^ +const (v|val|obj) = (arg\d);\n( +const ret = )(.*)$/gm,
     to: (_, name, arg, start, rest) => start + rest.replace(new RegExp(`\\b${name}\\b`, 'g'), arg),
     count: 'any',
+  },
+  {
+    what: 'a string or none returned through memory: read where it is passed',
+    from: /^( +)const ret = (arg1\.\w+|typeof\(arg1\) === 'string' \? arg1 : undefined);\n +storeString\(arg0, ret\);$/gm,
+    to: '$1storeString(arg0, $2);',
+    count: 'any',
+  },
+  {
+    what: 'a number or none for the wasm: one DataView, one test',
+    from: /^( +)const ret = typeof\(arg1\) === 'number' \? arg1 : undefined;\n +getDataViewMemory0\(\)\.setFloat64\(\(arg0 >>> 0\) \+ 8, isLikeNone\(ret\) \? 0 : ret, true\);\n +getDataViewMemory0\(\)\.setInt32\(\(arg0 >>> 0\) \+ 4 \* 0, !isLikeNone\(ret\), true\);$/m,
+    to: "$1const isNumber = typeof arg1 === 'number';\n$1const view = getDataViewMemory0();\n$1view.setFloat64((arg0 >>> 0) + 8, isNumber ? arg1 : 0, true);\n$1view.setInt32(arg0 >>> 0, isNumber, true);",
+    count: 'any',
+  },
+  {
+    what: "Engine's constructor: no freeing of its strings when passing them throws (the script passes its own client id and no scope)",
+    from: /^( +)let ptr0, len0, ptr1, len1;\n +try \{\n +(ptr0 = passStringToWasm0\(client_id\);)\n +(len0 = WASM_VECTOR_LEN;)\n +(ptr1 = isLikeNone\(scope\) \? 0 : passStringToWasm0\(scope\);)\n +(len1 = WASM_VECTOR_LEN;)\n +\} catch \(e\) \{\n[^]*?\n +throw e;\n +\}\n/m,
+    to: '$1const $2\n$1const $3\n$1const $4\n$1const $5\n',
   },
   {
     what: 'a boolean or none for the wasm (after the edit above)',
