@@ -71,7 +71,7 @@ function isAbortSignal(value) {
 
 /** The signal's abort reason; `AbortError` where the platform predates `reason`. */
 function abortReason(signal) {
-  const reason = signalReason !== undefined ? signalReason.call(signal) : undefined;
+  const reason = signalReason?.call(signal);
   return reason !== undefined ? reason : domException('The operation was aborted.', 'AbortError');
 }
 
