@@ -11,7 +11,8 @@
 //  - `Symbol.dispose` on Engine and LeaseOperation, which no code of the script disposes with `using`,
 //    and Engine's `free` (the engine lives as long as the page; nothing frees it), and its other members
 //    that js/ never calls;
-//  - the fallback for a missing FinalizationRegistry (every such browser has it);
+//  - the fallback for a missing FinalizationRegistry (every such browser has it), and LeaseOperation's
+//    registry (js/lease_idb_store.js frees each operation it makes, in a `finally`);
 //  - the freeing of Engine's constructor strings when passing one throws (it passes the script's own client
 //    id, and no scope);
 //  - js_sys::global()'s lookups of `global`, `self` and `window`, made only where `globalThis` is missing.
@@ -102,6 +103,12 @@ const EDITS = [
     what: 'the FinalizationRegistry fallback',
     from: /\(typeof FinalizationRegistry === 'undefined'\)\n {4}\? \{ register: \(\) => \{\}, unregister: \(\) => \{\} \}\n {4}: new FinalizationRegistry/g,
     to: 'new FinalizationRegistry',
+  },
+  {
+    what: "LeaseOperation's finalization (js/lease_idb_store.js frees every operation it makes, in a finally; after the edit above)",
+    from: /^ +LeaseOperationFinalization\.(?:register\(obj, obj\.\w+, obj\)|unregister\(this\));\n|^const LeaseOperationFinalization = .*\n/gm,
+    to: '',
+    count: 3,
   },
   {
     what: 'instanceof checks',
@@ -268,10 +275,21 @@ function checkEngineMembersUnused() {
   }
 }
 
+// LeaseOperation loses its finalization: js/lease_idb_store.js, the one module that makes operations (js/
+// index.js and the classic script do not export the class), must make them in one place and free each in a
+// finally.
+function checkLeaseOperationsFreed() {
+  const store = fs.readFileSync(path.join(JS_DIR, 'lease_idb_store.js'), 'utf8');
+  if (store.match(/= LeaseOperation\[/g)?.length !== 1 || !/\} finally \{\n\s+operation\.free\(\);/.test(store)) {
+    throw new Error('trim_wasm_glue: js/lease_idb_store.js no longer frees each LeaseOperation it makes in a finally: the classic glue drops their finalization');
+  }
+}
+
 /** `glue` with the edits above; throws if one of them does not match as expected. */
 export function trimGlue(glue) {
   let out = glue;
   checkEngineMembersUnused();
+  checkLeaseOperationsFreed();
   const engine = /^export class Engine \{\n[^]*?\n\}\n/m.exec(out);
   if (engine === null) throw new Error('trim_wasm_glue: no Engine class in the glue');
   let trimmed = engine[0];
