@@ -12,7 +12,8 @@
 //    and Engine's `free` (the engine lives as long as the page; nothing frees it), and its other members
 //    that js/ never calls;
 //  - the fallback for a missing FinalizationRegistry (every such browser has it), and LeaseOperation's
-//    registry (js/lease_idb_store.js frees each operation it makes, in a `finally`);
+//    registry (js/lease_idb_store.js frees each operation it makes, in a `finally`), whose `free` then
+//    takes the pointer itself;
 //  - the freeing of Engine's constructor strings when passing one throws (it passes the script's own client
 //    id, and no scope);
 //  - js_sys::global()'s lookups of `global`, `self` and `window`, made only where `globalThis` is missing.
@@ -21,7 +22,7 @@
 // {...})` (and handleError returns the catching wrapper, made once instead of a closure per call); the
 // other imports, `name: function(a) {...}`, become arrows (none uses `this` or `arguments`); an
 // `instanceof` check returns from its try/catch; a (pointer, length) pair stored for the wasm is one call;
-// the pointer property of the Rust objects' wrappers is `p`, and three more such names are one letter; an
+// the pointer property of the Rust objects' wrappers is `p`, and more such names are one letter; an
 // argument copied to a constant (`const v = arg0;`) is read directly; a string (or none) returned through
 // memory is one call too, of the value itself; a boolean (or none) for the wasm is one expression, a number
 // (or none) one test and one DataView; sizes and pointers are not
@@ -109,6 +110,16 @@ const EDITS = [
     from: /^ +LeaseOperationFinalization\.(?:register\(obj, obj\.\w+, obj\)|unregister\(this\));\n|^const LeaseOperationFinalization = .*\n/gm,
     to: '',
     count: 3,
+  },
+  {
+    what: "LeaseOperation's free takes its pointer itself (its __destroy_into_raw has no other caller)",
+    from: /^    __destroy_into_raw\(\) \{\n        const ptr = this\.__wbg_ptr;\n        this\.__wbg_ptr = 0;\n        return ptr;\n    \}\n    free\(\) \{\n        const ptr = this\.__destroy_into_raw\(\);\n/m,
+    to: '    free() {\n        const ptr = this.__wbg_ptr;\n        this.__wbg_ptr = 0;\n',
+  },
+  {
+    what: "closures' reference count: `c`",
+    from: /\bcnt\b/g,
+    to: 'c',
   },
   {
     what: 'instanceof checks',
@@ -202,6 +213,7 @@ function getStringFromWasm0(`,
     what: 'their `__destroy_into_raw`: `d`',
     from: /\b__destroy_into_raw\b/g,
     to: 'd',
+    count: 'any',
   },
   {
     what: 'the property of Rust closures that releases them, `_wbg_cb_unref` (of the glue only): `u`',
