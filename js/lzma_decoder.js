@@ -156,7 +156,8 @@ export function lzmaDecode(input, outputSize, lc, lp, pb) {
         state = state < 7 ? 8 : 11;
       }
     }
-    if (rep0 >= pos || rep0 < 0) throw new Error('weblocks: the embedded wasm is corrupt');
+    // A distance beyond the output (or negative, from corrupt input: huge as unsigned) cannot be copied.
+    if (rep0 >>> 0 >= pos) throw new Error('weblocks: the embedded wasm is corrupt');
     for (let n = len + 2; n > 0 && pos < outputSize; n--, pos++) out[pos] = out[pos - rep0 - 1];
   }
   return out;
