@@ -11,6 +11,10 @@
 //  - `Symbol.dispose` on Engine and LeaseOperation, which no code of the script disposes with `using`,
 //    and Engine's `free` (the engine lives as long as the page; nothing frees it), and its other members
 //    that js/ never calls;
+//  - Engine's FinalizationRegistry: its wrapper can never be collected, as js/lock_api.js keeps it (`engine`)
+//    in the scope of the `sink` function that the wasm holds in its externref table for the Engine's life;
+//    with it goes the wasm's engine_free (the classic wasm keeps only the exports the glue uses:
+//    scripts/embed_wasm_plugin.mjs);
 //  - the fallback for a missing FinalizationRegistry (every such browser has it), and LeaseOperation's
 //    registry (js/lease_idb_store.js frees each operation it makes, in a `finally`), whose `free` then
 //    takes the pointer itself;
@@ -120,6 +124,12 @@ const EDITS = [
     what: "closures' reference count: `c`",
     from: /\bcnt\b/g,
     to: 'c',
+  },
+  {
+    what: "Engine's finalization (its wrapper is never garbage: js/lock_api.js keeps it in the scope of the sink the wasm holds)",
+    from: /^ +EngineFinalization\.register\(this, this\.\w+, this\);\n|^const EngineFinalization = .*\n/gm,
+    to: '',
+    count: 2,
   },
   {
     what: 'instanceof checks',
