@@ -22,23 +22,33 @@ const NOT_AVAILABLE = 3; // ifAvailable miss; the callback task (with null) is q
 const CALLED = 4; // the callback ran; waiting for its promise to settle
 const FINISHED = 5; // nothing more to do (aborted before the grant, released, or released unused)
 
+// Node's own paths are taken only where `process` says Node: the task port's (one listener per message,
+// ports that must not keep the process alive), and the fallbacks for what Node 16 lacks (DOMException, a
+// global crypto), which every browser that runs this code (es2022: Chrome 91, Firefox 90, Safari 15) and
+// its workers have. The classic build, which runs only in browsers and workers, defines `process` as
+// undefined (scripts/build.mjs), so there they fold away.
+const IN_NODE = typeof process === 'object' && process !== null && typeof process.versions?.node === 'string';
+
 // Intrinsics captured at load, so scripts that later patch `Promise` or `EventTarget` cannot derail us.
 const NativePromise = Promise;
 const promiseResolve = Promise.resolve.bind(Promise);
 const promiseReject = Promise.reject.bind(Promise);
 const promiseThen = Promise.prototype.then;
+// Brand checks read `#field in toObject(this)`: a primitive, null or undefined `this` becomes an object
+// without the field (`in` itself would throw on a primitive).
+const toObject = Object;
 const getOwnDescriptor = Object.getOwnPropertyDescriptor;
 const defineProperty = Object.defineProperty;
-const NativeDOMException = typeof DOMException === 'function' ? DOMException : undefined;
-const abortSignalPrototype = typeof AbortSignal === 'function' ? AbortSignal.prototype : undefined;
-const signalAborted = abortSignalPrototype && getOwnDescriptor(abortSignalPrototype, 'aborted')?.get;
-const signalReason = abortSignalPrototype && getOwnDescriptor(abortSignalPrototype, 'reason')?.get;
-const eventTargetPrototype = typeof EventTarget === 'function' ? EventTarget.prototype : undefined;
-const addEventListener = eventTargetPrototype?.addEventListener;
-const removeEventListener = eventTargetPrototype?.removeEventListener;
+const NativeDOMException = IN_NODE ? globalThis.DOMException : DOMException;
+// AbortSignal and EventTarget: in every runtime that can parse this module (`#x in obj`: Node 16.4 too).
+// `reason` is younger (Chrome 98, Safari 15.4, Node 17.2).
+const signalPrototype = AbortSignal.prototype;
+const signalAborted = getOwnDescriptor(signalPrototype, 'aborted').get;
+const signalReason = getOwnDescriptor(signalPrototype, 'reason')?.get;
+const { addEventListener, removeEventListener } = EventTarget.prototype;
 
 function domException(message, name) {
-  if (NativeDOMException !== undefined) return new NativeDOMException(message, name);
+  if (!IN_NODE || NativeDOMException !== undefined) return new NativeDOMException(message, name);
   const e = new Error(message);
   e.name = name;
   return e;
@@ -48,9 +58,9 @@ function illegalInvocation() {
   return new TypeError('Illegal invocation');
 }
 
-/** True if `value` is a real AbortSignal (a brand check through the native getter, not `instanceof`). */
+/** True if `value` is a real AbortSignal (a brand check through the native getter, not `instanceof`; on
+ *  anything else, primitives included, the getter throws). */
 function isAbortSignal(value) {
-  if (typeof value !== 'object' || value === null || signalAborted === undefined) return false;
   try {
     signalAborted.call(value);
     return true;
@@ -61,7 +71,7 @@ function isAbortSignal(value) {
 
 /** The signal's abort reason; `AbortError` where the platform predates `reason`. */
 function abortReason(signal) {
-  const reason = signalReason !== undefined ? signalReason.call(signal) : undefined;
+  const reason = signalReason?.call(signal);
   return reason !== undefined ? reason : domException('The operation was aborted.', 'AbortError');
 }
 
@@ -146,8 +156,7 @@ function captureResolvers(resolve, reject) {
 // several times faster. Node's EventTarget runs no microtasks between listeners, so there (and with the
 // setTimeout fallback) each record gets a message of its own.
 
-const TASKS_PER_MESSAGE =
-  typeof process === 'object' && process !== null && typeof process.versions?.node === 'string' ? 1 : 16;
+const TASKS_PER_MESSAGE = IN_NODE ? 1 : 16;
 let taskPort = null;
 const taskQueue = [];
 let taskHead = 0;
@@ -168,7 +177,7 @@ function runQueuedTask() {
 function endOfMessage() {
   messagePending = false;
   if (taskQueue.length > 0) postTaskMessage();
-  else taskPort.unref?.(); // Node: an idle port must not keep the process alive
+  else if (IN_NODE) taskPort.unref?.(); // an idle port must not keep the process alive
 }
 
 function postTaskMessage() {
@@ -204,8 +213,10 @@ function queueTask(record) {
       channel.port1.addEventListener('message', endOfMessage);
       channel.port1.start();
       taskPort = channel.port2;
-      taskPort.unref?.();
-      channel.port1.unref?.();
+      if (IN_NODE) {
+        taskPort.unref?.();
+        channel.port1.unref?.();
+      }
     } else {
       taskPort = {
         postMessage: () =>
@@ -216,7 +227,7 @@ function queueTask(record) {
       };
     }
   }
-  if (taskQueue.length === 0) taskPort.ref?.();
+  if (IN_NODE && taskQueue.length === 0) taskPort.ref?.();
   taskQueue.push(record);
   if (messagePending) return;
   if (!inEngineCall && taskQueue.length === 1) {
@@ -300,11 +311,11 @@ export function createLockApi(makeEngine) {
       this.#mode = mode;
     }
     get name() {
-      if (typeof this !== 'object' || this === null || !(#name in this)) throw illegalInvocation();
+      if (!(#name in toObject(this))) throw illegalInvocation();
       return this.#name;
     }
     get mode() {
-      if (typeof this !== 'object' || this === null || !(#mode in this)) throw illegalInvocation();
+      if (!(#mode in toObject(this))) throw illegalInvocation();
       return this.#mode;
     }
   }
@@ -476,7 +487,7 @@ export function createLockApi(makeEngine) {
 
     query() {
       try {
-        if (typeof this !== 'object' || this === null || !(#brand in this)) {
+        if (!(#brand in toObject(this))) {
           throw new TypeError("Failed to execute 'query' on 'LockManager': Illegal invocation");
         }
         if (loadError !== null) throw loadError;
@@ -491,7 +502,7 @@ export function createLockApi(makeEngine) {
     // WebIDL overloads: request(name, callback) and request(name, options, callback).
     request(name, options, callback) {
       try {
-        if (typeof this !== 'object' || this === null || !(#brand in this)) throw requestTypeError('Illegal invocation');
+        if (!(#brand in toObject(this))) throw requestTypeError('Illegal invocation');
         const argc = arguments.length;
         if (argc < 2) throw requestTypeError(`2 arguments required, but only ${argc} present.`);
         name = toDOMString(name, '');
@@ -647,7 +658,7 @@ export function installLockApi(api, globalObject = globalThis) {
 export function newClientId() {
   const bytes = new Uint8Array(16);
   const crypto = globalThis.crypto;
-  if (crypto !== undefined && typeof crypto.getRandomValues === 'function') {
+  if (!IN_NODE || (crypto !== undefined && typeof crypto.getRandomValues === 'function')) {
     crypto.getRandomValues(bytes);
   } else {
     for (let i = 0; i < 16; i++) bytes[i] = (Math.random() * 256) | 0;

@@ -7,7 +7,9 @@
 //
 // `lzmaDecode(input, outputSize, lc, lp, pb)`: the `outputSize` bytes that `input`, a raw LZMA1 stream made
 // with those literal context, literal position and position bits, decodes to. It stops at `outputSize`
-// (an end marker after it is never read). Corrupt input gives wrong bytes or throws; it always ends.
+// (an end marker after it is never read), and reads 0 past the end of `input` (`x | undefined` is `x`), so
+// the classic build embeds the stream without the end it does not need. Corrupt input gives wrong bytes
+// or throws; it always ends.
 
 // Offsets of the probability arrays in one Uint16Array (states 0-11, position states 0-15).
 const IS_MATCH = 0; //      [state << 4 | posState]
@@ -154,7 +156,8 @@ export function lzmaDecode(input, outputSize, lc, lp, pb) {
         state = state < 7 ? 8 : 11;
       }
     }
-    if (rep0 >= pos || rep0 < 0) throw new Error('weblocks: the embedded wasm is corrupt');
+    // A distance beyond the output (or negative, from corrupt input: huge as unsigned) cannot be copied.
+    if (rep0 >>> 0 >= pos) throw new Error('weblocks: the embedded wasm is corrupt');
     for (let n = len + 2; n > 0 && pos < outputSize; n--, pos++) out[pos] = out[pos - rep0 - 1];
   }
   return out;

@@ -125,7 +125,9 @@ async function bundleClassic() {
     // the same reason its fetch/Response paths are dead (-0.24 KB gzipped): `Response` and `Request` read
     // as undefined in this build only, so the glue's `typeof Response === 'function'` tests fold away (no
     // code of the classic script may use either).
-    define: { 'import.meta.url': 'undefined', Response: 'undefined', Request: 'undefined' },
+    // `process` reads as undefined too: js/lock_api.js's Node-only paths (IN_NODE) fold away; a page's
+    // own `process` shim is not Node either.
+    define: { 'import.meta.url': 'undefined', Response: 'undefined', Request: 'undefined', process: 'undefined' },
     logLevel: 'warning',
   });
   const text = fs.readFileSync(classicOut, 'utf8');

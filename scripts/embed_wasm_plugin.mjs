@@ -8,11 +8,14 @@
 // inflater it replaces (tiny-inflate, which browsers without DecompressionStream needed anyway). Plain
 // base64 of the wasm (esbuild's 'binary' loader) gzips poorly: +19 KB.
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renameGlue, renameWasm, shortNames } from './short_wasm_names.mjs';
 import { trimGlue } from './trim_wasm_glue.mjs';
+import { lzmaDecode } from '../js/lzma_decoder.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -49,11 +52,32 @@ export function lzmaCompress(bytes) {
 }
 
 /**
+ * `bytes` LZMA-compressed (lzmaCompress) without the end the decoder never reads (-9 B at fbda228): xz ends a
+ * raw stream with an end marker and the range coder's flush, but the decoder stops at the known size, and
+ * where it reads past the end of its input it reads 0 (js/lzma_decoder.js). Cut as far as the stream still
+ * decodes to `bytes`, checked here with the decoder itself.
+ */
+export function embeddedStream(bytes) {
+  const stream = lzmaCompress(bytes);
+  const decodes = (end) => {
+    try {
+      return Buffer.from(lzmaDecode(stream.subarray(0, end), bytes.length, LC, LP, PB)).equals(bytes);
+    } catch {
+      return false;
+    }
+  };
+  let end = stream.length;
+  if (!decodes(end)) throw new Error('embed_wasm_plugin: the LZMA stream does not decode to the wasm');
+  while (end > 0 && decodes(end - 1)) end--;
+  return stream.subarray(0, end);
+}
+
+/**
  * The module that replaces the wasm file: its default export is a promise of the bytes (wasm-bindgen's
  * init awaits it), which rejects, and so fails the engine's load and not the script, if decoding throws.
  */
 function decodingModule(bytes) {
-  const packed = lzmaCompress(bytes).toString('base64');
+  const packed = embeddedStream(bytes).toString('base64');
   return `import { lzmaDecode } from './js/lzma_decoder.js';
 const text = atob(${JSON.stringify(packed)});
 const packed = new Uint8Array(text.length);
@@ -62,27 +86,73 @@ export default new Promise((resolve) => resolve(lzmaDecode(packed, ${bytes.lengt
 `;
 }
 
+// The features of the release wasm (Rust's wasm32 target; `wasm-opt --print-features` on cargo's output),
+// which pkg/'s wasm no longer names (its target features section is stripped). Only these: with more
+// (`-all`), wasm-opt may write encodings browsers cannot read yet.
+const WASM_FEATURES = [
+  'mutable-globals',
+  'nontrapping-float-to-int',
+  'bulk-memory',
+  'bulk-memory-opt',
+  'sign-ext',
+  'reference-types',
+  'multivalue',
+  'call-indirect-overlong',
+];
+
+/**
+ * `wasm` without the code that only its dropped exports reached (LZMA 30,902 -> 30,716 B at fbda228: Engine's
+ * clientId, close and shared, which js/ never calls; engine_free and __wbindgen_free, which the trimmed glue
+ * no longer calls; two globals nothing reads). wasm-opt removes what nothing reaches and writes the rest as build.mjs's -Oz did: with the stack IR
+ * optimizations of its shrink level, without which it would write every function with more locals. If the
+ * result is not smaller (another wasm-opt, other flags in build.mjs), the wasm is kept as it was.
+ */
+function withoutUnreachableCode(wasm) {
+  const wasmOpt = path.join(root, 'node_modules', '.bin', 'wasm-opt');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'weblocks-embed-'));
+  try {
+    const input = path.join(dir, 'in.wasm');
+    const output = path.join(dir, 'out.wasm');
+    writeFileSync(input, wasm);
+    const features = WASM_FEATURES.map((feature) => `--enable-${feature}`);
+    const passes = ['--remove-unused-module-elements', '--shrink-level=2', '--optimize-level=2', '--generate-stack-ir', '--optimize-stack-ir'];
+    const result = spawnSync(wasmOpt, [...features, ...passes, '--strip-producers', '--strip-target-features', input, '-o', output]);
+    if (result.error || result.status !== 0) {
+      throw new Error(`wasm-opt failed (run \`npm install\`): ${result.error?.message ?? result.stderr.toString()}`);
+    }
+    const out = readFileSync(output);
+    if (out.length < wasm.length) return out;
+    console.warn(`embed_wasm_plugin: wasm-opt made the classic wasm no smaller (${wasm.length} -> ${out.length} B); kept as it was`);
+    return wasm;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /**
  * The wasm, and wasm-bindgen's glue next to it (`x.js` beside `x_bg.wasm`), with short import and export
  * names (scripts/short_wasm_names.mjs): both are loaded through this plugin, so they always agree. The glue
- * is also cut to what the classic build runs (scripts/trim_wasm_glue.mjs).
+ * is also cut to what the classic build runs (scripts/trim_wasm_glue.mjs), and the wasm keeps only the
+ * exports that glue uses (`wasm.<name>`), and the code they reach (withoutUnreachableCode).
  */
 export function embedCompressedWasm() {
-  const renamed = async (wasmPath) => {
+  const load = async (wasmPath) => {
     const wasm = await fs.readFile(wasmPath);
-    return { wasm, names: shortNames(wasm) };
+    const names = shortNames(wasm);
+    const glue = renameGlue(trimGlue(await fs.readFile(wasmPath.replace(/_bg\.wasm$/, '.js'), 'utf8')), names);
+    return { wasm, names, glue };
   };
   return {
     name: 'embed-compressed-wasm',
     setup(build) {
       build.onLoad({ filter: /\.wasm$/ }, async (args) => {
-        const { wasm, names } = await renamed(args.path);
-        return { contents: decodingModule(renameWasm(wasm, names)), loader: 'js', resolveDir: root };
+        const { wasm, names, glue } = await load(args.path);
+        const used = (name) => new RegExp(`\\bwasm\\.${names.exports.get(name)}\\b`).test(glue);
+        return { contents: decodingModule(withoutUnreachableCode(renameWasm(wasm, names, used))), loader: 'js', resolveDir: root };
       });
       build.onLoad({ filter: /[\\/]pkg[\\/][^\\/]+\.js$/ }, async (args) => {
-        const wasmPath = args.path.replace(/\.js$/, '_bg.wasm');
-        const { names } = await renamed(wasmPath);
-        return { contents: renameGlue(trimGlue(await fs.readFile(args.path, 'utf8')), names), loader: 'js' };
+        const { glue } = await load(args.path.replace(/\.js$/, '_bg.wasm'));
+        return { contents: glue, loader: 'js' };
       });
     },
   };

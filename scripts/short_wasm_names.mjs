@@ -6,7 +6,7 @@
 // .d.ts declares.
 //
 // `shortNames(wasm)` reads the names (the wasm's import and export sections); `renameWasm(wasm, names)`
-// rewrites those two sections and copies every other byte; `renameGlue(glue, names)` rewrites the glue's
+// rewrites those two sections (leaving out the exports a filter rejects) and copies every other byte; `renameGlue(glue, names)` rewrites the glue's
 // uses (`wasm.<export>`, `<import>:` keys of the imports object, the import module's name) and throws if
 // any old name is left in it, so a glue of another shape fails the build instead of a page.
 
@@ -135,9 +135,13 @@ export function shortNames(wasm) {
   };
 }
 
-/** `wasm` with its import and export names replaced by `names` (from `shortNames`). */
-export function renameWasm(wasm, names) {
-  const { imports, exports } = readNames(wasm);
+/**
+ * `wasm` with its import and export names replaced by `names` (from `shortNames`); with `keepExport`, only
+ * the exports whose (old) name it accepts.
+ */
+export function renameWasm(wasm, names, keepExport = () => true) {
+  const { imports } = readNames(wasm);
+  const exports = readNames(wasm).exports.filter((e) => keepExport(e.name));
   const parts = [wasm.subarray(0, 8)];
   for (const { id, start, end } of sections(wasm)) {
     let contents;

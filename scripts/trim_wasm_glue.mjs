@@ -3,22 +3,36 @@
 // `init({ module_or_path: promiseOfBytes })` (js/classic.js), and runs only in browsers with private
 // class fields (the build's target, es2022), so some of its paths can never run:
 //  - init's other inputs: a URL or string to fetch, a Response, the deprecated non-object parameter, the
-//    default URL (its Response/Request tests already fold away: build.mjs defines them as undefined);
+//    default URL (its Response/Request tests already fold away: build.mjs defines them as undefined); and
+//    its guard against running twice (js/wasm_lock_api.js calls it once per API, the script makes one);
 //  - passStringToWasm0's branch for a missing `realloc` (every call passes the same malloc and realloc,
 //    which it now reads itself);
 //  - the TextEncoder.encodeInto fallback (every browser with private fields has encodeInto);
 //  - `Symbol.dispose` on Engine and LeaseOperation, which no code of the script disposes with `using`,
 //    and Engine's `free` (the engine lives as long as the page; nothing frees it), and its other members
 //    that js/ never calls;
-//  - the fallback for a missing FinalizationRegistry (every such browser has it);
+//  - Engine's FinalizationRegistry: its wrapper can never be collected, as js/lock_api.js keeps it (`engine`)
+//    in the scope of the `sink` function that the wasm holds in its externref table for the Engine's life;
+//    with it goes the wasm's engine_free (the classic wasm keeps only the exports the glue uses:
+//    scripts/embed_wasm_plugin.mjs);
+//  - the fallback for a missing FinalizationRegistry (every such browser has it), and LeaseOperation's
+//    registry (js/lease_idb_store.js frees each operation it makes, in a `finally`), whose `free` then
+//    takes the pointer itself;
+//  - the freeing of Engine's constructor strings when passing one throws (it passes the script's own client
+//    id, and no scope);
 //  - js_sys::global()'s lookups of `global`, `self` and `window`, made only where `globalThis` is missing.
 // And two shapes minifiers cannot shorten are rewritten: an import that may throw,
 // `function() { return handleError(function (a, b) {...}, arguments); }`, becomes `handleError((a, b) =>
 // {...})` (and handleError returns the catching wrapper, made once instead of a closure per call); the
 // other imports, `name: function(a) {...}`, become arrows (none uses `this` or `arguments`); an
 // `instanceof` check returns from its try/catch; a (pointer, length) pair stored for the wasm is one call;
-// the pointer property of the Rust objects' wrappers is `p`, and three more such names are one letter; an
-// argument copied to a constant (`const v = arg0;`) is read directly.
+// the pointer property of the Rust objects' wrappers is `p`, and more such names are one letter; an
+// argument copied to a constant (`const v = arg0;`) is read directly; a string (or none) returned through
+// memory is one call too, of the value itself; a boolean (or none) for the wasm is one expression, a number
+// (or none) one test and one DataView; sizes and pointers are not
+// multiplied or divided by 1; a Uint32Array copied out of memory is a copied view (no cached Uint32Array of
+// the memory to keep, and reset, for that one import); the DataView that stores a few returned values is
+// made per store (~0.1 µs, against a cache tested for a detached or replaced buffer at each use).
 //
 // Each edit is an exact text of wasm-bindgen 0.2.130's output and must match (once; or at least once; or,
 // `count: 'any'`, for the shapes of imports that the Rust code may stop needing, any number of times): a
@@ -44,6 +58,16 @@ const EDITS = [
     return __wbg_finalize_init(instance, module);
 }
 `,
+  },
+  {
+    what: "init's guard against a second instantiation (the classic script initialises the glue once: its one API, js/wasm_lock_api.js)",
+    from: /^let __wbg_init_promise;\nasync function __wbg_init\(module_or_path\) \{\n[^]*?\n\}\n\nasync function __wbg_init_once\(\{ module_or_path \}\) \{\n/m,
+    to: 'async function __wbg_init({ module_or_path }) {\n',
+  },
+  {
+    what: 'the memory caches reset at init (null until then: init runs once, before any use)',
+    from: /^    cachedUint8ArrayMemory0 = null;\n(    wasm\.__wbindgen_start\(\);)$/m,
+    to: '$1',
   },
   {
     what: "passStringToWasm0's branch without realloc",
@@ -86,6 +110,28 @@ const EDITS = [
     to: 'new FinalizationRegistry',
   },
   {
+    what: "LeaseOperation's finalization (js/lease_idb_store.js frees every operation it makes, in a finally; after the edit above)",
+    from: /^ +LeaseOperationFinalization\.(?:register\(obj, obj\.\w+, obj\)|unregister\(this\));\n|^const LeaseOperationFinalization = .*\n/gm,
+    to: '',
+    count: 3,
+  },
+  {
+    what: "LeaseOperation's free takes its pointer itself (its __destroy_into_raw has no other caller)",
+    from: /^    __destroy_into_raw\(\) \{\n        const ptr = this\.__wbg_ptr;\n        this\.__wbg_ptr = 0;\n        return ptr;\n    \}\n    free\(\) \{\n        const ptr = this\.__destroy_into_raw\(\);\n/m,
+    to: '    free() {\n        const ptr = this.__wbg_ptr;\n        this.__wbg_ptr = 0;\n',
+  },
+  {
+    what: "closures' reference count: `c`",
+    from: /\bcnt\b/g,
+    to: 'c',
+  },
+  {
+    what: "Engine's finalization (its wrapper is never garbage: js/lock_api.js keeps it in the scope of the sink the wasm holds)",
+    from: /^ +EngineFinalization\.register\(this, this\.\w+, this\);\n|^const EngineFinalization = .*\n/gm,
+    to: '',
+    count: 2,
+  },
+  {
     what: 'instanceof checks',
     from: /\{\n( +)let result;\n +try \{\n +result = (arg0 instanceof \w+);\n +\} catch \(_\) \{\n +result = false;\n +\}\n +const ret = result;\n +return ret;\n/g,
     to: '{\n$1try {\n$1    return $2;\n$1} catch {\n$1    return false;\n$1}\n',
@@ -107,6 +153,49 @@ const EDITS = [
 }
 
 function getStringFromWasm0(`,
+  },
+  {
+    what: 'a string or none returned through memory: one helper',
+    from: /^( +)(?:var|const) ptr1 = (?:isLikeNone\(ret\) \? 0 : )?passStringToWasm0\(ret\);\n +(?:var|const) len1 = WASM_VECTOR_LEN;\n +storeSlice\(arg0, ptr1, len1\);$/gm,
+    to: '$1storeString(arg0, ret);',
+    count: 'any',
+  },
+  {
+    what: 'a string or none returned through memory: the helper',
+    from: /^function getStringFromWasm0\(/m,
+    to: `function storeString(at, value) {
+    storeSlice(at, isLikeNone(value) ? 0 : passStringToWasm0(value), WASM_VECTOR_LEN);
+}
+
+function getStringFromWasm0(`,
+  },
+  {
+    what: 'sizes and pointers multiplied or divided by 1',
+    from: / [*\/] 1(?=[,)])/g,
+    to: '',
+    count: 'any',
+  },
+  {
+    what: 'a Uint32Array copied from memory: a view copied (no cached Uint32Array of the memory)',
+    from: /new Uint32Array\(getArrayU32FromWasm0\((arg\d), (arg\d)\)\)/g,
+    to: 'new Uint32Array(wasm.memory.buffer, $1 >>> 0, $2 >>> 0).slice()',
+    count: 'any',
+  },
+  {
+    what: 'the cached Uint32Array of the memory, once unused',
+    from: /^    cachedUint32ArrayMemory0 = null;\n/m,
+    to: (line, _offset, glue) => (glue.includes('getArrayU32FromWasm0(arg') ? line : ''),
+    count: 'any',
+  },
+  {
+    what: 'a DataView of the memory made when needed, not cached (no checks of a detached buffer)',
+    from: /^let cachedDataViewMemory0 = null;\nfunction getDataViewMemory0\(\) \{\n[^]*?\n\}\n/m,
+    to: 'function getDataViewMemory0() {\n    return new DataView(wasm.memory.buffer);\n}\n',
+  },
+  {
+    what: 'the cached DataView reset',
+    from: /^    cachedDataViewMemory0 = null;\n/m,
+    to: '',
   },
   {
     what: "js_sys::global()'s fallbacks after globalThis",
@@ -134,6 +223,7 @@ function getStringFromWasm0(`,
     what: 'their `__destroy_into_raw`: `d`',
     from: /\b__destroy_into_raw\b/g,
     to: 'd',
+    count: 'any',
   },
   {
     what: 'the property of Rust closures that releases them, `_wbg_cb_unref` (of the glue only): `u`',
@@ -164,6 +254,29 @@ function getStringFromWasm0(`,
     count: 'any',
   },
   {
+    what: 'a string or none returned through memory: read where it is passed',
+    from: /^( +)const ret = (arg1\.\w+|typeof\(arg1\) === 'string' \? arg1 : undefined);\n +storeString\(arg0, ret\);$/gm,
+    to: '$1storeString(arg0, $2);',
+    count: 'any',
+  },
+  {
+    what: 'a number or none for the wasm: one DataView, one test',
+    from: /^( +)const ret = typeof\(arg1\) === 'number' \? arg1 : undefined;\n +getDataViewMemory0\(\)\.setFloat64\(\(arg0 >>> 0\) \+ 8, isLikeNone\(ret\) \? 0 : ret, true\);\n +getDataViewMemory0\(\)\.setInt32\(\(arg0 >>> 0\) \+ 4 \* 0, !isLikeNone\(ret\), true\);$/m,
+    to: "$1const isNumber = typeof arg1 === 'number';\n$1const view = getDataViewMemory0();\n$1view.setFloat64((arg0 >>> 0) + 8, isNumber ? arg1 : 0, true);\n$1view.setInt32(arg0 >>> 0, isNumber, true);",
+    count: 'any',
+  },
+  {
+    what: "Engine's constructor: no freeing of its strings when passing them throws (the script passes its own client id and no scope)",
+    from: /^( +)let ptr0, len0, ptr1, len1;\n +try \{\n +(ptr0 = passStringToWasm0\(client_id\);)\n +(len0 = WASM_VECTOR_LEN;)\n +(ptr1 = isLikeNone\(scope\) \? 0 : passStringToWasm0\(scope\);)\n +(len1 = WASM_VECTOR_LEN;)\n +\} catch \(e\) \{\n[^]*?\n +throw e;\n +\}\n/m,
+    to: '$1const $2\n$1const $3\n$1const $4\n$1const $5\n',
+  },
+  {
+    what: 'a boolean or none for the wasm (after the edit above)',
+    from: /^( +)const ret = typeof\(arg0\) === 'boolean' \? arg0 : undefined;\n +return isLikeNone\(ret\) \? 0xFFFFFF : ret \? 1 : 0;$/m,
+    to: "$1return typeof arg0 === 'boolean' ? +arg0 : 0xFFFFFF;",
+    count: 'any',
+      },
+  {
     what: 'the other imports as arrows',
     from: /^( {8}\w+): function\(([^)]*)\) \{$/gm,
     to: '$1: ($2) => {',
@@ -184,10 +297,21 @@ function checkEngineMembersUnused() {
   }
 }
 
+// LeaseOperation loses its finalization: js/lease_idb_store.js, the one module that makes operations (js/
+// index.js and the classic script do not export the class), must make them in one place and free each in a
+// finally.
+function checkLeaseOperationsFreed() {
+  const store = fs.readFileSync(path.join(JS_DIR, 'lease_idb_store.js'), 'utf8');
+  if (store.match(/= LeaseOperation\[/g)?.length !== 1 || !/\} finally \{\n\s+operation\.free\(\);/.test(store)) {
+    throw new Error('trim_wasm_glue: js/lease_idb_store.js no longer frees each LeaseOperation it makes in a finally: the classic glue drops their finalization');
+  }
+}
+
 /** `glue` with the edits above; throws if one of them does not match as expected. */
 export function trimGlue(glue) {
   let out = glue;
   checkEngineMembersUnused();
+  checkLeaseOperationsFreed();
   const engine = /^export class Engine \{\n[^]*?\n\}\n/m.exec(out);
   if (engine === null) throw new Error('trim_wasm_glue: no Engine class in the glue');
   let trimmed = engine[0];

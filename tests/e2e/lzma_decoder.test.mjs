@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { repoRoot } from './server.mjs';
 import { lzmaDecode } from '../../js/lzma_decoder.js';
-import { lzmaCompress } from '../../scripts/embed_wasm_plugin.mjs';
+import { embeddedStream, lzmaCompress } from '../../scripts/embed_wasm_plugin.mjs';
 
 function xz(bytes, lc, lp, pb) {
   const result = spawnSync('xz', ['--format=raw', `--lzma1=preset=6,lc=${lc},lp=${lp},pb=${pb}`, '--stdout'], { input: bytes });
@@ -62,6 +62,20 @@ test("the build's own compression (lzmaCompress) of the wasm decodes to the wasm
   const packed = lzmaCompress(wasm);
   assert.ok(packed.length < wasm.length / 2);
   assert.ok(Buffer.from(lzmaDecode(packed, wasm.length, 3, 0, 0)).equals(wasm));
+});
+
+test('the embedded stream (embeddedStream: the end the decoder never reads cut off) decodes to the wasm', { skip: !fs.existsSync(path.join(repoRoot, 'pkg', 'weblocks_bg.wasm')) && 'no pkg/: run `npm run build`' }, () => {
+  const wasm = fs.readFileSync(path.join(repoRoot, 'pkg', 'weblocks_bg.wasm'));
+  const full = lzmaCompress(wasm);
+  const embedded = embeddedStream(wasm);
+  assert.ok(embedded.length < full.length && full.subarray(0, embedded.length).equals(embedded));
+  assert.ok(Buffer.from(lzmaDecode(embedded, wasm.length, 3, 0, 0)).equals(wasm));
+  // One byte fewer no longer decodes to the wasm: the cut stops where it must.
+  let shorter = null;
+  try {
+    shorter = Buffer.from(lzmaDecode(embedded.subarray(0, embedded.length - 1), wasm.length, 3, 0, 0));
+  } catch {}
+  assert.ok(shorter === null || !shorter.equals(wasm));
 });
 
 test('corrupt input throws or gives other bytes, and always ends', () => {
