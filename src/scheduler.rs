@@ -109,15 +109,23 @@ impl RequestQueue {
         Some(request)
     }
 
-    /// Keeps the requests `keep` selects (a `dyn` predicate: one instantiation for every caller).
+    /// Keeps the requests `keep` selects (a `dyn` predicate: one instantiation for every caller), and
+    /// drops the entries that have left.
     fn retain(&mut self, keep: &mut dyn FnMut(&LockRequest) -> bool) {
-        self.compact();
-        self.entries.retain(keep);
+        let mut left = self.head;
+        self.entries.retain(|r| {
+            if left == 0 {
+                return keep(r);
+            }
+            left -= 1;
+            false
+        });
+        self.head = 0;
     }
 
+    /// Drops the entries that have left, by the one `retain` (no `Drain` code in the wasm).
     fn compact(&mut self) {
-        self.entries.drain(..self.head);
-        self.head = 0;
+        self.retain(&mut |_| true);
     }
 }
 
