@@ -189,17 +189,14 @@ impl LockManager {
     /// Spec 2.5, "get the lock request queue": the resource for `name`, created (and so appended to the
     /// map's order) when missing.
     fn resource_mut(&mut self, name: &Rc<str>) -> &mut Resource {
-        if !self.resources.contains_key(name) {
-            let order = self.tick();
-            self.resources.insert(
-                name.clone(),
-                Resource {
-                    map_order: order,
-                    ..Resource::default()
-                },
-            );
-        }
-        self.resources.get_mut(name).expect("just inserted")
+        let next_order = &mut self.next_order;
+        self.resources.entry(name.clone()).or_insert_with(|| {
+            *next_order += 1;
+            Resource {
+                map_order: *next_order,
+                ..Resource::default()
+            }
+        })
     }
 
     fn forget_if_idle(&mut self, name: &Rc<str>) {
