@@ -157,7 +157,7 @@ enum Tracked {
 ///
 /// The held lock set is an ordered set: the held entries of `requests` (by id), each with its grant
 /// order, which also has the name of each pending request (one map where two were). Its order is
-/// gathered when asked for ([`LockManager::held_ids_where`]: queries, steals and terminations), not
+/// gathered when asked for ([`LockManager::held_where`]: queries, steals and terminations), not
 /// kept in a second map that every grant and release would update (~0.3 KB less wasm).
 /// Names whose queue is empty and that hold no lock are dropped from the map, so memory follows the
 /// live state; a name that comes back is appended at the end of the map, as a new key would be.
@@ -382,21 +382,40 @@ impl LockManager {
         decisions
     }
 
-    /// The ids of the held locks whose request `pick` selects, in held-set order: sorted as (grant
-    /// order, id) pairs, the crate's one pair sort.
-    fn held_ids_where(&self, pick: &dyn Fn(&LockRequest) -> bool) -> Vec<RequestId> {
-        let mut held: Vec<(u64, RequestId)> = Vec::new();
-        for (id, tracked) in self.requests.iter() {
+    /// The held locks whose request `pick` selects, in held-set order (grant order). Gathered in id
+    /// order, which is grant order in the common case (requests are mostly granted in the order they
+    /// were made); otherwise sorted as (grant order, position) pairs, the crate's one pair sort.
+    fn held_where(&self, pick: &dyn Fn(&LockRequest) -> bool) -> Vec<&HeldLock> {
+        let mut held: Vec<&HeldLock> = Vec::new();
+        let mut in_order = true;
+        for tracked in self.requests.values() {
             if let Tracked::Held(lock) = tracked
                 && pick(&lock.request)
             {
-                held.push((lock.order, *id));
+                in_order &= held.last().is_none_or(|last| last.order < lock.order);
+                held.push(lock);
             }
         }
-        held.sort_unstable();
+        if in_order {
+            return held;
+        }
+        let mut order: Vec<(u64, u64)> = Vec::new();
+        for (i, lock) in held.iter().enumerate() {
+            order.push((lock.order, i as u64));
+        }
+        order.sort_unstable();
+        let mut sorted = Vec::new();
+        for (_, i) in order {
+            sorted.push(held[i as usize]);
+        }
+        sorted
+    }
+
+    /// The ids of [`LockManager::held_where`].
+    fn held_ids_where(&self, pick: &dyn Fn(&LockRequest) -> bool) -> Vec<RequestId> {
         let mut ids = Vec::new();
-        for (_, id) in held {
-            ids.push(id);
+        for lock in self.held_where(pick) {
+            ids.push(lock.request.id);
         }
         ids
     }
@@ -437,10 +456,8 @@ impl LockManager {
         for r in self.pending_requests() {
             snapshot.pending.push(info(r));
         }
-        for id in self.held_ids_where(&|_| true) {
-            snapshot
-                .held
-                .push(info(&self.held(id).expect("held id").request));
+        for lock in self.held_where(&|_| true) {
+            snapshot.held.push(info(&lock.request));
         }
         snapshot
     }
