@@ -32,13 +32,17 @@ pub fn encode_snapshot(snapshot: &Snapshot) -> SnapshotTransfer {
             );
         }
     }
-    let mut numbers = vec![
-        snapshot.held.len() as u32,
-        snapshot.pending.len() as u32,
-        strings.lengths.len() as u32,
-    ];
-    numbers.append(&mut strings.lengths);
-    numbers.append(&mut body);
+    // Pushed one by one, as everything here: no `Vec::append` code in the wasm for these two copies.
+    let mut numbers = Vec::with_capacity(3 + strings.lengths.len() + body.len());
+    numbers.push(snapshot.held.len() as u32);
+    numbers.push(snapshot.pending.len() as u32);
+    numbers.push(strings.lengths.len() as u32);
+    for &n in &strings.lengths {
+        numbers.push(n);
+    }
+    for &n in &body {
+        numbers.push(n);
+    }
     SnapshotTransfer {
         text: strings.text,
         numbers,

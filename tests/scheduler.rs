@@ -356,6 +356,7 @@ proptest! {
             let held_names: Vec<String> = t.held.iter().map(|h| t.info[h].0.clone()).collect();
             let snap_held: Vec<String> = s.held.iter().map(|i| i.name.to_string()).collect();
             prop_assert_eq!(snap_held, held_names);
+            prop_assert_eq!(m.held_count(), t.held.len());
             let pending_total: usize = t.pending.values().map(Vec::len).sum();
             prop_assert_eq!(s.pending.len(), pending_total);
             for (name, q) in &t.pending {

@@ -55,16 +55,27 @@ impl fmt::Display for LockId {
     }
 }
 
+/// `%` and `/` written `%25` and `%2F`; the text between them copied as is (found by byte: both are
+/// ASCII, so no character is decoded).
 fn escape(part: &str) -> String {
     let mut out = String::with_capacity(part.len());
-    for c in part.chars() {
-        match c {
-            '%' => out.push_str("%25"),
-            '/' => out.push_str("%2F"),
-            c => out.push(c),
-        }
+    let mut rest = part;
+    while let Some(at) = position_of(rest, is_escaped) {
+        out.push_str(&rest[..at]);
+        out.push_str(if rest.as_bytes()[at] == b'%' {
+            "%25"
+        } else {
+            "%2F"
+        });
+        rest = &rest[at + 1..];
     }
+    out.push_str(rest);
     out
+}
+
+/// The bytes a type or an id cannot hold as they are: `%` and `/`.
+fn is_escaped(b: u8) -> bool {
+    b == b'%' || b == b'/'
 }
 
 /// The first byte of `text` that `pick` selects (a loop and a function pointer: one small function).
@@ -84,7 +95,7 @@ fn position_of(text: &str, pick: fn(u8) -> bool) -> Option<usize> {
 fn unescape(text: &str) -> Option<String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(at) = position_of(rest, |b| b == b'%' || b == b'/') {
+    while let Some(at) = position_of(rest, is_escaped) {
         out.push_str(&rest[..at]);
         let escaped = rest.get(at..at + 3)?;
         out.push(match escaped {

@@ -374,6 +374,16 @@ fn lock_ids_round_trip_any_type_and_id() {
 }
 
 #[test]
+fn lock_ids_escape_only_percent_and_slash() {
+    let lock_id = LockId {
+        key: key("a/b%", "문서/%2F"),
+        token: token(7),
+    };
+    let hex = token(7).to_hex();
+    assert_eq!(lock_id.to_text(), format!("a%2Fb%25/문서%2F%252F/{hex}"));
+}
+
+#[test]
 fn tokens_are_128_bit_hex_and_never_debug_printed() {
     let t = Token::from_random_bytes([
         0xde, 0xad, 0xbe, 0xef, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0xa, 0xff,

@@ -4,7 +4,7 @@
 //! can throw out of it.
 
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use js_sys::{Array, Function, Reflect};
 use wasm_bindgen::prelude::*;
@@ -74,12 +74,23 @@ fn local_storage() -> Option<Storage> {
     Some(storage)
 }
 
+/// A JS function that runs a handler on the coordination: see [`callback`].
+type Callback = Closure<dyn FnMut(web_sys::Event)>;
+
 /// An event listener this edge added, kept to be removed on close.
-type Listener = (
-    EventTarget,
-    &'static str,
-    Closure<dyn FnMut(web_sys::Event)>,
-);
+type Listener = (EventTarget, &'static str, Callback);
+
+/// A JS function that runs `handler` on the coordination while it lives (it holds a weak reference:
+/// no callback keeps the coordination alive). One closure type for every callback (the timer, the
+/// outbox's microtask hops, channel messages, events): one set of closure code in the wasm and the
+/// glue. The timer's and the microtask's are called with no event (`undefined`) and ignore it.
+fn callback(this: Weak<Coordination>, handler: fn(&Coordination, &web_sys::Event)) -> Callback {
+    Closure::new(move |event: web_sys::Event| {
+        if let Some(this) = this.upgrade() {
+            handler(&this, &event);
+        }
+    })
+}
 
 /// What the handlers share: the node, the I/O objects, and the JS sink of the Engine contract.
 pub(super) struct Coordination {
@@ -91,14 +102,12 @@ pub(super) struct Coordination {
     sink: Function,
     /// The armed timer: its handle and when it fires.
     timer: Cell<Option<(JsValue, u64)>>,
-    timer_callback: Closure<dyn FnMut()>,
+    timer_callback: Callback,
     /// The global's `setTimeout` and `clearTimeout`, looked up once.
     set_timeout: Option<Function>,
     clear_timeout: Option<Function>,
     listeners: RefCell<Vec<Listener>>,
-    /// Takes the `MessageEvent` as an `Event`: the closure type the event listeners use (one set of
-    /// closure shims in the wasm and the glue, not two).
-    on_message: Closure<dyn FnMut(web_sys::Event)>,
+    on_message: Callback,
     /// The node's farewell as a `pagehide` listener that runs no script of ours: the channel's own
     /// `postMessage` bound to the encoded Leave, with the incarnation it was made for
     /// (see [`Node::farewell`] and [`Coordination::arm_farewell`]).
@@ -124,7 +133,7 @@ pub(super) struct Coordination {
     /// microtask hops left before they go.
     outbox: RefCell<Vec<wire::Message>>,
     outbox_hops: Cell<u32>,
-    flush_callback: Closure<dyn FnMut()>,
+    flush_callback: Callback,
     /// The global's `queueMicrotask`, looked up once (every post takes a few hops through it).
     queue_microtask: Option<Function>,
 }
@@ -178,58 +187,44 @@ impl Coordination {
             Some(s) => LIVE_KEY.to_owned() + ":" + s,
             None => LIVE_KEY.to_owned(),
         };
-        let this = Rc::new_cyclic(|weak: &std::rc::Weak<Coordination>| {
-            let on_message_target = weak.clone();
-            let timer_target = weak.clone();
-            let flush_target = weak.clone();
-            Coordination {
-                node: RefCell::new(node),
-                tx,
-                rx,
-                storage: local_storage(),
-                storage_key,
-                sink,
-                timer: Cell::new(None),
-                set_timeout: global_function("setTimeout"),
-                clear_timeout: global_function("clearTimeout"),
-                timer_callback: Closure::new(move || {
-                    if let Some(this) = timer_target.upgrade() {
-                        this.timer.set(None);
-                        this.with_node(|n, t| n.timer(t));
-                    }
-                }),
-                listeners: RefCell::new(Vec::new()),
-                on_message: Closure::new(move |event: web_sys::Event| {
-                    let Some(this) = on_message_target.upgrade() else {
-                        return;
-                    };
-                    if event.type_() == GAP {
-                        this.with_node(|n, t| n.missed_messages(t));
-                    } else if let Some(values) =
-                        decode_values(&event.unchecked_into::<MessageEvent>().data())
-                    {
-                        this.with_node(|n, t| n.deliver(t, &values));
-                    }
-                }),
-                farewell: RefCell::new(None),
-                page: Reflect::has(&global(), &"onpagehide".into())
-                    .unwrap_or(false)
-                    .then(|| global().unchecked_into()),
-                warned: Cell::new(false),
-                referenced: Cell::new(true),
-                channel: channel_name,
-                deputy,
-                announced: Cell::new(None),
-                deputies: RefCell::new(Vec::new()),
-                outbox: RefCell::new(Vec::new()),
-                outbox_hops: Cell::new(0),
-                queue_microtask: global_function("queueMicrotask"),
-                flush_callback: Closure::new(move || {
-                    if let Some(this) = flush_target.upgrade() {
-                        this.flush_later();
-                    }
-                }),
-            }
+        let this = Rc::new_cyclic(|weak: &Weak<Coordination>| Coordination {
+            node: RefCell::new(node),
+            tx,
+            rx,
+            storage: local_storage(),
+            storage_key,
+            sink,
+            timer: Cell::new(None),
+            set_timeout: global_function("setTimeout"),
+            clear_timeout: global_function("clearTimeout"),
+            timer_callback: callback(weak.clone(), |this, _| {
+                this.timer.set(None);
+                this.with_node(|n, t| n.timer(t));
+            }),
+            listeners: RefCell::new(Vec::new()),
+            on_message: callback(weak.clone(), |this, event| {
+                if event.type_() == GAP {
+                    this.with_node(|n, t| n.missed_messages(t));
+                } else if let Some(values) =
+                    decode_values(&event.unchecked_ref::<MessageEvent>().data())
+                {
+                    this.with_node(|n, t| n.deliver(t, &values));
+                }
+            }),
+            farewell: RefCell::new(None),
+            page: Reflect::has(&global(), &"onpagehide".into())
+                .unwrap_or(false)
+                .then(|| global().unchecked_into()),
+            warned: Cell::new(false),
+            referenced: Cell::new(true),
+            channel: channel_name,
+            deputy,
+            announced: Cell::new(None),
+            deputies: RefCell::new(Vec::new()),
+            outbox: RefCell::new(Vec::new()),
+            outbox_hops: Cell::new(0),
+            queue_microtask: global_function("queueMicrotask"),
+            flush_callback: callback(weak.clone(), |this, _| this.flush_later()),
         });
         this.install_handlers();
         this.keep_alive(false);
@@ -285,12 +280,7 @@ impl Coordination {
         kind: &'static str,
         handler: fn(&Coordination, &web_sys::Event),
     ) {
-        let weak = Rc::downgrade(self);
-        let closure = Closure::<dyn FnMut(web_sys::Event)>::new(move |event: web_sys::Event| {
-            if let Some(this) = weak.upgrade() {
-                handler(&this, &event);
-            }
-        });
+        let closure = callback(Rc::downgrade(self), handler);
         if target
             .add_event_listener_with_callback_and_bool(
                 kind,
