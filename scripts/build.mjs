@@ -39,16 +39,12 @@ function run(command, args, env, log = true) {
 //  - wasm-bindgen (the CLI pinned in Cargo.toml), then npm's wasm-opt -Oz (never Debian's binaryen 108).
 export const SIZE_TARGET_DIR = path.join('target', 'size');
 // `--inline-threshold=0` (opt-level z: 5): LLVM inlines less, -0.14 KB LZMA (see the wasm-opt inlining below).
-// `--wrap=__wbg_jspi_task_poll` with `--cfg weblocks_size_build`: js-sys's JSPI task poll is replaced by
-// an empty one (src/lib.rs says why), -0.13 KB LZMA.
 export const SIZE_RUSTFLAGS = [
   '-Zunstable-options',
   '-Cpanic=immediate-abort',
   '-Zfmt-debug=none',
   '-Zlocation-detail=none',
   '-Cllvm-args=--inline-threshold=0',
-  '-Clink-arg=--wrap=__wbg_jspi_task_poll',
-  '--cfg=weblocks_size_build',
 ];
 
 function hasRustSrc(env) {

@@ -29,13 +29,3 @@ pub mod wasm;
 #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
 #[global_allocator]
 static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
-
-/// The size build (scripts/build.mjs) links js-sys's JSPI task poll, `__wbg_jspi_task_poll`, to this
-/// empty function instead (the linker's `--wrap`). js-sys exports its poll `#[no_mangle]`, so the
-/// linker keeps it and the waker vtable it makes; wasm-bindgen then deletes the export from a module
-/// without JSPI exports (as this one is), but the vtable's four functions, reachable through the
-/// function table, stayed in the wasm (~0.5 KB). Nothing in this crate spawns a future, and no
-/// module of ours enters JSPI, so the poll is never called either way.
-#[cfg(all(target_arch = "wasm32", weblocks_size_build))]
-#[unsafe(no_mangle)]
-pub extern "C-unwind" fn __wrap___wbg_jspi_task_poll(_task: u64) {}
