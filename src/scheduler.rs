@@ -456,8 +456,8 @@ impl LockManager {
         for r in self.pending_requests() {
             snapshot.pending.push(info(r));
         }
-        for lock in self.held_where(&|_| true) {
-            snapshot.held.push(info(&lock.request));
+        for r in self.held_requests() {
+            snapshot.held.push(info(r));
         }
         snapshot
     }
@@ -485,9 +485,13 @@ impl LockManager {
         self.held_count
     }
 
-    /// Ids of the held locks, in held-set order.
-    pub fn held_ids(&self) -> impl Iterator<Item = RequestId> + '_ {
-        self.held_ids_where(&|_| true).into_iter()
+    /// The held locks' requests, in held-set order.
+    pub fn held_requests(&self) -> Vec<&LockRequest> {
+        let mut requests = Vec::new();
+        for lock in self.held_where(&|_| true) {
+            requests.push(&lock.request);
+        }
+        requests
     }
 
     /// The requests waiting in `name`'s queue, in queue order.

@@ -163,10 +163,10 @@ impl Replica {
     /// Held locks as (member, local id, name, mode), in held-set order.
     pub fn held_locks(&self) -> Vec<(MemberKey, u64, Rc<str>, LockMode)> {
         self.manager
-            .held_ids()
-            .map(|gid| {
-                let r = self.manager.held_lock(gid).expect("held id");
-                let (m, l) = &self.owners[&gid];
+            .held_requests()
+            .into_iter()
+            .map(|r| {
+                let (m, l) = &self.owners[&r.id];
                 (m.clone(), *l, r.name.clone(), r.mode)
             })
             .collect()
@@ -181,9 +181,8 @@ impl Replica {
         if names.is_empty() {
             return blockers;
         }
-        for gid in self.manager.held_ids() {
-            let r = self.manager.held_lock(gid).expect("held id");
-            let owner = &self.owners[&gid].0;
+        for r in self.manager.held_requests() {
+            let owner = &self.owners[&r.id].0;
             if names.contains(&r.name) && owner != me {
                 blockers.insert(owner.clone());
             }
@@ -505,8 +504,8 @@ impl Replica {
     }
 
     fn revoke_all(&mut self, reason: RevokeReason, out: &mut Vec<Outcome>) {
-        for gid in self.manager.held_ids() {
-            let (m, l) = self.owners[&gid].clone();
+        for r in self.manager.held_requests() {
+            let (m, l) = self.owners[&r.id].clone();
             out.push(Outcome::Revoked {
                 member: m,
                 local_id: l,
@@ -593,9 +592,8 @@ impl Replica {
                 deputy: m.deputy,
             });
         }
-        for gid in self.manager.held_ids() {
-            st.held
-                .push(record(self.manager.held_lock(gid).expect("held id")));
+        for r in self.manager.held_requests() {
+            st.held.push(record(r));
         }
         for r in self.manager.pending_requests() {
             st.pending.push(record(r));
