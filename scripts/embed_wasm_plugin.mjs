@@ -103,8 +103,8 @@ const WASM_FEATURES = [
 /**
  * `wasm` without the code that only its dropped exports reached (LZMA 30,902 -> 30,716 B at fbda228: Engine's
  * clientId, close and shared, which js/ never calls; engine_free and __wbindgen_free, which the trimmed glue
- * no longer calls; two globals nothing reads). wasm-opt removes what nothing reaches and writes the rest as build.mjs's -Oz did: with the stack IR
- * optimizations of its shrink level, without which it would write every function with more locals. If the
+ * no longer calls; two globals nothing reads). wasm-opt removes what nothing reaches and writes the rest as
+ * build.mjs's -Oz did: with the stack IR optimizations of its shrink level, without which it would write every function with more locals. If the
  * result is not smaller (another wasm-opt, other flags in build.mjs), the wasm is kept as it was.
  */
 function withoutUnreachableCode(wasm) {
@@ -136,11 +136,21 @@ function withoutUnreachableCode(wasm) {
  * exports that glue uses (`wasm.<name>`), and the code they reach (withoutUnreachableCode).
  */
 export function embedCompressedWasm() {
-  const load = async (wasmPath) => {
-    const wasm = await fs.readFile(wasmPath);
-    const names = shortNames(wasm);
-    const glue = renameGlue(trimGlue(await fs.readFile(wasmPath.replace(/_bg\.wasm$/, '.js'), 'utf8')), names);
-    return { wasm, names, glue };
+  // Both hooks need the wasm's names and the trimmed glue: read and made once per wasm and build.
+  const loaded = new Map();
+  const load = (wasmPath) => {
+    if (!loaded.has(wasmPath)) {
+      loaded.set(
+        wasmPath,
+        (async () => {
+          const wasm = await fs.readFile(wasmPath);
+          const names = shortNames(wasm);
+          const glue = renameGlue(trimGlue(await fs.readFile(wasmPath.replace(/_bg\.wasm$/, '.js'), 'utf8')), names);
+          return { wasm, names, glue };
+        })(),
+      );
+    }
+    return loaded.get(wasmPath);
   };
   return {
     name: 'embed-compressed-wasm',

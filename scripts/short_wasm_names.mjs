@@ -6,8 +6,8 @@
 // .d.ts declares.
 //
 // `shortNames(wasm)` reads the names (the wasm's import and export sections); `renameWasm(wasm, names)`
-// rewrites those two sections (leaving out the exports a filter rejects) and copies every other byte; `renameGlue(glue, names)` rewrites the glue's
-// uses (`wasm.<export>`, `<import>:` keys of the imports object, the import module's name) and throws if
+// rewrites those two sections (leaving out the exports a filter rejects) and copies every other byte;
+// `renameGlue(glue, names)` rewrites the glue's uses (`wasm.<export>`, `<import>:` keys of the imports object, the import module's name) and throws if
 // any old name is left in it, so a glue of another shape fails the build instead of a page.
 
 const IMPORT_SECTION = 2;
@@ -140,8 +140,8 @@ export function shortNames(wasm) {
  * the exports whose (old) name it accepts.
  */
 export function renameWasm(wasm, names, keepExport = () => true) {
-  const { imports } = readNames(wasm);
-  const exports = readNames(wasm).exports.filter((e) => keepExport(e.name));
+  const { imports, exports: allExports } = readNames(wasm);
+  const exports = allExports.filter((e) => keepExport(e.name));
   const parts = [wasm.subarray(0, 8)];
   for (const { id, start, end } of sections(wasm)) {
     let contents;
