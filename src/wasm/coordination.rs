@@ -178,10 +178,12 @@ impl Coordination {
                 }
             }
         };
-        let tx = open()?;
         // A channel object does not receive its own messages; a second one does, in the order the
-        // browser delivers them to every context (docs/PROTOCOL.md, assumption A1).
+        // browser delivers them to every context (docs/PROTOCOL.md, assumption A1). The receiving one
+        // is made first: a context's objects get each message in the order they were made, so the one
+        // that acts on it does not wait behind the sending one's delivery (a task that does nothing).
         let rx = open()?;
+        let tx = open()?;
         let channel_name = channel.clone();
         let storage_key = match &scope {
             Some(s) => LIVE_KEY.to_owned() + ":" + s,
