@@ -30,6 +30,21 @@ export function handoffsFromRoundTrips(first, second) {
   return { grants: first.length + second.length, handoffs: samples.length, p50: percentile(samples, 50), p95: percentile(samples, 95) };
 }
 
+/**
+ * p50 of a bare BroadcastChannel message from tab `a` to tab `b` (half a round trip on `a`'s clock), with
+ * `objects` channel objects per tab as in bench.cross.startEcho.
+ */
+async function channelHop(a, b, objects, turns) {
+  const channelName = `bench-hop-${randomId()}`;
+  await b.evaluate(([n, o]) => bench.cross.startEcho(n, o), [channelName, objects]);
+  try {
+    const hops = await a.evaluate(([n, o, t]) => bench.cross.channelHop(n, o, t), [channelName, objects, turns]);
+    return percentile(hops.sort((x, y) => x - y), 50);
+  } finally {
+    await b.evaluate(() => bench.cross.stopEcho());
+  }
+}
+
 /** Why a ping-pong's handoff times mean nothing: the two tabs held the lock at once. */
 const overlapped = (r) => (r.overlaps > 0 ? `overlaps: ${r.overlaps.toLocaleString('en')}` : null);
 
@@ -75,7 +90,9 @@ function pingPongScenario(sizes, thirdTab) {
             const [ra, rb] = await Promise.all([aDone, bDone]);
             const referee = await a.evaluate((n) => bench.cross.refereeStats(n), refereeName);
             const handoffs = handoffsFromRoundTrips(ra.intervals, rb.intervals);
-            return { otherVisible, errors: [ra.error, rb.error].filter(Boolean), overlaps: referee.overlaps, referee, ...handoffs };
+            const floor = {};
+            for (const objects of [1, 2]) floor[`hop${objects}`] = await channelHop(a, b, objects, sizes.turns);
+            return { otherVisible, errors: [ra.error, rb.error].filter(Boolean), overlaps: referee.overlaps, referee, ...handoffs, ...floor };
           })(),
           timeoutMs,
           `${variant.id} ping-pong`,
@@ -87,6 +104,11 @@ function pingPongScenario(sizes, thirdTab) {
     metrics: [
       { label: 'p50 handoff, ms', better: 'lower', pick: (r) => r.p50, invalid: overlapped, target: { ratioAtMost: 1.5 }, digits: 2 },
       { label: 'p95 handoff, ms', better: 'lower', pick: (r) => r.p95, invalid: overlapped, digits: 2 },
+      // The floor of a BroadcastChannel design, measured between the same two tabs right after: a bare
+      // message from one tab to the other, with one object per tab and with weblocks' two (the second
+      // object, which lets a context see its own messages' place in the order, gets every message too).
+      { label: 'for reference: one BroadcastChannel hop between these tabs, one object each, p50 ms', better: 'lower', pick: (r) => r.hop1, digits: 2 },
+      { label: 'for reference: the same hop, two objects per tab (weblocks\' layout), p50 ms', better: 'lower', pick: (r) => r.hop2, digits: 2 },
     ],
     checks: [
       { label: 'overlapping grants (referee)', pick: (r) => r.overlaps },

@@ -281,6 +281,7 @@
 
   let held = null; // the lock this tab holds for the harness (holdFirst / holdForever)
   let waiter = null; // the waiter of scenario 8
+  let echo = null; // the channel objects of startEcho
 
   bench.cross = {
     epochNow,
@@ -382,6 +383,48 @@
         ops++;
       }
       return { ops, startedAt, endedAt: epochNow() };
+    },
+
+    /**
+     * 6, the floor of a BroadcastChannel design: one tab echoes on `channelName` what the other sends
+     * (channelHop). `objects`: 2 is weblocks' layout (a receiving object made first, a sending one), 1 a
+     * single object that sends and receives. Until stopEcho.
+     */
+    startEcho(channelName, objects) {
+      const rx = new BroadcastChannel(channelName);
+      const tx = objects === 2 ? new BroadcastChannel(channelName) : rx;
+      rx.onmessage = (event) => {
+        if (event.data[0] === 'ping') tx.postMessage(['pong', event.data[1]]);
+      };
+      echo = [rx, tx];
+      return true;
+    },
+    stopEcho() {
+      for (const channel of echo ?? []) channel.close();
+      echo = null;
+    },
+
+    /** The other half: `turns` round trips over the same layout; returns half of each, in ms. */
+    async channelHop(channelName, objects, turns) {
+      const rx = new BroadcastChannel(channelName);
+      const tx = objects === 2 ? new BroadcastChannel(channelName) : rx;
+      const hops = [];
+      try {
+        for (let turn = 0; turn < turns; turn++) {
+          const sentAt = now();
+          await new Promise((resolve) => {
+            rx.onmessage = (event) => {
+              if (event.data[0] === 'pong' && event.data[1] === turn) resolve();
+            };
+            tx.postMessage(['ping', turn]);
+          });
+          hops.push((now() - sentAt) / 2);
+        }
+      } finally {
+        rx.close();
+        tx.close();
+      }
+      return hops;
     },
 
     /** The referee's totals (any tab of the run may ask). */

@@ -92,11 +92,22 @@ fn callback(this: Weak<Coordination>, handler: fn(&Coordination, &web_sys::Event
     })
 }
 
+/// A context's two objects on the origin's channel: a channel object does not receive its own
+/// messages; a second one does, in the order the browser delivers them to every context
+/// (docs/PROTOCOL.md, assumption A1).
+struct Channels {
+    rx: Channel,
+    tx: Channel,
+}
+
 /// What the handlers share: the node, the I/O objects, and the JS sink of the Engine contract.
 pub(super) struct Coordination {
     node: RefCell<Node>,
-    tx: Channel,
-    rx: Channel,
+    /// Open while the node takes part in the protocol. BroadcastChannels are closed while it does not
+    /// (see [`Coordination::carry_out_effects`]); log channels stay open.
+    channels: RefCell<Option<Channels>>,
+    /// The Engine's `openChannel`, where the global has no BroadcastChannel.
+    open_channel: Option<Function>,
     storage: Option<Storage>,
     storage_key: String,
     sink: Function,
@@ -163,36 +174,15 @@ impl Coordination {
             Some(s) => CHANNEL.to_owned() + ":" + s,
             None => CHANNEL.to_owned(),
         };
-        let open = || -> Option<Channel> {
-            match &open_channel {
-                Some(open) => open
-                    .call1(&JsValue::NULL, &JsValue::from_str(&channel))
-                    .ok()
-                    .filter(|c| c.is_object())
-                    .map(JsCast::unchecked_into),
-                None => {
-                    global_property("BroadcastChannel")?;
-                    BroadcastChannel::new(&channel)
-                        .ok()
-                        .map(JsCast::unchecked_into)
-                }
-            }
-        };
-        // A channel object does not receive its own messages; a second one does, in the order the
-        // browser delivers them to every context (docs/PROTOCOL.md, assumption A1). The receiving one
-        // is made first: a context's objects get each message in the order they were made, so the one
-        // that acts on it does not wait behind the sending one's delivery (a task that does nothing).
-        let rx = open()?;
-        let tx = open()?;
-        let channel_name = channel.clone();
+        let channels = open_channels(&channel, open_channel.as_ref())?;
         let storage_key = match &scope {
             Some(s) => LIVE_KEY.to_owned() + ":" + s,
             None => LIVE_KEY.to_owned(),
         };
         let this = Rc::new_cyclic(|weak: &Weak<Coordination>| Coordination {
             node: RefCell::new(node),
-            tx,
-            rx,
+            channels: RefCell::new(Some(channels)),
+            open_channel,
             storage: local_storage(),
             storage_key,
             sink,
@@ -219,7 +209,7 @@ impl Coordination {
                 .then(|| global().unchecked_into()),
             warned: Cell::new(false),
             referenced: Cell::new(true),
-            channel: channel_name,
+            channel,
             deputy,
             announced: Cell::new(None),
             deputies: RefCell::new(Vec::new()),
@@ -228,19 +218,63 @@ impl Coordination {
             queue_microtask: global_function("queueMicrotask"),
             flush_callback: callback(weak.clone(), |this, _| this.flush_later()),
         });
+        if let Some(channels) = &*this.channels.borrow() {
+            this.listen_to(channels);
+        }
         this.install_handlers();
         this.keep_alive(false);
         if let Some(storage) = &this.storage {
             let value = storage.get_item(&this.storage_key).ok().flatten();
             this.with_node(|n, t| n.storage_changed(t, LIVE_KEY, value.as_deref()));
         }
+        // Closes the BroadcastChannels until the node first joins (it is detached): opening them
+        // showed that the global can.
+        this.carry_out_effects();
         Some(this)
     }
 
-    fn install_handlers(self: &Rc<Self>) {
-        self.rx
+    /// Hands the receiving object's messages to the node.
+    fn listen_to(&self, channels: &Channels) {
+        channels
+            .rx
             .set_onmessage(Some(self.on_message.as_ref().unchecked_ref()));
+    }
 
+    /// Opens the channel objects again if they were closed, for a node that (re)enters the protocol:
+    /// before its `Join` is posted, so the receiving object gets its echo. Where that fails (it did
+    /// not at start), nothing is posted: the node waits and, with no echo, starts no history.
+    fn reopen_channels(&self) {
+        if self.channels.borrow().is_some() {
+            return;
+        }
+        if let Some(channels) = open_channels(&self.channel, self.open_channel.as_ref()) {
+            self.listen_to(&channels);
+            // New channels keep a Node.js process alive until unref'd (see `keep_alive`).
+            self.referenced.set(true);
+            *self.channels.borrow_mut() = Some(channels);
+        }
+    }
+
+    /// Closes the BroadcastChannels of a node out of the protocol (never joined, made way, left, hidden,
+    /// retired): its replica is gone and it would only be woken by every message of the origin, on
+    /// every lock handoff of every other context, for nothing. The node ignores messages until it joins
+    /// again, and then listens from its `Join` on, as a new context does. Log channels stay open: their
+    /// reading position is their own.
+    fn close_channels(&self) {
+        if self.open_channel.is_none() {
+            self.shut_channels();
+        }
+    }
+
+    fn shut_channels(&self) {
+        if let Some(channels) = self.channels.borrow_mut().take() {
+            channels.rx.set_onmessage(None);
+            channels.tx.close();
+            channels.rx.close();
+        }
+    }
+
+    fn install_handlers(self: &Rc<Self>) {
         let global: EventTarget = global().unchecked_into();
         if self.storage.is_some() {
             self.listen(&global, "storage", |this, event| {
@@ -319,6 +353,9 @@ impl Coordination {
             )
         };
         let left = farewell.is_none();
+        if !left {
+            self.reopen_channels();
+        }
         self.keep_alive(busy);
         self.arm_farewell(farewell);
         self.brief_deputy(announcement);
@@ -335,6 +372,7 @@ impl Coordination {
         }
         if left {
             self.flush();
+            self.close_channels();
         }
         for effect in rest {
             self.carry_out(effect);
@@ -361,15 +399,17 @@ impl Coordination {
         let Some(message) = farewell else {
             return;
         };
-        let Some(post) = Reflect::get(&self.tx, &"postMessage".into())
+        let channels = self.channels.borrow();
+        let Some(tx) = channels.as_ref().map(|c| &c.tx) else {
+            return;
+        };
+        let Some(post) = Reflect::get(tx, &"postMessage".into())
             .ok()
             .and_then(|f| f.dyn_into::<Function>().ok())
         else {
             return;
         };
-        let listener: Function = post
-            .bind1(&self.tx, &message_to_js(&message))
-            .unchecked_into();
+        let listener: Function = post.bind1(tx, &message_to_js(&message)).unchecked_into();
         if page
             .add_event_listener_with_callback_and_bool("pagehide", &listener, true)
             .is_ok()
@@ -422,7 +462,9 @@ impl Coordination {
             1 => message_to_js(&messages[0]),
             _ => values_to_js(&wire::encode_batch(&messages)),
         };
-        let _ = self.tx.post_message(&data);
+        if let Some(channels) = &*self.channels.borrow() {
+            let _ = channels.tx.post_message(&data);
+        }
     }
 
     /// Gives this page's deputy the announcement of each new membership (docs/PROTOCOL.md, "the
@@ -511,7 +553,11 @@ impl Coordination {
             return;
         }
         let method = if busy { "ref" } else { "unref" };
-        for channel in [&self.tx, &self.rx] {
+        let channels = self.channels.borrow();
+        let Some(channels) = channels.as_ref() else {
+            return;
+        };
+        for channel in [&channels.tx, &channels.rx] {
             if let Ok(f) = Reflect::get(channel, &method.into())
                 && let Some(f) = f.dyn_ref::<Function>()
             {
@@ -566,10 +612,8 @@ impl Coordination {
         self.with_node(|n, t| n.terminate(t));
         self.flush();
         self.clear_timer();
-        self.rx.set_onmessage(None);
         self.arm_farewell(None);
-        self.tx.close();
-        self.rx.close();
+        self.shut_channels();
         // Popped (the order does not matter), not drained: no Drain code for these vectors.
         while let Some((_, channel)) = self.deputies.borrow_mut().pop() {
             channel.close();
@@ -585,6 +629,30 @@ impl Coordination {
             );
         }
     }
+}
+
+/// Opens a context's two channel objects on `name`: over `open_channel` where given, else
+/// BroadcastChannels; `None` where there is neither.
+fn open_channels(name: &str, open_channel: Option<&Function>) -> Option<Channels> {
+    let open = || -> Option<Channel> {
+        match open_channel {
+            Some(open) => open
+                .call1(&JsValue::NULL, &JsValue::from_str(name))
+                .ok()
+                .filter(|c| c.is_object())
+                .map(JsCast::unchecked_into),
+            None => {
+                global_property("BroadcastChannel")?;
+                BroadcastChannel::new(name).ok().map(JsCast::unchecked_into)
+            }
+        }
+    };
+    // The receiving object is made first: a context's objects get each message in the order they were
+    // made, so the one that acts on it does not wait behind the sending one's delivery (a task that
+    // does nothing).
+    let rx = open()?;
+    let tx = open()?;
+    Some(Channels { rx, tx })
 }
 
 /// Whether this edge listens to `kind` in the capture phase: at the target, capture listeners run

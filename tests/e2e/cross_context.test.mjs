@@ -13,6 +13,7 @@ import {
   describeLocks,
   expectEvent,
   expectNoEvent,
+  measureHandoffs,
   openTab,
   readCounter,
   sleep,
@@ -239,5 +240,58 @@ test('the classic script in one tab and the ponyfill in another share the origin
     await expectNoEvent(pony, 'p', 'granted');
     await call(classic, 'release', 'c');
     await expectEvent(pony, 'p', 'granted');
+  });
+});
+
+test('a tab with nothing to do closes its channel objects: none of the origin\'s messages wake it while two other tabs hand a lock back and forth, and it takes part again when it asks', async () => {
+  await withOrigin(async (context) => {
+    // Every page counts its open objects on the origin's channel and the messages they receive (the
+    // library makes them through the global BroadcastChannel, looked up when it makes one).
+    await context.addInitScript(() => {
+      const Native = BroadcastChannel;
+      self.channelCount = { open: 0, received: 0 };
+      self.BroadcastChannel = class extends Native {
+        constructor(name) {
+          super(name);
+          this.counted = name === 'weblocks';
+          if (!this.counted) return;
+          channelCount.open++;
+          this.addEventListener('message', () => channelCount.received++);
+        }
+        close() {
+          if (this.counted) channelCount.open--;
+          this.counted = false;
+          super.close();
+        }
+      };
+    });
+    const [idle, a, b] = await tabs(context, 'idle', 'a', 'b');
+    const count = (page) => page.evaluate(() => ({ ...channelCount }));
+    assert.equal((await count(a)).open, 0, 'a tab that never asked for a lock has no channel object open');
+    await call(idle, 'request', 'i', 'idle-first', { holdMs: 0 });
+    await expectEvent(idle, 'i', 'resolved');
+    assert.equal((await count(idle)).open, 2, 'a member listens on two channel objects');
+    // a and b hand a lock back and forth: the idle tab sees their first request and makes way.
+    const first = await measureHandoffs([a, b], { rounds: 5, name: 'pingpong' });
+    assert.deepEqual(first.overlaps, []);
+    const before = await count(idle);
+    assert.equal(before.open, 0, 'the idle tab closed its channel objects');
+    const { handoffs, overlaps } = await measureHandoffs([a, b], { rounds: 20, name: 'pingpong' });
+    assert.deepEqual(overlaps, []);
+    assert.ok(handoffs.length >= 20, `the lock went back and forth (${handoffs.length} handoffs)`);
+    assert.equal((await count(idle)).received, before.received, 'the idle tab received none of their messages');
+    assert.ok((await count(a)).received > 20, 'the busy tabs did receive each other\'s messages');
+    // It asks again: it rejoins (with a state transfer) and waits behind the current holder.
+    await call(a, 'request', 'h', 'pingpong');
+    await expectEvent(a, 'h', 'granted');
+    await call(idle, 'request', 'w', 'pingpong');
+    await untilPending(a, 'pingpong', 1);
+    assert.equal((await count(idle)).open, 2);
+    await sleep(100);
+    await expectNoEvent(idle, 'w', 'granted');
+    const seen = await call(idle, 'query');
+    assert.deepEqual(describeLocks(seen.held.filter((l) => l.name === 'pingpong')), [`pingpong/exclusive/${a.clientId}`]);
+    await call(a, 'release', 'h');
+    await expectEvent(idle, 'w', 'granted');
   });
 });
