@@ -1,4 +1,5 @@
-// Where a cross-tab handoff's time goes (issue 6, scenario 6), in headless Chromium. Two parts:
+// Where a cross-tab handoff's time goes (issue 6, scenario 6), in headless Chromium (or Firefox with
+// --browser=firefox). Two parts:
 //
 // 1. Transports: two blank tabs pass a message back and forth, alternating between the ways two tabs of an
 //    origin can talk: a BroadcastChannel with one object per tab; the same with two objects per tab
@@ -12,9 +13,10 @@
 //
 // performance.now() is coarsened to 0.1 ms in these pages, so every figure is a mean over many samples.
 //
-//   node bench/handoff_anatomy.mjs [--rounds=5] [--turns=300] [--only=transports|timeline]
+//   node bench/handoff_anatomy.mjs [--rounds=5] [--turns=300] [--only=transports|timeline] [--browser=firefox]
 import { startServer } from '../tests/e2e/server.mjs';
-import { launch } from './lib/chromium.mjs';
+import * as chromium from './lib/chromium.mjs';
+import * as firefox from './lib/firefox.mjs';
 import { openReady } from './lib/tabs.mjs';
 import { variants, urlFor } from './lib/variants.mjs';
 
@@ -25,6 +27,7 @@ function option(name, fallback) {
 const rounds = Number(option('rounds', 5));
 const turns = Number(option('turns', 300));
 const only = option('only', '');
+const driver = option('browser', 'chromium') === 'firefox' ? firefox : chromium;
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 /** Mean of the fastest 90% (drops the scheduler's outliers, keeps the quantised samples' average). */
@@ -174,7 +177,7 @@ async function timeline(browser, port) {
 }
 
 const server = await startServer();
-const browser = await launch();
+const browser = await driver.launch();
 try {
   if (only !== 'timeline') await transports(browser, server.port);
   if (only !== 'transports') await timeline(browser, server.port);
