@@ -143,6 +143,25 @@ function parts(logs) {
       [end, post, handler] = [null, null, null];
     }
   }
+  // On each tab's own clock (Firefox's tabs disagree): a post to its echo, and the lock's round trip
+  // (this tab's release to its next grant: two handoffs and the other tab's hold).
+  out.postToEcho = [];
+  out.roundTrip = [];
+  for (const log of logs) {
+    let posted = null;
+    let ended = null;
+    for (const [kind, at, , from] of log) {
+      if (kind === 'post' && !posted) posted = { at, from };
+      else if (kind === 'handler' && posted && from === posted.from) {
+        out.postToEcho.push(at - posted.at);
+        posted = null;
+      } else if (kind === 'end') ended = at;
+      else if (kind === 'start' && ended !== null) {
+        out.roundTrip.push(at - ended);
+        ended = null;
+      }
+    }
+  }
   return out;
 }
 
@@ -168,7 +187,7 @@ async function timeline(browser, port) {
       }
     }
   }
-  const labels = { handoff: 'handoff', releaseToPost: '  release -> post', postToHandler: "  post -> other tab's handler", handler: '  the handler', handledToCallback: '  handler end -> callback' };
+  const labels = { handoff: 'handoff', releaseToPost: '  release -> post', postToHandler: "  post -> other tab's handler", handler: '  the handler', handledToCallback: '  handler end -> callback', postToEcho: 'a post to its echo (one tab)', roundTrip: 'release to next grant (one tab)' };
   console.log('\n## A two-tab handoff and its parts (median over rounds of the mean of the fastest 90%)\n');
   for (const [label, summary] of Object.entries(results)) {
     console.log(label);
