@@ -28,7 +28,7 @@ const inPageScenarios = {
   'drain-1name': ['drain', { n: fullSizes.drain, names: 1, measureMemory: false }],
   'drain-many': ['drain', { n: fullSizes.drain, names: fullSizes.drainNames, measureMemory: false }],
   fanout: ['sharedFanOut', { n: fullSizes.fanOut }],
-  query: ['query', { held: fullSizes.queryHeld, pending: fullSizes.queryPending, iterations: fullSizes.queryIterations, budgetMs: 30_000 }],
+  query: ['query', { held: fullSizes.queryHeld, pending: fullSizes.queryPending, warmup: fullSizes.queryWarmup, iterations: fullSizes.queryIterations, budgetMs: 30_000 }],
 };
 
 /** Scenario 7 for `tabs` tabs of the variant, for 2 s: profiles the first tab while all contend. */
