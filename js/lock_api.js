@@ -119,20 +119,20 @@ function lockInfos(strings, numbers, at, count) {
 
 /** A `LockManagerSnapshot` from the engine's transfer form `[text, numbers]` (src/snapshot_transfer.rs):
  *  the text holds each distinct client id and name once; numbers are [held count, pending count, string
- *  count, each string's length, then (client index, name index * 2 + exclusive) per entry]. */
+ *  count, (client index, name index * 2 + exclusive) per entry, then each string's length]. */
 function decodeSnapshot([text, numbers]) {
   const held = numbers[0];
+  const pending = numbers[1];
   const count = numbers[2];
   const strings = new Array(count);
-  for (let i = 0, pos = 0; i < count; i++) {
-    const end = pos + numbers[3 + i];
+  for (let i = 0, pos = 0, at = 3 + 2 * (held + pending); i < count; i++) {
+    const end = pos + numbers[at + i];
     strings[i] = text.slice(pos, end);
     pos = end;
   }
-  const at = 3 + count;
   return {
-    held: lockInfos(strings, numbers, at, held),
-    pending: lockInfos(strings, numbers, at + 2 * held, numbers[1]),
+    held: lockInfos(strings, numbers, 3, held),
+    pending: lockInfos(strings, numbers, 3 + 2 * held, pending),
   };
 }
 

@@ -3,9 +3,9 @@
 //! four JS calls per entry and a UTF-8 decoding per distinct string; with this form, JS decodes the text
 //! once and builds each dictionary as an object literal (`js/lock_api.js`, `decodeSnapshot`).
 //!
-//! The numbers: `[held count, pending count, string count, the UTF-16 length of each string...,` then
-//! for each held lock and then each pending request: `client string index, name string index × 2 + 1
-//! if exclusive]`.
+//! The numbers: `[held count, pending count, string count,` then for each held lock and then each
+//! pending request `client string index, name string index × 2 + 1 if exclusive,` then `the UTF-16
+//! length of each string...]`.
 
 use crate::scheduler::{LockMode, Snapshot};
 
@@ -23,24 +23,27 @@ pub struct SnapshotTransfer {
 pub fn encode_snapshot(snapshot: &Snapshot) -> SnapshotTransfer {
     let entries = snapshot.held.len() + snapshot.pending.len();
     let mut strings = StringTable::new(2 * entries);
-    let mut body = Vec::with_capacity(2 * entries);
+    // The entries go straight into `numbers`, the lengths after them (known only at the end): one
+    // pass and no second copy. Pushed one by one, as everything here: no `Vec::append` code in the wasm.
+    let mut numbers = Vec::with_capacity(3 + 4 * entries);
+    numbers.push(snapshot.held.len() as u32);
+    numbers.push(snapshot.pending.len() as u32);
+    numbers.push(0);
+    // Most entries of a snapshot share their client id with the entry before: no lookup for those.
+    let mut last_client: (*const u8, u32) = (std::ptr::null(), 0);
     for list in [&snapshot.held, &snapshot.pending] {
         for info in list {
-            body.push(strings.index_of(&info.client_id));
-            body.push(
+            if info.client_id.as_ptr() != last_client.0 {
+                last_client = (info.client_id.as_ptr(), strings.index_of(&info.client_id));
+            }
+            numbers.push(last_client.1);
+            numbers.push(
                 strings.index_of(&info.name) * 2 + u32::from(info.mode == LockMode::Exclusive),
             );
         }
     }
-    // Pushed one by one, as everything here: no `Vec::append` code in the wasm for these two copies.
-    let mut numbers = Vec::with_capacity(3 + strings.lengths.len() + body.len());
-    numbers.push(snapshot.held.len() as u32);
-    numbers.push(snapshot.pending.len() as u32);
-    numbers.push(strings.lengths.len() as u32);
+    numbers[2] = strings.lengths.len() as u32;
     for &n in &strings.lengths {
-        numbers.push(n);
-    }
-    for &n in &body {
         numbers.push(n);
     }
     SnapshotTransfer {
@@ -130,15 +133,16 @@ mod tests {
         let n = &t.numbers;
         let (held, pending, count) = (n[0] as usize, n[1] as usize, n[2] as usize);
         let utf16: Vec<u16> = t.text.encode_utf16().collect();
+        let body = &n[3..3 + 2 * (held + pending)];
+        let lengths = &n[3 + body.len()..];
+        assert_eq!(lengths.len(), count);
         let mut strings = Vec::new();
         let mut at = 0;
-        for &len in &n[3..3 + count] {
+        for &len in lengths {
             strings.push(String::from_utf16(&utf16[at..at + len as usize]).unwrap());
             at += len as usize;
         }
         assert_eq!(at, utf16.len(), "every string used");
-        let body = &n[3 + count..];
-        assert_eq!(body.len(), 2 * (held + pending));
         body.chunks(2)
             .map(|e| {
                 let (c, v) = (e[0] as usize, e[1] as usize);
@@ -231,7 +235,7 @@ mod tests {
             pending: vec![],
         };
         let t = encode_snapshot(&snapshot);
-        let mut lengths = t.numbers[3..8].to_vec();
+        let mut lengths = t.numbers[t.numbers.len() - 5..].to_vec();
         lengths.sort_unstable();
         assert_eq!(lengths, [0, 1, 1, 2, 7]);
         let names_back: Vec<String> = decode(&t).into_iter().map(|e| e.2).collect();
