@@ -5,6 +5,8 @@
 //   node bench/profile.mjs --scenario=fanout --variant=ponyfill [--args='{"n":1000}'] [--interval=50]
 //   node bench/profile.mjs --scenario=contention --tabs=4 --variant=polyfill   (scenario 7: profiles
 //     the first of the contending tabs)
+//   node bench/profile.mjs --scenario=pingpong --turns=3000 --variant=ponyfill   (two tabs pass one lock
+//     back and forth, as scenario 6 without its referee: profiles the first tab)
 //
 // The ponyfill runs the unminified js/ and pkg/ glue, so its JS frames have names; wasm frames are
 // `wasm-function[N]` (the release wasm has no name section).
@@ -45,9 +47,32 @@ function contention(tabCount) {
   };
 }
 
+/** Two tabs pass one lock back and forth (each callback requests the next turn), for `turns` turns each:
+ *  profiles the first tab, where half the messages are its own (their echo) and half the other's. */
+function pingPong(turns) {
+  return async (ctx, variant, first) => {
+    const other = await openReady(ctx, variant);
+    const name = `bench-pingpong-${Math.random().toString(36).slice(2, 10)}`;
+    const run = (arg) =>
+      new Promise((resolve) => {
+        let count = 0;
+        const request = () =>
+          bench.locks.request(arg.name, () => {
+            if (++count < arg.turns) request();
+            else resolve(count);
+          });
+        request();
+      });
+    const counts = await Promise.all([first, other].map((tab) => tab.evaluate(run, { name, turns })));
+    await other.close();
+    return { turns: counts };
+  };
+}
+
 const key = option('scenario', 'fanout');
 const variant = variants.find((v) => v.id === option('variant', 'ponyfill'));
 if (key === 'contention') inPageScenarios.contention = [contention(Number(option('tabs', 4))), {}];
+if (key === 'pingpong') inPageScenarios.pingpong = [pingPong(Number(option('turns', 3000))), {}];
 const [scenario, defaults] = inPageScenarios[key] ?? [];
 if (!scenario || !variant) {
   console.error(`usage: --scenario=${Object.keys(inPageScenarios).join('|')} --variant=${variants.map((v) => v.id).join('|')}`);
