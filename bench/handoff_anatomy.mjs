@@ -14,6 +14,8 @@
 // performance.now() is coarsened to 0.1 ms in these pages, so every figure is a mean over many samples.
 //
 //   node bench/handoff_anatomy.mjs [--rounds=5] [--turns=300] [--only=transports|timeline] [--browser=firefox]
+//     [--relay]   (the timeline also runs weblocks over bench/pages/relay_worker.js, the prototype of
+//                  docs/PROTOCOL.md §15's transport: same engine and protocol, a SharedWorker for channel)
 import { startServer } from '../tests/e2e/server.mjs';
 import * as chromium from './lib/chromium.mjs';
 import * as firefox from './lib/firefox.mjs';
@@ -27,6 +29,7 @@ function option(name, fallback) {
 const rounds = Number(option('rounds', 5));
 const turns = Number(option('turns', 300));
 const only = option('only', '');
+const relay = process.argv.includes('--relay');
 const driver = option('browser', 'chromium') === 'firefox' ? firefox : chromium;
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -170,6 +173,8 @@ async function timeline(browser, port) {
   const pages = [
     ['native', variants.find((v) => v.id === 'native')],
     ['weblocks polyfill', { id: 'polyfill', page: 'bench/pages/anatomy.html', secure: false }],
+    // The prototype of docs/PROTOCOL.md §15: the same engine and protocol over a shared-worker relay.
+    ...(relay ? [['weblocks over a shared-worker relay (prototype)', { id: 'relay', page: 'bench/pages/relay.html', secure: true }]] : []),
   ];
   const results = {};
   for (let round = 0; round < rounds; round++) {

@@ -32,6 +32,8 @@ const expectedPage = {
   polyfill: { hasLockManager: true, secure: false, measuresNavigatorLocks: true, navigatorLocksIsWeblocks: true, measuresNativeObject: false },
   ponyfill: { hasLockManager: true, secure: true, measuresNavigatorLocks: false, navigatorLocksIsWeblocks: false, measuresNativeObject: false },
   control: { hasLockManager: true, secure: true, measuresNavigatorLocks: false, navigatorLocksIsWeblocks: false, measuresNativeObject: false },
+  // bench/pages/relay.html (handoff_anatomy.mjs --relay): weblocks' engine over a shared-worker relay.
+  relay: { hasLockManager: true, secure: true, measuresNavigatorLocks: false, navigatorLocksIsWeblocks: false, measuresNativeObject: false },
 };
 
 /**
