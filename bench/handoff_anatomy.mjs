@@ -19,6 +19,7 @@
 import { startServer } from '../tests/e2e/server.mjs';
 import * as chromium from './lib/chromium.mjs';
 import * as firefox from './lib/firefox.mjs';
+import { pingPong } from './lib/ping_pong.mjs';
 import { openReady } from './lib/tabs.mjs';
 import { variants, urlFor } from './lib/variants.mjs';
 
@@ -101,24 +102,6 @@ async function transports(browser, port) {
     await a.close();
     await b.close();
   }
-}
-
-/** In each tab: `turns` grants of `name`; each callback requests the next turn before it returns. */
-async function pingPong({ name, turns }) {
-  const t = () => performance.timeOrigin + performance.now();
-  const log = self.anatomy?.log ?? (self.anatomy = { log: [] }).log;
-  let count = 0;
-  await new Promise((resolve) => {
-    const request = () =>
-      bench.locks.request(name, () => {
-        log.push(['start', t()]);
-        if (++count < turns) request();
-        else resolve();
-        log.push(['end', t()]);
-      });
-    request();
-  });
-  return log;
 }
 
 /** The parts of each handoff from the two tabs' merged logs. */

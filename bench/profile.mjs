@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { repoRoot, startServer } from '../tests/e2e/server.mjs';
 import { launch } from './lib/chromium.mjs';
+import { pingPong } from './lib/ping_pong.mjs';
 import { openReady } from './lib/tabs.mjs';
 import { variants } from './lib/variants.mjs';
 import { fullSizes } from './lib/sizes.mjs';
@@ -49,30 +50,20 @@ function contention(tabCount) {
 
 /** Two tabs pass one lock back and forth (each callback requests the next turn), for `turns` turns each:
  *  profiles the first tab, where half the messages are its own (their echo) and half the other's. */
-function pingPong(turns) {
+function pingPongScenario(turns) {
   return async (ctx, variant, first) => {
     const other = await openReady(ctx, variant);
     const name = `bench-pingpong-${Math.random().toString(36).slice(2, 10)}`;
-    const run = (arg) =>
-      new Promise((resolve) => {
-        let count = 0;
-        const request = () =>
-          bench.locks.request(arg.name, () => {
-            if (++count < arg.turns) request();
-            else resolve(count);
-          });
-        request();
-      });
-    const counts = await Promise.all([first, other].map((tab) => tab.evaluate(run, { name, turns })));
+    const logs = await Promise.all([first, other].map((tab) => tab.evaluate(pingPong, { name, turns })));
     await other.close();
-    return { turns: counts };
+    return { turns: logs.map((log) => log.filter(([kind]) => kind === 'start').length) };
   };
 }
 
 const key = option('scenario', 'fanout');
 const variant = variants.find((v) => v.id === option('variant', 'ponyfill'));
 if (key === 'contention') inPageScenarios.contention = [contention(Number(option('tabs', 4))), {}];
-if (key === 'pingpong') inPageScenarios.pingpong = [pingPong(Number(option('turns', 3000))), {}];
+if (key === 'pingpong') inPageScenarios.pingpong = [pingPongScenario(Number(option('turns', 3000))), {}];
 const [scenario, defaults] = inPageScenarios[key] ?? [];
 if (!scenario || !variant) {
   console.error(`usage: --scenario=${Object.keys(inPageScenarios).join('|')} --variant=${variants.map((v) => v.id).join('|')}`);
