@@ -118,6 +118,40 @@ function pingPongScenario(sizes, thirdTab) {
   };
 }
 
+/** Critical sections per second over the runs of all tabs, and each tab's count. */
+function throughput(runs) {
+  const ops = runs.reduce((sum, r) => sum + r.ops, 0);
+  const spanMs = Math.max(...runs.map((r) => r.endedAt)) - Math.min(...runs.map((r) => r.startedAt));
+  return { ops, spanMs, opsPerSec: (ops / spanMs) * 1000, perTab: runs.map((r) => r.ops) };
+}
+
+/** The transports of bench.cross.tokenRing, and how each is named in the table. */
+const ringTransports = ['broadcast', 'relay', 'ports'];
+const ringTitles = {
+  broadcast: "a BroadcastChannel that every tab hears, two objects per tab (weblocks' layout)",
+  relay: 'a shared worker that relays it to the next tab (the hub of docs/PROTOCOL.md §15)',
+  ports: 'a MessagePort from each tab to the next',
+};
+
+/**
+ * 7, a transport's floor: contend's critical section passed round `tabs` by a token over `transport`,
+ * with no lock at all, for sizes.floorMs (bench.cross.tokenRing).
+ */
+async function tokenRing(tabs, transport, sizes) {
+  const id = randomId();
+  const startEpoch = (await tabs[0].evaluate(() => bench.cross.epochNow())) + sizes.contentionStartMs;
+  const args = { transport, ringName: `ring-${id}`, refereeName: `referee-${id}`, tabs: tabs.length, startEpoch, endEpoch: startEpoch + sizes.floorMs };
+  const runs = await Promise.all(tabs.map((tab, i) => tab.evaluate((a) => bench.cross.tokenRing(a), { ...args, tab: i })));
+  const referee = await tabs[0].evaluate((n) => bench.cross.refereeStats(n), args.refereeName);
+  return { ...throughput(runs), referee };
+}
+
+/** Why a floor's figure means nothing: the token did not go round every tab, or the ring broke. */
+function brokenRing(floor) {
+  if (floor.perTab.some((ops) => ops === 0)) return 'a tab never had the token';
+  return floor.referee.overlaps > 0 ? `overlaps: ${floor.referee.overlaps}` : null;
+}
+
 /** 7. `tabs` tabs contend on one name, each doing a read-modify-write with awaits inside the lock. */
 function contentionScenario(sizes, tabCount) {
   return {
@@ -139,9 +173,9 @@ function contentionScenario(sizes, tabCount) {
               tabs.map((tab, i) => tab.evaluate((args) => bench.cross.contend(args), { name, refereeName, tab: i, startEpoch, endEpoch })),
             );
             const referee = await tabs[0].evaluate((n) => bench.cross.refereeStats(n), refereeName);
-            const ops = runs.reduce((sum, r) => sum + r.ops, 0);
-            const spanMs = Math.max(...runs.map((r) => r.endedAt)) - Math.min(...runs.map((r) => r.startedAt));
-            return { ops, spanMs, opsPerSec: (ops / spanMs) * 1000, perTab: runs.map((r) => r.ops), referee };
+            const floors = {};
+            for (const transport of ringTransports) floors[transport] = await tokenRing(tabs, transport, sizes);
+            return { ...throughput(runs), referee, floors };
           })(),
           timeoutMs,
           `${variant.id} contention`,
@@ -158,6 +192,16 @@ function contentionScenario(sizes, tabCount) {
         invalid: (r) => (r.referee.overlaps > 0 ? `overlaps: ${r.referee.overlaps.toLocaleString('en')}` : null),
         target: { ratio: 1 },
       },
+      // What any lock protocol over each transport could reach at best, measured in the same tabs right
+      // after: the ratio is to native's critical sections/s (native's own column too), so the native
+      // column says whether a transport leaves any room to meet the target at all.
+      ...ringTransports.map((transport) => ({
+        label: `for reference, no lock: the same critical sections passed round these tabs by a token over ${ringTitles[transport]}, critical sections/s`,
+        better: 'higher',
+        pick: (r) => r.floors[transport].opsPerSec,
+        invalid: (r) => brokenRing(r.floors[transport]),
+        ratioToNative: (r) => r.opsPerSec,
+      })),
     ],
     checks: [
       { label: 'overlapping critical sections', pick: (r) => r.referee.overlaps },

@@ -82,10 +82,13 @@ export function summariseScenario(scenario, runsByVariant, variants) {
   const native = runsByVariant.native ?? [];
   const metrics = scenario.metrics.map((metric) => {
     const nativeSummary = summarise(native, metric.pick, metric.invalid);
+    // `ratioToNative`: the ratio is to native's figure of another metric (that pick), native's column too.
+    const against = metric.ratioToNative ? summarise(native, metric.ratioToNative).value : nativeSummary.value;
     const cells = {};
     for (const variant of variants) {
       const s = summarise(runsByVariant[variant.id] ?? [], metric.pick, metric.invalid);
-      const ratio = !metric.noRatio && variant.id !== 'native' && s.value !== null && nativeSummary.value ? s.value / nativeSummary.value : null;
+      const rated = !metric.noRatio && (variant.id !== 'native' || metric.ratioToNative);
+      const ratio = rated && s.value !== null && against ? s.value / against : null;
       const target = metric.target && (!metric.target.variants || metric.target.variants.includes(variant.id)) ? metric.target : null;
       const met = variant.id === 'native' ? undefined : meetsTarget(target, s.value, nativeSummary.value);
       cells[variant.id] = { ...s, ratio, met };
@@ -111,7 +114,7 @@ function metricCell(cell, metric, isNative) {
     return `${cell.error.split('\n')[0].slice(0, 60)}${metric.target && !isNative ? ' ✗' : ''}`;
   }
   let text = formatNumber(cell.value, metric.digits);
-  if (!isNative && cell.ratio !== null) text += ` (${formatRatio(cell.ratio)}×)`;
+  if (cell.ratio !== null) text += ` (${formatRatio(cell.ratio)}×)`;
   if (cell.met === true) text += ' ✓';
   if (cell.met === false) text += ' ✗';
   return text;

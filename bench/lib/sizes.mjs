@@ -22,6 +22,7 @@ export const fullSizes = {
   contentionTabs: [4, 8],
   contentionStartMs: 500, // the tabs start together this long after the harness asks them
   contentionMs: 3_000,
+  floorMs: 1_500, // each transport's token ring after a contention run (scenario 7's reference rows)
   settleMs: 300,
   recoveryTimeoutMs: 5_000,
   timeoutMs: { default: 60_000, 'drain-1name-100000': 240_000, idle: 90_000, load: 120_000 },
@@ -48,6 +49,7 @@ export const smokeSizes = {
   contentionTabs: [2, 3], // fewer tabs than the full 4 and 8: opening tabs dominates the smoke run's time
   contentionStartMs: 200,
   contentionMs: 300,
+  floorMs: 200,
   settleMs: 100,
   recoveryTimeoutMs: 3_000,
   timeoutMs: { default: 20_000 },

@@ -402,6 +402,76 @@
     },
 
     /**
+     * 7, the floor of each transport a lock protocol could use: contend's critical section, with no lock
+     * at all. A token goes round the `tabs` tabs (this one is `tab`) from `startEpoch`; the tab that has
+     * it runs the critical section and passes it on, until `endEpoch`; then a stop token goes round once.
+     * `transport`: 'broadcast' (every token reaches every tab, two channel objects per tab: weblocks'
+     * layout), 'relay' (through a shared worker, ring_worker.js: docs/PROTOCOL.md §15's hub), 'ports' (a
+     * MessagePort from each tab to the next, which that worker hands out).
+     */
+    async tokenRing({ transport, ringName, refereeName, tab, tabs, startEpoch, endEpoch }) {
+      const call = referee(refereeName);
+      await call('hello', tab);
+      const next = (tab + 1) % tabs;
+      const token = deferred();
+      const onToken = (data) => {
+        if (data.to === tab) token.resolve(data);
+      };
+      let send;
+      let close;
+      let linked = Promise.resolve();
+      if (transport === 'broadcast') {
+        const rx = new BroadcastChannel(ringName);
+        const tx = new BroadcastChannel(ringName);
+        rx.onmessage = (event) => onToken(event.data);
+        send = (data) => tx.postMessage(data);
+        close = () => {
+          rx.close();
+          tx.close();
+        };
+      } else {
+        const port = new SharedWorker('/bench/pages/ring_worker.js', { name: ringName }).port;
+        const links = transport === 'ports';
+        const ready = deferred();
+        let out = null;
+        port.onmessage = (event) => {
+          const data = event.data;
+          if (data.link === 'in') event.ports[0].onmessage = (m) => onToken(m.data);
+          else if (data.link === 'out') out = event.ports[0];
+          else if (!data.joined) onToken(data);
+          if (links ? out !== null : data.joined) ready.resolve();
+        };
+        port.postMessage({ tab, tabs, links });
+        linked = ready.promise;
+        send = (data) => (links ? out : port).postMessage(data);
+        close = () => port.close();
+      }
+      await linked;
+      const wait = bench.original.setTimeout ?? setTimeout;
+      while (epochNow() < startEpoch) await new Promise((r) => wait(r, Math.max(0, startEpoch - epochNow())));
+      let ops = 0;
+      const startedAt = epochNow();
+      let holding = tab === 0 ? Promise.resolve({ to: tab }) : token.promise;
+      for (;;) {
+        const data = await holding;
+        Object.assign(token, deferred());
+        holding = token.promise;
+        if (data.stop || epochNow() >= endEpoch) {
+          send({ to: next, stop: true });
+          break;
+        }
+        const value = await call('enter', tab);
+        await call('exit', { tab, value: value + 1 });
+        ops++;
+        send({ to: next });
+      }
+      // Let the stop token leave before the objects close (a post is sent at once; this is margin).
+      await nextTask();
+      close();
+      return { ops, startedAt, endedAt: epochNow() };
+    },
+
+    /**
      * 6, the floor of a BroadcastChannel design: one tab echoes on `channelName` what the other sends
      * (channelHop). `objects`: 2 is weblocks' layout (a receiving object made first, a sending one), 1 a
      * single object that sends and receives. Until stopEcho.

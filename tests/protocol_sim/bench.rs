@@ -197,3 +197,36 @@ fn bench_lone() {
     let (us, posts) = lone(20_000, true);
     eprintln!("lone context, ifAvailable miss: {us:.2} µs, {posts:.1} posts");
 }
+
+/// `contexts` contexts contending on one name, each re-requesting as soon as it releases (scenario 7
+/// without the browser): µs of node work per message delivered to one context.
+fn contention(contexts: usize, rounds: u64) -> f64 {
+    let mut bus = Bus::new(contexts);
+    let mut next_id = vec![1u64; contexts];
+    for i in 0..contexts {
+        bus.request(i, next_id[i], "L", false);
+    }
+    let start = Instant::now();
+    let delivered = bus.delivered;
+    let mut cs = 0;
+    while cs < rounds * contexts as u64 {
+        if let Some((i, id)) = bus.granted.pop_front() {
+            bus.release(i, id);
+            next_id[i] += 1;
+            bus.request(i, next_id[i], "L", false);
+            cs += 1;
+        } else {
+            assert!(bus.step(), "contention stalled");
+        }
+    }
+    start.elapsed().as_secs_f64() * 1e6 / ((bus.delivered - delivered) * contexts as u64) as f64
+}
+
+#[test]
+#[ignore = "benchmark: run with --release -- --ignored bench --nocapture"]
+fn bench_contention() {
+    for contexts in [4, 8] {
+        let us = best_of_3(|| contention(contexts, 20_000));
+        eprintln!("contention, {contexts} contexts: {us:.3} µs per message per context");
+    }
+}
