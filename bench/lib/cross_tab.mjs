@@ -128,9 +128,9 @@ function throughput(runs) {
 /** The transports of bench.cross.tokenRing, and how each is named in the table. */
 const ringTransports = ['broadcast', 'relay', 'ports'];
 const ringTitles = {
-  broadcast: "a BroadcastChannel that every tab hears, two objects per tab (weblocks' layout)",
-  relay: 'a shared worker that relays it to the next tab (the hub of docs/PROTOCOL.md §15)',
-  ports: 'a MessagePort from each tab to the next',
+  broadcast: "BroadcastChannel, two objects per tab (weblocks' transport)",
+  relay: "a shared-worker relay (PROTOCOL.md §15's hub)",
+  ports: 'MessagePorts from tab to tab',
 };
 
 /**
@@ -196,7 +196,7 @@ function contentionScenario(sizes, tabCount) {
       // after: the ratio is to native's critical sections/s (native's own column too), so the native
       // column says whether a transport leaves any room to meet the target at all.
       ...ringTransports.map((transport) => ({
-        label: `for reference, no lock: the same critical sections passed round these tabs by a token over ${ringTitles[transport]}, critical sections/s`,
+        label: `for reference, no lock: a token passes the same critical section round these tabs over ${ringTitles[transport]}, critical sections/s (÷ native's locks)`,
         better: 'higher',
         pick: (r) => r.floors[transport].opsPerSec,
         invalid: (r) => brokenRing(r.floors[transport]),
