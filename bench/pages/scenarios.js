@@ -295,6 +295,18 @@
       });
   }
 
+  /** A read-modify-write of the referee's counter (`call` = referee(...)), each step awaited. */
+  async function readModifyWrite(call, tab) {
+    const value = await call('enter', tab);
+    await call('exit', { tab, value: value + 1 });
+  }
+
+  /** Resolves at `epoch` (ms), by the page's own setTimeout (not the instrumented one). */
+  async function untilEpoch(epoch) {
+    const wait = bench.original.setTimeout ?? setTimeout;
+    while (epochNow() < epoch) await new Promise((r) => wait(r, Math.max(0, epoch - epochNow())));
+  }
+
   let held = null; // the lock this tab holds for the harness (holdFirst / holdForever)
   let waiter = null; // the waiter of scenario 8
   let echo = null; // the channel objects of startEcho
@@ -355,8 +367,7 @@
       const turn = async () => {
         const grantedAt = epochNow();
         if (intervals.length + 1 < turns && now() < deadline) request();
-        const value = await call('enter', tab);
-        await call('exit', { tab, value: value + 1 });
+        await readModifyWrite(call, tab);
         intervals.push([grantedAt, epochNow()]);
       };
       const request = () => {
@@ -386,14 +397,10 @@
     async contend({ name, refereeName, tab, startEpoch, endEpoch }) {
       const call = referee(refereeName);
       await call('hello', tab);
-      const wait = bench.original.setTimeout ?? setTimeout;
-      while (epochNow() < startEpoch) await new Promise((r) => wait(r, Math.max(0, startEpoch - epochNow())));
+      await untilEpoch(startEpoch);
       let ops = 0;
       const startedAt = epochNow();
-      const critical = async () => {
-        const value = await call('enter', tab);
-        await call('exit', { tab, value: value + 1 });
-      };
+      const critical = () => readModifyWrite(call, tab);
       while (epochNow() < endEpoch) {
         await locks.request(name, critical);
         ops++;
@@ -447,8 +454,7 @@
         close = () => port.close();
       }
       await linked;
-      const wait = bench.original.setTimeout ?? setTimeout;
-      while (epochNow() < startEpoch) await new Promise((r) => wait(r, Math.max(0, startEpoch - epochNow())));
+      await untilEpoch(startEpoch);
       let ops = 0;
       const startedAt = epochNow();
       let holding = tab === 0 ? Promise.resolve({ to: tab }) : token.promise;
@@ -460,8 +466,7 @@
           send({ to: next, stop: true });
           break;
         }
-        const value = await call('enter', tab);
-        await call('exit', { tab, value: value + 1 });
+        await readModifyWrite(call, tab);
         ops++;
         send({ to: next });
       }
