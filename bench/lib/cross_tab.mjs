@@ -135,14 +135,17 @@ const ringTitles = {
 
 /**
  * 7, a transport's floor: contend's critical section passed round `tabs` by a token over `transport`,
- * with no lock at all, for sizes.floorMs (bench.cross.tokenRing).
+ * with no lock at all, for sizes.floorMs (bench.cross.ringJoin, ringRun).
  */
 async function tokenRing(tabs, transport, sizes) {
   const id = randomId();
+  const join = { transport, ringName: `ring-${id}`, refereeName: `referee-${id}`, tabs: tabs.length };
+  // Every tab joins before any token goes: a token sent to a tab that has not joined would be lost.
+  await Promise.all(tabs.map((tab, i) => tab.evaluate((a) => bench.cross.ringJoin(a), { ...join, tab: i })));
   const startEpoch = (await tabs[0].evaluate(() => bench.cross.epochNow())) + sizes.contentionStartMs;
-  const args = { transport, ringName: `ring-${id}`, refereeName: `referee-${id}`, tabs: tabs.length, startEpoch, endEpoch: startEpoch + sizes.floorMs };
-  const runs = await Promise.all(tabs.map((tab, i) => tab.evaluate((a) => bench.cross.tokenRing(a), { ...args, tab: i })));
-  const referee = await tabs[0].evaluate((n) => bench.cross.refereeStats(n), args.refereeName);
+  const run = { startEpoch, endEpoch: startEpoch + sizes.floorMs };
+  const runs = await Promise.all(tabs.map((tab) => tab.evaluate((a) => bench.cross.ringRun(a), run)));
+  const referee = await tabs[0].evaluate((n) => bench.cross.refereeStats(n), join.refereeName);
   return { ...throughput(runs), referee };
 }
 

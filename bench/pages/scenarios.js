@@ -310,6 +310,7 @@
   let held = null; // the lock this tab holds for the harness (holdFirst / holdForever)
   let waiter = null; // the waiter of scenario 8
   let echo = null; // the channel objects of startEcho
+  let ring = null; // this tab's part of a token ring (ringJoin, ringRun)
 
   bench.cross = {
     epochNow,
@@ -410,69 +411,71 @@
 
     /**
      * 7, the floor of each transport a lock protocol could use: contend's critical section, with no lock
-     * at all. A token goes round the `tabs` tabs (this one is `tab`) from `startEpoch`; the tab that has
-     * it runs the critical section and passes it on, until `endEpoch`; then a stop token goes round once.
-     * `transport`: 'broadcast' (every token reaches every tab, two channel objects per tab: weblocks'
-     * layout), 'relay' (through a shared worker, ring_worker.js: docs/PROTOCOL.md §15's hub), 'ports' (a
-     * MessagePort from each tab to the next, which that worker hands out).
+     * at all, passed round the `tabs` tabs (this one is `tab`) by a token. ringJoin sets this tab up and
+     * resolves once it can take part; once every tab has joined, ringRun (in every tab) passes the token
+     * from `startEpoch`: the tab that has it runs the critical section and passes it on, until `endEpoch`;
+     * then a stop token goes round once. `transport`: 'broadcast' (every token reaches every tab, two
+     * channel objects per tab: weblocks' layout), 'relay' (through a shared worker, ring_worker.js:
+     * docs/PROTOCOL.md §15's hub), 'ports' (a MessagePort from each tab to the next, which that worker
+     * hands out).
      */
-    async tokenRing({ transport, ringName, refereeName, tab, tabs, startEpoch, endEpoch }) {
+    async ringJoin({ transport, ringName, refereeName, tab, tabs }) {
       const call = referee(refereeName);
       await call('hello', tab);
-      const next = (tab + 1) % tabs;
-      const token = deferred();
+      const mine = { call, tab, next: (tab + 1) % tabs, token: deferred() };
+      ring = mine;
       const onToken = (data) => {
-        if (data.to === tab) token.resolve(data);
+        if (data.to === tab) mine.token.resolve(data);
       };
-      let send;
-      let close;
-      let linked = Promise.resolve();
       if (transport === 'broadcast') {
         const rx = new BroadcastChannel(ringName);
         const tx = new BroadcastChannel(ringName);
         rx.onmessage = (event) => onToken(event.data);
-        send = (data) => tx.postMessage(data);
-        close = () => {
+        mine.send = (data) => tx.postMessage(data);
+        mine.close = () => {
           rx.close();
           tx.close();
         };
-      } else {
-        const port = new SharedWorker('/bench/pages/ring_worker.js', { name: ringName }).port;
-        const links = transport === 'ports';
-        const ready = deferred();
-        let out = null;
-        port.onmessage = (event) => {
-          const data = event.data;
-          if (data.link === 'in') event.ports[0].onmessage = (m) => onToken(m.data);
-          else if (data.link === 'out') out = event.ports[0];
-          else if (!data.joined) onToken(data);
-          if (links ? out !== null : data.joined) ready.resolve();
-        };
-        port.postMessage({ tab, tabs, links });
-        linked = ready.promise;
-        send = (data) => (links ? out : port).postMessage(data);
-        close = () => port.close();
+        return true;
       }
-      await linked;
+      const port = new SharedWorker('/bench/pages/ring_worker.js', { name: ringName }).port;
+      const links = transport === 'ports';
+      const joined = deferred();
+      let [into, out] = [null, null];
+      port.onmessage = (event) => {
+        const data = event.data;
+        if (data.link === 'in') (into = event.ports[0]).onmessage = (m) => onToken(m.data);
+        else if (data.link === 'out') out = event.ports[0];
+        else if (!data.joined) onToken(data);
+        if (links ? out !== null : data.joined) joined.resolve();
+      };
+      port.postMessage({ tab, tabs, links });
+      mine.send = (data) => (links ? out : port).postMessage(data);
+      mine.close = () => {
+        for (const p of [port, into, out]) p?.close();
+      };
+      await joined.promise;
+      return true;
+    },
+
+    async ringRun({ startEpoch, endEpoch }) {
+      const { call, tab, next, send, close } = ring;
       await untilEpoch(startEpoch);
       let ops = 0;
       const startedAt = epochNow();
-      let holding = tab === 0 ? Promise.resolve({ to: tab }) : token.promise;
-      for (;;) {
-        const data = await holding;
-        Object.assign(token, deferred());
-        holding = token.promise;
-        if (data.stop || epochNow() >= endEpoch) {
-          send({ to: next, stop: true });
-          break;
-        }
+      let data = tab === 0 ? { to: tab } : await ring.token.promise;
+      while (!data.stop && epochNow() < endEpoch) {
+        ring.token = deferred();
         await readModifyWrite(call, tab);
         ops++;
         send({ to: next });
+        data = await ring.token.promise;
       }
+      send({ to: next, stop: true });
       // Let the stop token leave before the objects close (a post is sent at once; this is margin).
       await nextTask();
       close();
+      ring = null;
       return { ops, startedAt, endedAt: epochNow() };
     },
 

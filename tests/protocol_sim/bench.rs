@@ -204,7 +204,7 @@ fn contention(contexts: usize, rounds: u64) -> f64 {
     let mut bus = Bus::new(contexts);
     let mut next_id = vec![1u64; contexts];
     for i in 0..contexts {
-        bus.request(i, next_id[i], "L", false);
+        bus.request(i, 1, "L", false);
     }
     let start = Instant::now();
     let delivered = bus.delivered;
