@@ -125,7 +125,7 @@ function throughput(runs) {
   return { ops, spanMs, opsPerSec: (ops / spanMs) * 1000, perTab: runs.map((r) => r.ops) };
 }
 
-/** The transports of bench.cross.tokenRing, and how each is named in the table. */
+/** The transports of bench.cross.ringJoin, and how each is named in the table. */
 const ringTransports = ['broadcast', 'relay', 'ports'];
 const ringTitles = {
   broadcast: "BroadcastChannel, two objects per tab (weblocks' transport)",
