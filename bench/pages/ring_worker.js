@@ -1,6 +1,6 @@
-// Shared worker of scenario 7's transport floors (bench.cross.ringJoin, ringRun): the tabs of a ring each connect
-// and name themselves ({ tab, tabs }). Over the 'relay' transport it forwards each token ({ to, ... }) to
-// the port of tab `to` (the shape of docs/PROTOCOL.md §15's hub: tab -> worker -> tab); over 'ports', once
+// Shared worker of scenario 7's transport floors (bench.cross.ringJoin, ringRun): the tabs of a ring each
+// connect and name themselves ({ tab, tabs }). Over the 'relay' transport it forwards each token ({ to, ... })
+// to the port of tab `to` (the shape of docs/PROTOCOL.md §15's hub: tab -> worker -> tab); over 'ports', once
 // every tab has named itself, it hands each tab i the sending end of a new MessageChannel whose receiving
 // end goes to tab i + 1 (tokens then go tab -> tab, the worker no longer in the way). One worker per ring.
 'use strict';

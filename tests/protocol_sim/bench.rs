@@ -202,7 +202,6 @@ fn bench_lone() {
 /// without the browser): µs of node work per message delivered to one context.
 fn contention(contexts: usize, rounds: u64) -> f64 {
     let mut bus = Bus::new(contexts);
-    let mut next_id = vec![1u64; contexts];
     for i in 0..contexts {
         bus.request(i, 1, "L", false);
     }
@@ -212,8 +211,7 @@ fn contention(contexts: usize, rounds: u64) -> f64 {
     while cs < rounds * contexts as u64 {
         if let Some((i, id)) = bus.granted.pop_front() {
             bus.release(i, id);
-            next_id[i] += 1;
-            bus.request(i, next_id[i], "L", false);
+            bus.request(i, id + 1, "L", false);
             cs += 1;
         } else {
             assert!(bus.step(), "contention stalled");
