@@ -1,186 +1,238 @@
-// A channel shaped like BroadcastChannel (postMessage, onmessage, close) over a log in IndexedDB, for
-// the globals that have no BroadcastChannel: Safari before 15.4, where the native API is missing too
-// (docs/PROTOCOL.md §12).
+// The transport over a log in IndexedDB (docs/PROTOCOL.md §12), for the engines whose BroadcastChannel is
+// not known to deliver the messages of an origin in one order to every context (WebKit delivers a post to
+// the sender's own process first), and for the globals that have no BroadcastChannel (Safari before
+// 15.4). It does the I/O; the order is the Rust core's (src/protocol/log_order.rs).
 //
-// Why a log, and not messages in localStorage `storage` events: the protocol needs one order of
-// messages that every context sees, its own included (assumption A1). Storage events cannot give it:
-// the writer gets no event for its own write, and a document in the writer's process may see a write
-// before the browser has put it among other processes' writes. IndexedDB can: read/write transactions
-// on one object store run one at a time, in the order the database schedules them, for every
-// connection of the origin, and an autoIncrement key grows in that order. So a post appends the
-// message in a read/write transaction, the key is the message's place in the one order, and every
-// channel object reads the log in key order, skipping only what it posted itself (as a
-// BroadcastChannel object does). `storage` events only say "read the log now" (a poke, written once the
-// append has committed); workers have no localStorage and get no pokes, so a busy context (between the
-// edge's `ref()` and `unref()`) also reads every POLL_MS.
+// The protocol needs one order of the origin's messages that every context applies, its own included.
+// IndexedDB gives one: the read/write transactions of an origin's connections on one object store run
+// one at a time, and an autoIncrement key grows with each append (an aborted one gives its key back). So a
+// post appends the message in a read/write transaction, and its key is its place in the order (A1′).
+// What a context learns, it learns as entries `(key, data)`, in whatever order they come: its own
+// appends once committed; the other contexts' from the BroadcastChannel of the same name, which carries
+// each entry as soon as its writer's append commits (the carrier); and reads of the log, which the node
+// asks for when a key is missing. Without a BroadcastChannel, a writer pokes the other documents through a
+// localStorage `storage` event, and the node reads the log when poked, and every so often while it
+// waits (workers get no pokes).
 //
-// The log is trimmed of entries older than KEEP_MS. A reader that fell behind the trim (a page
-// suspended that long) gets an event of type `gap` instead of the lost messages, and so does every
-// reader of a context whose append failed: its node steps out and rejoins (`Node::missed_messages`).
-// Where the database cannot be opened (private modes of some browsers), the context's channels only
-// reach each other: it coordinates with itself, and says so once in the console.
+// The log is trimmed of entries older than KEEP_MS. A read reports the floor (the greatest key deleted):
+// a node whose position is below it missed messages, and steps out and rejoins. So does a node whose
+// append failed (its message is not in the log: a `gap` event).
+//
+// The edge talks to one log object per context, through the shape of a channel: `postMessage(data)`
+// appends, `onmessage` receives events `{ type, key, data }`: `entry`, `start` (the last key before this
+// object's first read), `read` (a read ended; `key` is the floor), `carried` (a message on the carrier: a
+// frame of an entry, or another context's farewell or deputy's vouch, for the node to append), `poke`,
+// `gap`.
 //
 // Written as closures rather than classes: their variables minify to one letter (the classic script's
-// size, issue 4); for the same reason the readers' internal properties are named `word_` (the classic
-// build renames such properties to one letter: scripts/build.mjs, `mangleProps`).
+// size).
 
 const DATABASE = 'weblocks-log:';
 const POKE = 'weblocks:poke:';
-const KEEP_MS = 5 * 60_000;
-const MARK_MS = 1_000;
-const POLL_MS = 40;
+const FAREWELL = 'weblocks:farewell:';
+const KEEP_MS = 5 * 60000;
+const MARK_MS = 1000;
+
+/** What wakes a context over the log (the node's `Wake`): a carrier, pokes, or its own polls. */
+export const WAKE_CARRIER = 1;
+export const WAKE_POKES = 2;
+export const WAKE_POLLS = 3;
 
 /**
- * `openChannel(name)` for the Engine where the global has no BroadcastChannel but has IndexedDB;
- * `undefined` otherwise.
+ * Whether this engine's BroadcastChannel delivers every message of an origin in one order to every
+ * context, the sender's own second channel object included (assumption A1 of docs/PROTOCOL.md). The test
+ * command checks it in Chromium and Firefox (tests/e2e/total_order*.test.mjs) and in Node.js; WebKit does
+ * not give it. The engine is told by what its JavaScript engine has and the others lack, the same in
+ * every context of one browser whatever a page does to its user agent string: V8's `Intl.v8BreakIterator`
+ * (Blink, Node.js; not Deno, whose channel nobody checks here), SpiderMonkey's `stack` accessor on
+ * `Error.prototype` (Gecko; not Servo). Anything else takes the log, which needs no such assumption.
  */
-export function makeLogChannelFactory(globalObject = globalThis) {
-  const { indexedDB } = globalObject;
-  if (typeof globalObject.BroadcastChannel === 'function' || typeof indexedDB !== 'object' || indexedDB === null) {
-    return undefined;
-  }
-  const logs = new Map();
-  return (name) => {
-    if (!logs.has(name)) logs.set(name, openLog(globalObject, name, () => logs.delete(name)));
-    return logs.get(name)();
-  };
+export function givesOneOrder(globalObject = globalThis) {
+  const { Intl, Error, Deno, navigator } = globalObject;
+  const v8 = typeof Intl === 'object' && Intl !== null && typeof Intl.v8BreakIterator === 'function';
+  const stack = Object.getOwnPropertyDescriptor(Error.prototype, 'stack');
+  const spiderMonkey = stack !== undefined && typeof stack.get === 'function';
+  const servo = typeof navigator === 'object' && navigator !== null && /Servo\//.test(navigator.userAgent);
+  return (v8 && Deno === undefined) || (spiderMonkey && !servo);
 }
 
-/** The log of one channel name, as this global sees it; returns `channel()`, which makes a channel object. */
-function openLog(globalObject, name, forget) {
-  const pokeKey = POKE + name;
-  const readers = new Set();
-  // Operations made before the database is open, in call order.
-  const waiting = [];
-  // Which channel object of this global posted the entry of each key (so that it skips its own).
-  const senders = new Map();
-  // A post of this global every MARK_MS, with its key: where to trim.
-  const marks = [];
-  let db = null;
-  let failed = false;
-  // The key of the last entry read; undefined until the first reader starts.
-  let position;
-  let reading = false;
-  let again = false;
-  let polls = 0;
-  let pollTimer = null;
+/**
+ * The Engine's `openChannel(name, header)` where the context coordinates over the log: the engine's
+ * BroadcastChannel does not give one order (or there is none) and there is IndexedDB. Its `wake` says what
+ * wakes the context. `undefined` where the engine's BroadcastChannel gives one order; where there is
+ * neither that nor IndexedDB, a function that opens nothing (the context locks alone).
+ */
+export function makeLogChannelFactory(globalObject = globalThis, oneOrder = givesOneOrder(globalObject)) {
+  const { indexedDB, BroadcastChannel } = globalObject;
+  const carrier = typeof BroadcastChannel === 'function';
+  if (carrier && oneOrder) return undefined;
+  if (typeof indexedDB !== 'object' || indexedDB === null) return () => undefined;
   let storage = null;
   try {
     storage = globalObject.localStorage;
-    storage.getItem(pokeKey);
-  } catch {
+    storage.getItem(POKE);
+  } catch (e) {
     storage = null;
   }
-  const onStorage = (event) => {
-    if (event.key === null || event.key === pokeKey) read();
-  };
-  if (storage !== null) globalObject.addEventListener?.('storage', onStorage);
-  open();
+  const database = openDatabase(globalObject);
+  const open = (name, header) => openLog(globalObject, database(name), name, header, carrier ? new BroadcastChannel(name) : null, storage);
+  open.wake = carrier ? WAKE_CARRIER : storage !== null && typeof globalObject.document === 'object' ? WAKE_POKES : WAKE_POLLS;
+  return open;
+}
 
-  function open() {
-    let request;
-    try {
-      request = globalObject.indexedDB.open(DATABASE + name, 1);
-    } catch (error) {
-      fail(error);
-      return;
-    }
-    request.onupgradeneeded = () => {
-      request.result.createObjectStore('log', { autoIncrement: true });
-      request.result.createObjectStore('meta');
-    };
-    request.onsuccess = () => {
-      db = request.result;
-      // Another context deletes or upgrades the database: this log ends here for every reader.
-      db.onversionchange = () => {
-        db.close();
-        db = null;
-        lost();
-        position = 0;
-        for (const reader of readers) reader.from_ = 0;
-        open();
+/**
+ * `database(name)`: the log's database for channel `name`, opened once per global and kept open: `{ when(operation),
+ * db }`, where `when` runs an operation once the database is open (or failed: then `db` is null), in call order.
+ */
+function openDatabase(globalObject) {
+  const databases = new Map();
+  return (name) => {
+    if (!databases.has(name)) {
+      const entry = { db: null, failed: false, waiting: [], lost: new Set() };
+      const when = (operation) => {
+        if (entry.db !== null || entry.failed) operation();
+        else entry.waiting.push(operation);
       };
-      for (const operation of waiting.splice(0)) operation();
-    };
-    request.onerror = () => fail(request.error);
-  }
-
-  /** The database cannot be used: from now on the channels of this global reach only each other. */
-  function fail(error) {
-    if (failed) return;
-    failed = true;
-    position = 0;
-    console.warn(
-      `weblocks: IndexedDB is not usable here (${error?.name ?? error}), and this global has no BroadcastChannel; locks are coordinated within this context only.`,
-    );
-    for (const operation of waiting.splice(0)) operation();
-  }
-
-  /** Runs `operation` now if the database is open (or failed), else once it is, in call order. */
-  function whenOpen(operation) {
-    if (db !== null || failed) operation();
-    else waiting.push(operation);
-  }
-
-  /**
-   * Finds the last key before `reader` existed. The transaction is made now, before any append this
-   * global makes after it, so the reader gets everything posted from now on, its own posts excepted.
-   */
-  function start(reader) {
-    if (failed) {
-      reader.started_(position);
-      return;
+      const fail = (error) => {
+        if (entry.failed) return;
+        entry.failed = true;
+        console.warn(
+          `weblocks: IndexedDB is not usable here (${error && error.name ? error.name : error}); locks are coordinated within this context only.`,
+        );
+        for (const operation of entry.waiting.splice(0)) operation();
+      };
+      const open = () => {
+        let request;
+        try {
+          request = globalObject.indexedDB.open(DATABASE + name, 1);
+        } catch (error) {
+          fail(error);
+          return;
+        }
+        request.onupgradeneeded = () => {
+          request.result.createObjectStore('log', { autoIncrement: true });
+          request.result.createObjectStore('meta');
+        };
+        request.onsuccess = () => {
+          entry.db = request.result;
+          // Another context deletes or upgrades the database: the log ends here for every reader.
+          entry.db.onversionchange = () => {
+            entry.db.close();
+            entry.db = null;
+            for (const gap of entry.lost) gap();
+            open();
+          };
+          for (const operation of entry.waiting.splice(0)) operation();
+        };
+        request.onerror = () => fail(request.error);
+      };
+      open();
+      entry.when = when;
+      databases.set(name, entry);
     }
-    const transaction = db.transaction('log');
-    const request = transaction.objectStore('log').openKeyCursor(null, 'prev');
-    transaction.commit?.();
-    request.onsuccess = () => {
-      const last = request.result === null ? 0 : request.result.key;
-      if (position === undefined) position = last;
-      reader.started_(last);
-    };
-    request.onerror = () => reader.started_(position ?? 0);
-  }
+    return databases.get(name);
+  };
+}
 
-  function append(sender, data) {
-    whenOpen(() => {
-      if (failed) {
-        const key = ++position;
-        Promise.resolve().then(() => dispatch(key, sender, data));
+/** A context's log object on channel `name` (see the top of this file). */
+function openLog(globalObject, database, name, header, carrier, storage) {
+  const pokeKey = POKE + name;
+  const farewellKey = FAREWELL + name;
+  // A post of this object every MARK_MS, with its key: where to trim.
+  const marks = [];
+  // Where the database failed: the keys this object hands its own appends (it then coordinates with itself).
+  let alone = 0;
+  let closed = false;
+  // Appends not committed yet: after `close()`, the carrier stays open for them (the others learn of
+  // each entry from it), and closes once they are done.
+  let inflight = 0;
+  const self = {
+    onmessage: null,
+    postMessage: append,
+    read,
+    start,
+    close,
+    /**
+     * The listener that posts `data` (the node's farewell `Leave`) for the other contexts to append, without
+     * running any script of ours: on the carrier, or as a localStorage value another document's `storage`
+     * event carries.
+     */
+    farewell(data) {
+      if (carrier !== null) return carrier.postMessage.bind(carrier, data);
+      if (storage !== null) return storage.setItem.bind(storage, farewellKey, JSON.stringify(data));
+      return () => {};
+    },
+  };
+  const emit = (type, key, data) => {
+    if (closed) return;
+    try {
+      if (self.onmessage !== null) self.onmessage({ type, key, data });
+    } catch (error) {
+      setTimeout(() => {
+        throw error;
+      });
+    }
+  };
+  const gap = () => emit('gap');
+  database.lost.add(gap);
+  const onStorage = (event) => {
+    if (event.key === pokeKey) emit('poke');
+    else if (event.key === farewellKey && event.newValue !== null) emit('carried', undefined, JSON.parse(event.newValue));
+  };
+  // Where the database failed, this context coordinates with itself: the carrier's entries are not for it.
+  if (carrier !== null) carrier.onmessage = (event) => database.failed || emit('carried', undefined, event.data);
+  else if (storage !== null && globalObject.addEventListener) globalObject.addEventListener('storage', onStorage);
+
+  function append(data) {
+    inflight++;
+    database.when(() => {
+      if (database.db === null) {
+        const key = ++alone;
+        Promise.resolve().then(() => {
+          emit('entry', key, data);
+          settle();
+        });
         return;
       }
       let transaction;
       try {
-        transaction = db.transaction(['log', 'meta'], 'readwrite');
+        transaction = database.db.transaction(['log', 'meta'], 'readwrite');
         const added = transaction.objectStore('log').add({ data });
-        added.onsuccess = () => {
-          senders.set(added.result, sender);
-          mark(added.result);
-        };
+        added.onsuccess = () => mark(added.result);
         trim(transaction);
         transaction.oncomplete = () => {
-          poke(added.result);
-          read();
+          const key = added.result;
+          emit('entry', key, data);
+          if (carrier !== null) carrier.postMessage(header.concat([key], data));
+          else poke(key);
+          settle();
         };
-        transaction.onabort = lost;
-        transaction.commit?.();
-      } catch {
-        transaction?.abort?.();
-        lost();
+        transaction.onabort = () => {
+          gap();
+          settle();
+        };
+        if (transaction.commit) transaction.commit();
+      } catch (e) {
+        if (transaction && transaction.abort) {
+          transaction.abort();
+        } else {
+          gap();
+          settle();
+        }
       }
     });
   }
 
-  /** Remembers, once every MARK_MS, the key of a post of this global and when it was made. */
+  /** Remembers, once every MARK_MS, the key of a post of this object and when it was made. */
   function mark(key) {
     const now = Date.now();
     if (marks.length === 0 || now - marks[marks.length - 1][0] >= MARK_MS) marks.push([now, key]);
   }
 
   /**
-   * Deletes, within an append, the entries older than KEEP_MS, as far as this global's marks tell. The
-   * floor that readers check for a gap (the last key deleted) is the greatest key of the `meta` store:
-   * written blindly, so that trims of several contexts can only raise it.
+   * Deletes, within an append, the entries older than KEEP_MS, as far as this object's marks tell. The floor
+   * that reads report (the last key deleted) is the greatest key of the `meta` store: written blindly, so
+   * that trims of several contexts can only raise it.
    */
   function trim(transaction) {
     const old = Date.now() - KEEP_MS;
@@ -196,138 +248,84 @@ function openLog(globalObject, name, forget) {
   /** Tells the other documents of the origin that the log has a new entry. */
   function poke(key) {
     try {
-      storage?.setItem(pokeKey, `${key} ${Math.random()}`);
-    } catch {
-      // Storage full or gone: the others still poll while busy.
+      if (storage !== null) storage.setItem(pokeKey, `${key} ${Math.random()}`);
+    } catch (e) {
+      // Storage full or gone: the others still read while they wait.
     }
   }
 
-  /** Reads what was appended since the last read, in key order, and hands it to the readers. */
-  function read() {
-    if (db === null || position === undefined) return;
-    if (reading) {
-      again = true;
-      return;
-    }
-    reading = true;
-    let transaction;
-    try {
-      transaction = db.transaction(['log', 'meta']);
-    } catch {
-      reading = false;
-      return;
-    }
-    const after = IDBKeyRange.lowerBound(position, true);
-    const floor = transaction.objectStore('meta').openKeyCursor(null, 'prev');
-    const keys = transaction.objectStore('log').getAllKeys(after);
-    const values = transaction.objectStore('log').getAll(after);
-    // Ends the transaction as soon as its reads are done, not once this thread has run their callbacks:
-    // a context whose main thread is in a long task would otherwise hold back every append of the
-    // origin (a read/write transaction waits for the read ones made before it).
-    transaction.commit?.();
-    transaction.oncomplete = () => {
-      reading = false;
-      const trimmed = floor.result?.key ?? 0;
-      if (trimmed > position) {
-        lost();
-        position = trimmed;
+  /**
+   * Runs a read-only transaction over the log, `collect(transaction)` its requests; `done()` once they are
+   * done. It ends as soon as its reads are done, not once this thread has run their callbacks: a context
+   * whose thread is in a long task would otherwise hold back every append of the origin (a read/write
+   * transaction waits for the read ones made before it).
+   */
+  function reading(collect, done) {
+    database.when(() => {
+      if (database.db === null) return done(null);
+      let transaction;
+      let requests;
+      try {
+        transaction = database.db.transaction(['log', 'meta']);
+        requests = collect(transaction);
+        if (transaction.commit) transaction.commit();
+      } catch (e) {
+        return done(null);
       }
-      keys.result.forEach((key, k) => {
-        if (key > position) {
-          position = key;
-          dispatch(key, senders.get(key), values.result[k].data);
-        }
-      });
-      if (again) {
-        again = false;
-        read();
-      }
-    };
-    transaction.onabort = () => {
-      reading = false;
-    };
+      transaction.oncomplete = () => done(requests);
+      transaction.onabort = () => done(null);
+    });
   }
 
-  function dispatch(key, sender, data) {
-    senders.delete(key);
-    for (const reader of readers) reader.receive_(key, sender, data);
+  /** Reads the entries after `after` in key order, then reports the floor. */
+  function read(after) {
+    reading(
+      (transaction) => {
+        const range = IDBKeyRange.lowerBound(after, true);
+        const log = transaction.objectStore('log');
+        return [transaction.objectStore('meta').openKeyCursor(null, 'prev'), log.getAllKeys(range), log.getAll(range)];
+      },
+      (requests) => {
+        if (requests === null) return emit('read', 0);
+        const [floor, keys, values] = requests;
+        keys.result.forEach((key, k) => emit('entry', key, values.result[k].data));
+        emit('read', floor.result ? floor.result.key : 0);
+      },
+    );
   }
 
-  /** Messages were lost for this global: every reader gets a `gap`. */
-  function lost() {
-    for (const reader of readers) reader.emit_({ type: 'gap' });
+  /**
+   * Finds the last key of the log. Made before any append of this object (the edge starts a log before it
+   * posts a Join), so every one of those comes after it. A read that fails is a `gap`: the node starts over.
+   */
+  function start() {
+    reading(
+      (transaction) => transaction.objectStore('log').openKeyCursor(null, 'prev'),
+      (request) => {
+        if (request !== null) emit('start', request.result ? request.result.key : 0);
+        else if (database.failed) emit('start', alone);
+        else gap();
+      },
+    );
   }
 
-  function poll(change) {
-    polls += change;
-    if (polls > 0 && pollTimer === null) {
-      pollTimer = setInterval(read, POLL_MS);
-    } else if (polls <= 0 && pollTimer !== null) {
-      clearInterval(pollTimer);
-      pollTimer = null;
+  /** An append is done; the carrier of a closed object closes after its last one. */
+  function settle() {
+    inflight--;
+    if (closed && inflight === 0 && carrier !== null) carrier.close();
+  }
+
+  function close() {
+    if (closed) return;
+    closed = true;
+    database.lost.delete(gap);
+    if (carrier !== null) {
+      carrier.onmessage = null;
+      if (inflight === 0) carrier.close();
+    } else if (storage !== null && globalObject.removeEventListener) {
+      globalObject.removeEventListener('storage', onStorage);
     }
   }
 
-  /** A channel object: a reader of the log from the moment it was made, and a writer to it. */
-  return function channel() {
-    let closed = false;
-    let referenced = true;
-    // Entries read before the log said where this reader starts (`reader.from_`).
-    const early = [];
-    const self = {
-      onmessage: null,
-      postMessage(data) {
-        if (closed) throw new DOMException('The channel is closed.', 'InvalidStateError');
-        append(reader, data);
-      },
-      close() {
-        if (closed) return;
-        self.unref();
-        closed = true;
-        readers.delete(reader);
-        if (readers.size > 0) return;
-        globalObject.removeEventListener?.('storage', onStorage);
-        whenOpen(() => db?.close());
-        forget();
-      },
-      /** The edge's "this context is busy": read the log every POLL_MS until `unref()`. */
-      ref() {
-        if (!referenced && !closed) {
-          referenced = true;
-          poll(1);
-        }
-      },
-      unref() {
-        if (referenced) {
-          referenced = false;
-          poll(-1);
-        }
-      },
-    };
-    const reader = {
-      from_: undefined,
-      receive_(key, sender, data) {
-        if (reader.from_ === undefined) early.push([key, sender, data]);
-        else if (key > reader.from_ && sender !== reader) reader.emit_({ type: 'message', data });
-      },
-      started_(from) {
-        reader.from_ = from;
-        for (const entry of early.splice(0)) reader.receive_(...entry);
-      },
-      emit_(event) {
-        if (closed) return;
-        try {
-          self.onmessage?.(event);
-        } catch (error) {
-          setTimeout(() => {
-            throw error;
-          });
-        }
-      },
-    };
-    readers.add(reader);
-    poll(1);
-    whenOpen(() => start(reader));
-    return self;
-  };
+  return self;
 }

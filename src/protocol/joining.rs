@@ -190,7 +190,14 @@ impl Node {
                 u.min(echo_at + config.freeze_grace + config.live_ttl)
             });
             let evidence = j.evidence_at.map_or(0, |e| e + config.join_patience);
-            let deadline = (echo_at + config.join_wait).max(hint).max(evidence);
+            // Over a log read by pokes or polls, a member hears the Join only at its next read, and
+            // the joiner hears the State only at its own: allow a read on each side.
+            let wait = if config.transport.prompt() {
+                config.join_wait
+            } else {
+                config.join_wait + 2 * config.log_poll
+            };
+            let deadline = (echo_at + wait).max(hint).max(evidence);
             if now < deadline {
                 return Some(deadline);
             }

@@ -13,8 +13,9 @@ pub mod wire;
 
 mod joining;
 pub mod live_record;
+mod log_order;
 mod node;
 mod synced;
 
 pub use live_record::LIVE_KEY;
-pub use node::{Config, Effect, LossReason, Node};
+pub use node::{Config, Effect, LossReason, Node, Transport, Wake};

@@ -11,11 +11,12 @@ use crate::sequence_map::SequenceMap;
 
 use super::joining::Joining;
 use super::live_record;
+use super::log_order::{LogOrder, ReadEnd};
 use super::replica::RevokeReason;
 use super::synced::Synced;
 use super::wire::{
-    Body, Decoded, MemberKey, Message, MessageId, PROTOCOL_VERSION, Value, decode_versioned,
-    split_batch,
+    self, Body, Decoded, KIND_JOIN, MemberKey, Message, MessageId, PROTOCOL_VERSION, Value,
+    decode_versioned, split_batch,
 };
 
 /// The protocol's timings, in ms. The defaults meet the bounds of issue 3; docs/PROTOCOL.md explains
@@ -46,11 +47,50 @@ pub struct Config {
     /// An idle member that sees another member's request leaves (so that one can decide alone), unless
     /// it asked `query()` within this long (a page watching the origin's locks keeps its replica).
     pub query_linger: u64,
-    /// `query()` posts an `Alive` and answers once it has come back: for a transport that delivers
-    /// only when the context reads it (the IndexedDB log, which an idle worker reads only when asked),
-    /// so that the answer includes what the origin did before the call. Off over BroadcastChannel,
-    /// which delivers as it goes.
-    pub query_reads_back: bool,
+    /// What gives the origin's messages their one order (docs/PROTOCOL.md §2).
+    pub transport: Transport,
+    /// Over the carried log: how long an entry may wait behind a missing key before the context reads
+    /// the log (the carrier usually brings the missing one within a hop; a read costs a transaction).
+    pub log_hole_wait: u64,
+    /// Over the log without a carrier: how often a context that waits for something reads the log.
+    pub log_poll: u64,
+}
+
+/// What gives the messages of the origin their one order, which every context applies (assumption A1
+/// or A1′ of docs/PROTOCOL.md §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// The delivery order of BroadcastChannel, in the engines whose channel delivers every message
+    /// of the origin in one order to every context, the sender's own included (A1: Blink, Gecko).
+    Broadcast,
+    /// The order of a log in IndexedDB: a message's place is its key (A1′, docs/PROTOCOL.md §12),
+    /// and what tells this context that others appended to it.
+    Log(Wake),
+}
+
+/// What tells a context over the log that other contexts appended to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// A BroadcastChannel carries each committed entry to the other contexts as soon as it commits,
+    /// in any order ([`super::log_order`] restores the log's): a context hears the origin as promptly
+    /// as over the broadcast transport.
+    Carrier,
+    /// There is no BroadcastChannel, but the context is a document with localStorage: each append
+    /// pokes it with a `storage` event, which may come late (A4). It also reads every `log_poll` while
+    /// it holds, waits or queries.
+    Pokes,
+    /// Nothing wakes it (a worker without BroadcastChannel): it reads every `log_poll` while it is in
+    /// the protocol, and leaves the protocol once idle for `query_linger`.
+    Polls,
+}
+
+impl Transport {
+    /// Whether a context hears every message of the origin within a hop, as long as it runs: what lets
+    /// the lone member decide alone (docs/PROTOCOL.md §5; over pokes or polls an idle member may not
+    /// have heard a joiner's `Join`, then its `Genesis`, when it decides).
+    pub(super) fn prompt(self) -> bool {
+        matches!(self, Transport::Broadcast | Transport::Log(Wake::Carrier))
+    }
 }
 
 impl Default for Config {
@@ -66,7 +106,9 @@ impl Default for Config {
             live_ttl: 2_000,
             buffer_limit: 100_000,
             query_linger: 2_000,
-            query_reads_back: false,
+            transport: Transport::Broadcast,
+            log_hole_wait: 20,
+            log_poll: 40,
         }
     }
 }
@@ -133,6 +175,13 @@ pub enum Effect {
     /// `message` (a `Vouch` answering the ping) on the channel. The deputy listens on a channel of its
     /// own, named after the member's client id (docs/PROTOCOL.md, "the deputy").
     WakeDeputy(Message),
+    /// Log transport: start reading the log (open it if it is closed): find its last key and call
+    /// [`Node::log_started`] with it. The read must be made before the `Post`s that follow this effect
+    /// are appended, so that it sees none of them.
+    OpenLog,
+    /// Log transport: read the entries after key `after`, call [`Node::log_entry`] for each and then
+    /// [`Node::log_read_done`] with the log's floor.
+    ReadLog { after: u64 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -208,6 +257,17 @@ pub struct Node {
     /// [`Node::post`]), kept only when [`Node::record_decisions`] asked for them (the simulation's
     /// observer must apply them too; nothing else reads them).
     pub(super) decided: Option<Vec<Message>>,
+    /// Log transport: the order of the log's entries, restored.
+    log: LogOrder,
+    /// Log transport: since when an entry has waited behind a missing key.
+    hole_since: Option<u64>,
+    /// Log transport: a poke asked for a read.
+    read_wanted: bool,
+    /// Log transport without a carrier: when to read the log next.
+    next_poll: Option<u64>,
+    /// Since when this context has had nothing held, pending or queried (kept where it polls the log:
+    /// it leaves the protocol after `query_linger` of it).
+    idle_since: Option<u64>,
     timer: Option<u64>,
     out: Vec<Effect>,
 }
@@ -236,6 +296,11 @@ impl Node {
             saw_request: false,
             wrote_hint: false,
             decided: None,
+            log: LogOrder::new(),
+            hole_since: None,
+            read_wanted: false,
+            next_poll: None,
+            idle_since: None,
             timer: None,
             out: Vec::new(),
         }
@@ -274,18 +339,19 @@ impl Node {
         }
     }
 
-    /// The Leave that closing this context now would post, for an edge that must send it without
-    /// running the node: Firefox can cut a closing tab's `pagehide` listener short as soon as it calls
-    /// into wasm, so the edge keeps this message ready and posts it from plain JS first (docs/PROTOCOL.md,
-    /// "Leaving"). `None` when there is nobody to tell (never joined, left, gone, retired). Its
-    /// sequence number may already be taken by a later message when it is posted: a Leave is applied by
-    /// its sender alone, and a second one (the node's own, if the listener is not cut short) is a no-op.
+    /// The Leave that closing this context would post, for an edge that must send it without running
+    /// the node: Firefox can cut a closing tab's `pagehide` listener short as soon as it calls into
+    /// wasm, and over the log a closing page's own append may die with it, so the edge keeps this
+    /// message ready and posts it from plain JS first (docs/PROTOCOL.md, "the farewell"). `None` when
+    /// there is nobody to tell (never joined, left, gone, retired). Its sequence number is 0, like a
+    /// deputy's `Vouch`: it may be posted long after it was made and beside the node's own `Leave`, so
+    /// it takes no position and anchors no state transfer, and a second `Leave` is void.
     pub fn farewell(&self) -> Option<Message> {
         let leaves = matches!(self.lifecycle, Lifecycle::Running | Lifecycle::Frozen)
             && !matches!(self.phase, Phase::Detached);
         leaves.then(|| Message {
             sender: self.member_key(),
-            seq: self.seq + 1,
+            seq: 0,
             body: Body::Leave,
         })
     }
@@ -425,7 +491,9 @@ impl Node {
         }
         self.calls += 1;
         self.queried_at = Some(now);
-        if self.config.query_reads_back && self.is_active_member() {
+        // Where the context reads the log only when poked or polled, the answer must include what the
+        // origin did before the call: it waits for an `Alive` of its own to come back.
+        if !self.config.transport.prompt() && self.is_active_member() {
             self.post(Body::Alive);
         }
         self.queries.push((query, None, self.calls));
@@ -438,6 +506,12 @@ impl Node {
     /// A message arrived on the channel (including this context's own, seen through its second channel
     /// object). Anything that does not decode is ignored.
     pub fn deliver(&mut self, now: u64, values: &[Value]) {
+        self.apply_values(now, values);
+        self.after(now);
+    }
+
+    /// Applies one channel message (a message or a batch) at the next place of the sequence.
+    fn apply_values(&mut self, now: u64, values: &[Value]) {
         if matches!(
             self.lifecycle,
             Lifecycle::Hidden | Lifecycle::Gone | Lifecycle::Retired
@@ -458,7 +532,152 @@ impl Node {
                 }
             }
         }
+    }
+
+    // ---- the log transport (docs/PROTOCOL.md §12) -------------------------------------------------
+
+    /// The answer to [`Effect::OpenLog`]: the log's last key before this context started reading it.
+    pub fn log_started(&mut self, now: u64, last: u64) {
+        self.log.start(last);
+        self.follow_log(now);
         self.after(now);
+    }
+
+    /// An entry of the log arrived: from this context's own append once committed, from the carrier,
+    /// or from a read. Entries are applied in key order, each once, whatever order they come in.
+    pub fn log_entry(&mut self, now: u64, key: u64, values: &[Value]) {
+        if self.log_is_followed() {
+            self.log.arrive(key, values.to_vec());
+            self.follow_log(now);
+        }
+        self.after(now);
+    }
+
+    /// The read of [`Effect::ReadLog`] ended (its entries came through [`Node::log_entry`]); `floor` is
+    /// the greatest key the log has deleted. A floor past the position means this context missed
+    /// messages (it fell behind a trim): it steps out and rejoins (see [`Node::missed_messages`]).
+    pub fn log_read_done(&mut self, now: u64, floor: u64) {
+        if self.log.read_done(floor) == ReadEnd::Trimmed && self.log_is_followed() {
+            self.missed_messages(now);
+            return;
+        }
+        self.follow_log(now);
+        self.after(now);
+    }
+
+    /// Another document appended to the log (a localStorage poke, where there is no carrier).
+    pub fn log_poked(&mut self, now: u64) {
+        self.read_wanted = true;
+        self.after(now);
+    }
+
+    /// Log transport: a message arrived on the log's carrier (a BroadcastChannel), or a farewell through
+    /// a `storage` event where there is no carrier. A carrier frame ([`wire::decode_entry`]) is an
+    /// entry of the log. Anything else is a message that another context asks this one to append for
+    /// its sender: a closing page's farewell (its `Leave`, which its own append may not outlive) and a
+    /// deputy's `Vouch` (a deputy only speaks on the carrier) come this way, and any active member
+    /// appends them. Each is exactly what its sender would have posted: a `Leave` after which its
+    /// sender believes in no lock (it is gone, or stepped out as it entered the back/forward cache) and a
+    /// `Vouch` that only ends a silence, both of sequence number 0 (no position, no anchor); where in
+    /// the log a copy lands, and how many copies do, changes no one's safety (a second `Leave` or a
+    /// late `Vouch` is void). An older version's `Join` is answered as on the broadcast transport.
+    pub fn carried(&mut self, now: u64, values: &[Value]) {
+        if let Some((key, data)) = wire::decode_entry(values, self.version) {
+            self.log_entry(now, key, data);
+            return;
+        }
+        if let Some(decoded) = decode_versioned(values, self.version) {
+            match decoded {
+                Decoded::Ours(m)
+                    if self.is_active_member()
+                        && matches!(m.body, Body::Leave | Body::Vouch { .. })
+                        && m.seq == 0
+                        && m.sender.client != self.client =>
+                {
+                    self.emit(Effect::Post(m));
+                }
+                Decoded::Foreign { version, .. } if version > self.version => self.retire(version),
+                Decoded::Foreign { version, kind, .. }
+                    if version < self.version && kind == KIND_JOIN && self.log_is_followed() =>
+                {
+                    self.post(Body::Alive);
+                }
+                _ => {}
+            }
+        }
+        self.after(now);
+    }
+
+    /// The position of this context in the log (every key up to it applied), for the simulation.
+    pub fn log_position(&self) -> Option<u64> {
+        self.log.position()
+    }
+
+    /// Whether the log's entries are for this context now: it is in the protocol over the log.
+    fn log_is_followed(&self) -> bool {
+        matches!(self.config.transport, Transport::Log(_))
+            && !matches!(self.phase, Phase::Detached)
+            && matches!(self.lifecycle, Lifecycle::Running | Lifecycle::Frozen)
+    }
+
+    /// Applies the log's entries that are next in key order, and notes a missing key.
+    fn follow_log(&mut self, now: u64) {
+        while let Some(values) = self.log.next() {
+            self.apply_values(now, &values);
+        }
+        if self.log.has_hole() {
+            self.hole_since.get_or_insert(now);
+        } else {
+            self.hole_since = None;
+        }
+    }
+
+    /// Starts the reads of the log the transport needs: behind a missing key (at once without a
+    /// carrier, after `log_hole_wait` with one), after a poke, and every `log_poll` without a carrier
+    /// while the context waits for something (with polls only: while it is in the protocol). Returns
+    /// when to look again.
+    fn log_policy(&mut self, now: u64) -> Option<u64> {
+        let Transport::Log(wake) = self.config.transport else {
+            return None;
+        };
+        if !self.log_is_followed() {
+            self.next_poll = None;
+            return None;
+        }
+        let mut read = std::mem::take(&mut self.read_wanted) || self.log.wants_read();
+        let mut next = None;
+        if let Some(since) = self.hole_since {
+            let due = if wake == Wake::Carrier {
+                since + self.config.log_hole_wait
+            } else {
+                since
+            };
+            read |= now >= due;
+            next = Some(due).filter(|&d| d > now);
+        }
+        let polls = match wake {
+            Wake::Carrier => false,
+            Wake::Pokes => {
+                self.has_interest()
+                    || !self.queries.is_empty()
+                    || matches!(self.phase, Phase::Joining(_))
+            }
+            Wake::Polls => true,
+        };
+        if polls {
+            let due = *self.next_poll.get_or_insert(now + self.config.log_poll);
+            if now >= due {
+                read = true;
+                self.next_poll = Some(now + self.config.log_poll);
+            }
+            next = earliest(next, self.next_poll);
+        } else {
+            self.next_poll = None;
+        }
+        if read && let Some(after) = self.log.read_from() {
+            self.emit(Effect::ReadLog { after });
+        }
+        next
     }
 
     /// The timer set by [`Effect::SetTimer`] fired.
@@ -661,9 +880,16 @@ impl Node {
         matches!(&self.phase, Phase::Synced(s) if s.active)
     }
 
-    /// Enters the protocol if this context is not in it yet.
+    /// Enters the protocol if this context is not in it yet. Over the log, it starts reading it anew:
+    /// out of the protocol it followed nothing, and what it missed comes with the state transfer.
     fn attach(&mut self, now: u64) {
         if matches!(self.phase, Phase::Detached) && self.lifecycle == Lifecycle::Running {
+            if matches!(self.config.transport, Transport::Log(_)) {
+                self.log = LogOrder::new();
+                self.hole_since = None;
+                self.read_wanted = false;
+                self.emit(Effect::OpenLog);
+            }
             self.start_joining(now);
         }
     }
@@ -848,16 +1074,17 @@ impl Node {
             }
             return;
         }
-        self.make_way(now);
-        let mut next: Option<u64> = None;
+        let mut next: Option<u64> = self.make_way(now);
         match &self.phase {
             Phase::Detached => {}
-            Phase::Joining(_) => next = self.joining_policies(now),
-            Phase::Synced(_) => next = self.synced_policies(now),
+            Phase::Joining(_) => next = earliest(next, self.joining_policies(now)),
+            Phase::Synced(_) => next = earliest(next, self.synced_policies(now)),
         }
         self.answer_queries();
         let hint = self.live_policy(now);
         next = earliest(next, hint);
+        let log = self.log_policy(now);
+        next = earliest(next, log);
         self.set_timer(next);
     }
 
@@ -865,29 +1092,47 @@ impl Node {
     /// become the lone member and decide alone (docs/PROTOCOL.md, "making way"); it joins again, with a
     /// state transfer, when it next needs a lock. Not while another member could not carry the history on
     /// without it, nor for `query_linger` after this context's last `query()`. Driven by messages only:
-    /// an idle origin stays quiet.
-    fn make_way(&mut self, now: u64) {
-        if !std::mem::take(&mut self.saw_request)
-            || self.has_interest()
-            || !self.queries.is_empty()
-            || self
-                .queried_at
-                .is_some_and(|t| now < t + self.config.query_linger)
-        {
-            return;
+    /// an idle origin stays quiet. A member that must poll the log to hear anything (`Wake::Polls`)
+    /// also leaves once idle for `query_linger`, so that it stops polling. Returns when to look again.
+    fn make_way(&mut self, now: u64) -> Option<u64> {
+        let idle = !self.has_interest() && self.queries.is_empty();
+        let lingering = self
+            .queried_at
+            .is_some_and(|t| now < t + self.config.query_linger);
+        let polls = self.config.transport == Transport::Log(Wake::Polls)
+            && matches!(self.phase, Phase::Synced(_));
+        let idle_since = if idle && polls {
+            *self.idle_since.get_or_insert(now)
+        } else {
+            self.idle_since = None;
+            now
+        };
+        let linger_end = (idle_since + self.config.query_linger)
+            .max(self.queried_at.map_or(0, |t| t + self.config.query_linger));
+        let saw_request = std::mem::take(&mut self.saw_request);
+        if !idle || lingering {
+            return (idle && polls).then_some(linger_end);
         }
         let me = self.member_key();
         let mut others = false;
+        let mut pending = false;
         if let Phase::Synced(s) = &self.phase
             && s.active
         {
             for (k, m) in s.replica.members() {
                 others |= *k != me && !m.pending;
+                pending |= m.pending;
             }
         }
-        if others {
+        if saw_request && others {
+            self.leave();
+        } else if polls && !pending {
+            if now < linger_end {
+                return Some(linger_end);
+            }
             self.leave();
         }
+        None
     }
 
     /// Answers the queries whose context's own earlier messages are all applied.

@@ -200,11 +200,12 @@ impl Replica {
     }
 
     /// Applies one message of our version. Outcomes for every member's requests are appended to `out`.
-    /// A deputy's `Vouch` takes no position: every vouch for a member has the same id (sequence number
-    /// 0), so none may be the "as of" of a state transfer (a joiner would find the wrong one), and a
-    /// joiner that replays one its state already includes changes nothing.
+    /// A message of sequence number 0 (a deputy's `Vouch`, a farewell `Leave`) takes no position: all
+    /// of a member's share one id, so none may be the "as of" of a state transfer (a joiner would find
+    /// the wrong one), and a joiner that replays one its state already includes changes nothing (a
+    /// `Leave` of a member already gone is void).
     pub fn apply(&mut self, msg: &Message, out: &mut Vec<Outcome>) {
-        if !matches!(msg.body, Body::Vouch { .. }) {
+        if msg.seq != 0 {
             self.pos += 1;
         }
         self.apply_ahead(msg, out);

@@ -114,8 +114,9 @@ impl Node {
                 } else {
                     s.replica.apply(m, &mut outcomes);
                 }
-                if !matches!(m.body, Body::Vouch { .. }) {
-                    // Vouches share ids: a state transfer is "as of" the last message with its own.
+                if m.seq != 0 {
+                    // Messages of sequence number 0 share ids: a state transfer is "as of" the last
+                    // message with its own.
                     s.last_applied = m.id();
                 }
                 s.members_changed |= matches!(
@@ -192,6 +193,7 @@ impl Node {
             return None;
         };
         let lone = decided_by_its_sender(body)
+            && self.config.transport.prompt()
             && s.active
             && self.echoed_seq.max(s.applied_ahead) == self.seq
             && s.replica.is_sole_member(&self.member_key());

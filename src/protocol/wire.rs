@@ -20,14 +20,11 @@ use crate::scheduler::LockMode;
 
 /// The first slot of every message.
 pub const MAGIC: &str = "weblocks";
-/// The protocol version this build speaks. 2: a `Join` is always pending until a `State` admits it
-/// (version 1 made a rejoin with a complete replica active at once), for the lone member's fast path.
-/// 3: the lone member posts none of its lock messages, so every (re)join builds its replica from a
-/// `State` (version 2 kept a rejoiner's replica, which would miss them). 4: a `Vouch` takes no
-/// position and anchors no state transfer (in version 3 a joiner could replay from the wrong one of a
-/// member's vouches, which share an id), and every busy context that sees a member go silent wakes its
-/// deputy.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// The protocol version this build speaks. Contexts of two versions never share a history
+/// (docs/PROTOCOL.md §9); a change to what any message means, or to where it takes effect, is a new
+/// version. 5: a message of sequence number 0 (a deputy's `Vouch`, a farewell `Leave`) takes no
+/// position and anchors no state transfer, and entries of the log travel in [`KIND_ENTRY`] frames.
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Frozen across versions (see the module docs).
 pub const KIND_JOIN: u32 = 1;
@@ -44,6 +41,10 @@ const KIND_FREEZE: u32 = 10;
 const KIND_LEAVE: u32 = 11;
 const KIND_VOUCH: u32 = 12;
 const KIND_BATCH: u32 = 13;
+/// A log entry on its carrier (docs/PROTOCOL.md §12): the writer's header, the entry's key in the
+/// `seq` slot, then the entry's slots (a message or a batch). Another version reads the header as a
+/// message of this version, and retires.
+const KIND_ENTRY: u32 = 14;
 
 /// Largest integer a JS number holds exactly; every integer slot must be at most this.
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
@@ -386,6 +387,36 @@ pub fn encode_batch(messages: &[Message]) -> Vec<Value> {
         e.out[at] = Value::from((e.out.len() - at - 1) as u64);
     }
     e.out
+}
+
+/// The first slots of every carrier frame a context of protocol `version` sends (the key and the entry
+/// follow): made once and handed to the transport, which completes a frame when its append commits.
+pub fn entry_header(writer: &MemberKey, version: u32) -> Vec<Value> {
+    let mut e = Encoder { out: Vec::new() };
+    e.push(MAGIC);
+    e.push(version);
+    e.push(KIND_ENTRY);
+    e.member(writer);
+    e.out
+}
+
+/// The carrier frame of the log entry `data` of key `key`, written by `writer` (of protocol `version`).
+pub fn encode_entry(writer: &MemberKey, version: u32, key: u64, data: &[Value]) -> Vec<Value> {
+    let mut out = entry_header(writer, version);
+    out.push(Value::from(key));
+    out.extend_from_slice(data);
+    out
+}
+
+/// The key and the entry of a carrier frame of protocol `version`; `None` if `values` is not one.
+pub fn decode_entry(values: &[Value], version: u32) -> Option<(u64, &[Value])> {
+    let mut c = Cursor::new(values);
+    if c.str() != MAGIC || c.u32() != version || c.u32() != KIND_ENTRY {
+        return None;
+    }
+    c.member();
+    let key = c.u64();
+    (!c.bad && key > 0).then(|| (key, &values[c.at..]))
 }
 
 /// The messages of a batch of protocol `version`, in order; `None` if `values` is not one (or is

@@ -12,9 +12,9 @@ use web_sys::{BroadcastChannel, EventTarget, MessageEvent, Storage, StorageEvent
 
 #[wasm_bindgen]
 extern "C" {
-    /// What the edge needs of a channel: a `BroadcastChannel`, or where the global has none, the
-    /// channel over an IndexedDB log that `js/log_channel.js` makes (the same shape, and one order for
-    /// every context, own messages included: docs/PROTOCOL.md §12).
+    /// What the edge needs of a channel: a `BroadcastChannel`, or the context's object on the log in
+    /// IndexedDB that `js/log_channel.js` makes (`postMessage` appends; its events are entries, the
+    /// answers to `start` and `read`, carried messages, pokes and gaps: docs/PROTOCOL.md §12).
     pub(super) type Channel;
     #[wasm_bindgen(method, js_name = postMessage, catch)]
     fn post_message(this: &Channel, data: &JsValue) -> Result<(), JsValue>;
@@ -22,6 +22,15 @@ extern "C" {
     fn set_onmessage(this: &Channel, handler: Option<&Function>);
     #[wasm_bindgen(method)]
     fn close(this: &Channel);
+    /// Log only: find the log's last key (a `start` event).
+    #[wasm_bindgen(method)]
+    fn start(this: &Channel);
+    /// Log only: read the entries after `after` (`entry` events, then a `read` event with the floor).
+    #[wasm_bindgen(method)]
+    fn read(this: &Channel, after: f64);
+    /// Log only: the `pagehide` listener that posts `data` (the farewell) for the others to append.
+    #[wasm_bindgen(method)]
+    fn farewell(this: &Channel, data: &JsValue) -> Function;
 
     /// `globalThis` itself (every engine of the ES2022 baseline has it), read once: smaller than
     /// `js_sys::global()`, whose fallbacks through `global`, `self` and `window` can never be taken.
@@ -94,7 +103,8 @@ fn callback(this: Weak<Coordination>, handler: fn(&Coordination, &web_sys::Event
 
 /// A context's two objects on the origin's channel: a channel object does not receive its own
 /// messages; a second one does, in the order the browser delivers them to every context
-/// (docs/PROTOCOL.md, assumption A1).
+/// (docs/PROTOCOL.md, assumption A1). Over the log, one object is both: it hands the node every entry,
+/// the context's own included.
 struct Channels {
     rx: Channel,
     tx: Channel,
@@ -103,11 +113,12 @@ struct Channels {
 /// What the handlers share: the node, the I/O objects, and the JS sink of the Engine contract.
 pub(super) struct Coordination {
     node: RefCell<Node>,
-    /// Open while the node takes part in the protocol. BroadcastChannels are closed while it does not
-    /// (see [`Coordination::carry_out_effects`]); log channels stay open.
+    /// Open while the node takes part in the protocol (see [`Coordination::carry_out_effects`]).
     channels: RefCell<Option<Channels>>,
-    /// The Engine's `openChannel`, where the global has no BroadcastChannel.
+    /// The Engine's `openChannel`, where the context coordinates over the log.
     open_channel: Option<Function>,
+    /// The first slots of this context's carrier frames (`wire::entry_header`), for `openChannel`.
+    entry_header: Array,
     storage: Option<Storage>,
     storage_key: String,
     sink: Function,
@@ -149,8 +160,13 @@ pub(super) struct Coordination {
     queue_microtask: Option<Function>,
 }
 
-/// The type of the event a log channel (`js/log_channel.js`) gives instead of a message when messages
-/// were lost: the log was trimmed past this context's position, or a post failed.
+/// The types of the events of a log channel (`js/log_channel.js`) other than messages.
+const ENTRY: &str = "entry";
+const START: &str = "start";
+const READ: &str = "read";
+const CARRIED: &str = "carried";
+const POKE: &str = "poke";
+/// A post failed, or the log's database went away: messages were lost.
 const GAP: &str = "gap";
 
 /// How many microtask hops the outbox waits before it is sent: enough for a release and the request a
@@ -174,7 +190,8 @@ impl Coordination {
             Some(s) => CHANNEL.to_owned() + ":" + s,
             None => CHANNEL.to_owned(),
         };
-        let channels = open_channels(&channel, open_channel.as_ref())?;
+        let entry_header = values_to_js(&wire::entry_header(&node.member_key(), node.version()));
+        let channels = open_channels(&channel, open_channel.as_ref(), &entry_header)?;
         let storage_key = match &scope {
             Some(s) => LIVE_KEY.to_owned() + ":" + s,
             None => LIVE_KEY.to_owned(),
@@ -183,6 +200,7 @@ impl Coordination {
             node: RefCell::new(node),
             channels: RefCell::new(Some(channels)),
             open_channel,
+            entry_header,
             storage: local_storage(),
             storage_key,
             sink,
@@ -194,15 +212,7 @@ impl Coordination {
                 this.with_node(|n, t| n.timer(t));
             }),
             listeners: RefCell::new(Vec::new()),
-            on_message: callback(weak.clone(), |this, event| {
-                if event.type_() == GAP {
-                    this.with_node(|n, t| n.missed_messages(t));
-                } else if let Some(values) =
-                    decode_values(&event.unchecked_ref::<MessageEvent>().data())
-                {
-                    this.with_node(|n, t| n.deliver(t, &values));
-                }
-            }),
+            on_message: callback(weak.clone(), |this, event| this.on_message(event)),
             farewell: RefCell::new(None),
             page: Reflect::has(&global(), &"onpagehide".into())
                 .unwrap_or(false)
@@ -240,14 +250,59 @@ impl Coordination {
             .set_onmessage(Some(self.on_message.as_ref().unchecked_ref()));
     }
 
+    /// A message of the BroadcastChannel, or an event of the log.
+    fn on_message(&self, event: &web_sys::Event) {
+        let kind = event.type_();
+        let key = || {
+            Reflect::get(event, &"key".into())
+                .ok()
+                .and_then(|k| k.as_f64())
+                .unwrap_or(0.0) as u64
+        };
+        let values = || decode_values(&event.unchecked_ref::<MessageEvent>().data());
+        match kind.as_str() {
+            ENTRY => {
+                if let Some(values) = values() {
+                    let key = key();
+                    self.with_node(|n, t| n.log_entry(t, key, &values));
+                }
+            }
+            START => {
+                let key = key();
+                self.with_node(|n, t| n.log_started(t, key));
+            }
+            READ => {
+                let key = key();
+                self.with_node(|n, t| n.log_read_done(t, key));
+            }
+            CARRIED => {
+                if let Some(values) = values() {
+                    self.with_node(|n, t| n.carried(t, &values));
+                }
+            }
+            POKE => self.with_node(|n, t| n.log_poked(t)),
+            GAP => self.with_node(|n, t| n.missed_messages(t)),
+            _ => {
+                if let Some(values) = values() {
+                    self.with_node(|n, t| n.deliver(t, &values));
+                }
+            }
+        }
+    }
+
     /// Opens the channel objects again if they were closed, for a node that (re)enters the protocol:
-    /// before its `Join` is posted, so the receiving object gets its echo. Where that fails (it did
-    /// not at start), nothing is posted: the node waits and, with no echo, starts no history.
+    /// before its `Join` is posted, so the receiving object gets its echo (over the log: before the
+    /// node starts reading it). Where that fails (it did not at start), nothing is posted: the node waits
+    /// and, with no echo, starts no history.
     fn reopen_channels(&self) {
         if self.channels.borrow().is_some() {
             return;
         }
-        if let Some(channels) = open_channels(&self.channel, self.open_channel.as_ref()) {
+        if let Some(channels) = open_channels(
+            &self.channel,
+            self.open_channel.as_ref(),
+            &self.entry_header,
+        ) {
             self.listen_to(&channels);
             // New channels keep a Node.js process alive until unref'd (see `keep_alive`).
             self.referenced.set(true);
@@ -255,17 +310,10 @@ impl Coordination {
         }
     }
 
-    /// Closes the BroadcastChannels of a node out of the protocol (never joined, made way, left, hidden,
+    /// Closes the channels of a node out of the protocol (never joined, made way, left, hidden,
     /// retired): its replica is gone and it would only be woken by every message of the origin, on
     /// every lock handoff of every other context, for nothing. The node ignores messages until it joins
-    /// again, and then listens from its `Join` on, as a new context does. Log channels stay open: their
-    /// reading position is their own.
-    fn close_channels(&self) {
-        if self.open_channel.is_none() {
-            self.shut_channels();
-        }
-    }
-
+    /// again, and then listens from its `Join` on, as a new context does.
     fn shut_channels(&self) {
         if let Some(channels) = self.channels.borrow_mut().take() {
             channels.rx.set_onmessage(None);
@@ -362,9 +410,10 @@ impl Coordination {
         // Messages first: a closing tab's `pagehide` handler may be cut short (Firefox stops it about a
         // millisecond in), and its Leave must get out before the slower storage call: a context that
         // has just left sends its outbox at once.
+        // Over the log, the read that starts it (`OpenLog`) must be made before the Join that follows.
         let mut rest = Vec::new();
         for effect in effects {
-            if matches!(effect, Effect::Post(_)) {
+            if matches!(effect, Effect::Post(_) | Effect::OpenLog) {
                 self.carry_out(effect);
             } else {
                 rest.push(effect);
@@ -372,7 +421,7 @@ impl Coordination {
         }
         if left {
             self.flush();
-            self.close_channels();
+            self.shut_channels();
         }
         for effect in rest {
             self.carry_out(effect);
@@ -403,13 +452,18 @@ impl Coordination {
         let Some(tx) = channels.as_ref().map(|c| &c.tx) else {
             return;
         };
-        let Some(post) = Reflect::get(tx, &"postMessage".into())
-            .ok()
-            .and_then(|f| f.dyn_into::<Function>().ok())
-        else {
-            return;
+        let data = message_to_js(&message);
+        let listener: Function = if self.open_channel.is_some() {
+            tx.farewell(&data)
+        } else {
+            let Some(post) = Reflect::get(tx, &"postMessage".into())
+                .ok()
+                .and_then(|f| f.dyn_into::<Function>().ok())
+            else {
+                return;
+            };
+            post.bind1(tx, &data).unchecked_into()
         };
-        let listener: Function = post.bind1(tx, &message_to_js(&message)).unchecked_into();
         if page
             .add_event_listener_with_callback_and_bool("pagehide", &listener, true)
             .is_ok()
@@ -531,6 +585,17 @@ impl Coordination {
                 self.notify(EFFECT_SNAPSHOT, query, &snapshot_to_js(&snapshot))
             }
             Effect::WakeDeputy(vouch) => self.wake_deputy(&vouch),
+            Effect::OpenLog => {
+                self.reopen_channels();
+                if let Some(channels) = &*self.channels.borrow() {
+                    channels.rx.start();
+                }
+            }
+            Effect::ReadLog { after } => {
+                if let Some(channels) = &*self.channels.borrow() {
+                    channels.rx.read(after as f64);
+                }
+            }
             Effect::Incompatible { version } => {
                 if !self.warned.replace(true) {
                     // The number written by the storage hint's formatter: no formatting machinery.
@@ -631,22 +696,23 @@ impl Coordination {
     }
 }
 
-/// Opens a context's two channel objects on `name`: over `open_channel` where given, else
-/// BroadcastChannels; `None` where there is neither.
-fn open_channels(name: &str, open_channel: Option<&Function>) -> Option<Channels> {
-    let open = || -> Option<Channel> {
-        match open_channel {
-            Some(open) => open
-                .call1(&JsValue::NULL, &JsValue::from_str(name))
-                .ok()
-                .filter(|c| c.is_object())
-                .map(JsCast::unchecked_into),
-            None => {
-                global_property("BroadcastChannel")?;
-                BroadcastChannel::new(name).ok().map(JsCast::unchecked_into)
-            }
-        }
-    };
+/// Opens a context's channel objects on `name`: its object on the log where `open_channel` is given
+/// (`header` begins its carrier frames), else two BroadcastChannels; `None` where there is neither.
+fn open_channels(name: &str, open_channel: Option<&Function>, header: &Array) -> Option<Channels> {
+    if let Some(open) = open_channel {
+        let log: Channel = open
+            .call2(&JsValue::NULL, &JsValue::from_str(name), header)
+            .ok()
+            .filter(|c| c.is_object())?
+            .unchecked_into();
+        return Some(Channels {
+            tx: log.clone().unchecked_into(),
+            rx: log,
+        });
+    }
+    global_property("BroadcastChannel")?;
+    let open =
+        || -> Option<Channel> { BroadcastChannel::new(name).ok().map(JsCast::unchecked_into) };
     // The receiving object is made first: a context's objects get each message in the order they were
     // made, so the one that acts on it does not wait behind the sending one's delivery (a task that
     // does nothing).

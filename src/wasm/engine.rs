@@ -4,7 +4,7 @@ use js_sys::{Array, Function, Uint32Array};
 use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "coordination")]
-use crate::protocol::{Config, Node};
+use crate::protocol::{Config, Node, Transport, Wake};
 use crate::scheduler::{Decision, LockManager, LockMode, LockRequest, RequestError, Snapshot};
 use crate::snapshot_transfer::encode_snapshot;
 
@@ -39,8 +39,9 @@ impl Engine {
     /// `scope` isolates a group of engines from the rest of the origin (tests); `undefined` joins the
     /// origin's one lock manager. `deputy(channel, ownChannel, message)` hands a message to this page's
     /// deputy (`js/deputy.js`; `deputy()` ends it); `undefined` where the page has none.
-    /// `openChannel(name)` makes the channels the contexts coordinate over where the global has no
-    /// BroadcastChannel (`js/log_channel.js`); `undefined`: BroadcastChannel.
+    /// `openChannel(name, header)` opens this context's object on the log the contexts coordinate
+    /// over where the engine's BroadcastChannel does not give one order (`js/log_channel.js`; its
+    /// `wake` says what wakes the context); `undefined`: BroadcastChannel.
     #[wasm_bindgen(constructor)]
     pub fn new(
         client_id: String,
@@ -184,8 +185,22 @@ fn origin_backend(
     deputy: Option<Function>,
     open_channel: Option<Function>,
 ) -> Option<Backend> {
+    // `openChannel.wake` (js/log_channel.js): what tells this context that others appended to the log.
+    let transport = match &open_channel {
+        None => Transport::Broadcast,
+        Some(open) => Transport::Log(
+            match js_sys::Reflect::get(open, &"wake".into())
+                .ok()
+                .and_then(|w| w.as_f64())
+            {
+                Some(1.0) => Wake::Carrier,
+                Some(2.0) => Wake::Pokes,
+                _ => Wake::Polls,
+            },
+        ),
+    };
     let config = Config {
-        query_reads_back: open_channel.is_some(),
+        transport,
         ..Config::default()
     };
     let node = Node::new(client_id, config);

@@ -345,7 +345,19 @@ impl World {
                 .filter(|h| h.2 == LockMode::Exclusive)
                 .count();
             if exclusive > 1 || (exclusive == 1 && holders.len() > 1) {
-                self.violation(format!("mutual exclusion broken on {name:?}: {holders:?}"));
+                // Whether every one of them is still in its callback (not released yet): what a
+                // page's read-modify-write would see as an overlap.
+                let in_callbacks = holders
+                    .iter()
+                    .all(|&(i, id, _)| self.nodes[i].requests[&id].state == ReqState::Held);
+                let what = if in_callbacks {
+                    "held at once"
+                } else {
+                    "granted before the origin applied a release"
+                };
+                self.violation(format!(
+                    "mutual exclusion broken on {name:?}: {holders:?} {what}"
+                ));
             }
         }
     }

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason};
 use weblocks::scheduler::LockMode;
 
-use super::world::{Action, Env, Fault, ReqState, Status, World};
+use super::world::{Action, Delivery, Env, Fault, ReqState, Status, World};
 
 /// A lively environment: messages take up to 5 ms per hop, storage up to 5 ms.
 fn env() -> Env {
@@ -16,6 +16,7 @@ fn env() -> Env {
         delivery_max: 5,
         storage_lag_max: 5,
         storage: true,
+        delivery: Delivery::TotalOrder,
         config: Config::default(),
     }
 }

@@ -1,12 +1,25 @@
-//! The simulated origin: contexts running `protocol::Node`s, a broadcast channel, localStorage, timers,
-//! clients and faults, driven by one event queue in simulated wall-clock time (ms).
+//! The simulated origin: contexts running `protocol::Node`s, a broadcast channel, an IndexedDB log,
+//! localStorage, timers, clients and faults, driven by one event queue in simulated wall-clock time (ms).
 //!
-//! The channel gives exactly what docs/PROTOCOL.md assumes and no more: every message a context posts
-//! joins one global sequence (the log) after a random sending delay, in the sender's order; each
-//! connected context (the sender included: its echo object) receives the messages appended after it
-//! connected, in log order, each after its own random delay. A context that crashes may lose the
-//! messages it had not finished sending. Storage writes reach the authoritative store after a delay
-//! and every other context's cache after a further, per-context delay (storage events).
+//! The transport is the one the nodes are configured for (`Config::transport`):
+//! - **Broadcast**: every message a context posts reaches the channel's dispatcher after a random
+//!   sending delay, in the sender's order, and joins its sequence (the log); the receivers get it as
+//!   the [`Delivery`] model says. Under [`Delivery::TotalOrder`] (assumption A1: Chromium, Firefox)
+//!   each connected context, the sender included (its echo object), receives the messages in log
+//!   order. Under [`Delivery::OwnProcessFirst`] (WebKit) the contexts of the sender's own process
+//!   receive a post at once, the other processes in log order. Under [`Delivery::SenderFifo`] (all
+//!   the HTML spec promises) each receiver interleaves the senders its own way, each sender's messages
+//!   in order.
+//! - **Log**: a post is appended to a log in IndexedDB after a random commit delay, in the sender's
+//!   order (its transactions run in creation order); the log is the sequence. Once committed, the
+//!   writer's own context gets the entry and, if it runs, posts it on the carrier, a channel that
+//!   delivers as the [`Delivery`] model says (or, without a carrier, pokes the others through
+//!   storage). Contexts read the log when their node asks; a trim can leave a reader behind.
+//!
+//! A context that crashes may lose the messages it had not finished sending (and, over the log, a
+//! context that closes loses its appends still in flight, as a page's transactions die with it).
+//! Storage writes reach the authoritative store after a delay and every other context's cache after
+//! a further, per-context delay (storage events).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -14,7 +27,7 @@ use std::rc::Rc;
 
 use weblocks::protocol::replica::{Outcome, Replica};
 use weblocks::protocol::wire::{self, Body, Decoded, MemberKey, Message, Value};
-use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason, Node};
+use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason, Node, Transport, Wake};
 use weblocks::scheduler::{LockMode, Snapshot};
 
 use super::rng::Rng;
@@ -27,7 +40,36 @@ pub struct Env {
     pub storage_lag_max: u64,
     /// localStorage exists (else writes are lost and no storage event fires).
     pub storage: bool,
+    /// How the channel (the transport, or the log's carrier) orders what it delivers.
+    pub delivery: Delivery,
     pub config: Config,
+}
+
+/// How a BroadcastChannel orders the messages of several senders for each receiver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// One order for every receiver, each sender's own second object included (A1).
+    TotalOrder,
+    /// WebKit's: a post reaches the contexts of the sender's own process at once, the other processes
+    /// in the order of the network process, which never sends it back to the sender's process.
+    OwnProcessFirst,
+    /// Per-sender FIFO and nothing more: each receiver interleaves the senders its own way.
+    SenderFifo,
+}
+
+/// What a context receives on the channel.
+#[derive(Clone, Debug)]
+enum Payload {
+    /// Broadcast transport: a message, with its place in the log once it has one (a post that
+    /// reached the sender's own process before the dispatcher has none yet).
+    Message {
+        msg: Rc<Vec<Value>>,
+        idx: Option<usize>,
+    },
+    /// Log transport: the carrier's copy of the log's entry of this key, from its writer.
+    Entry { key: u64, writer: MemberKey },
+    /// Log transport: a message for the receiver to append for its sender (a farewell, a deputy's).
+    Relay(Rc<Vec<Value>>),
 }
 
 #[derive(Clone, Debug)]
@@ -66,14 +108,36 @@ pub enum Fault {
 #[derive(Clone, Debug)]
 enum Ev {
     Start,
+    /// The channel's dispatcher receives a post of the context.
+    Dispatch {
+        payload: Payload,
+        life: u32,
+    },
+    /// The context receives this on the channel (on the connection of that epoch).
+    Deliver {
+        payload: Payload,
+        epoch: u32,
+    },
+    /// Log transport: the context's append commits (if it was not lost with its context).
     Append {
         msg: Rc<Vec<Value>>,
         life: u32,
     },
-    Deliver {
-        idx: usize,
-        epoch: u32,
+    /// Log transport: the context's append of this key committed; its JS hears it now.
+    Committed(u64),
+    /// Log transport: the start read of `Effect::OpenLog` answers.
+    LogStarted(u64),
+    /// Log transport: a read of the log runs (in the database) from this key.
+    LogRead(u64),
+    /// Log transport: the context gets a read's entries and the floor.
+    LogReadDone {
+        entries: Vec<(u64, Rc<Vec<Value>>)>,
+        floor: u64,
     },
+    /// Log transport without a carrier: another document appended (a storage event).
+    Poke,
+    /// Log transport without a carrier: a farewell arrives through a storage event.
+    StorageRelay(Rc<Vec<Value>>),
     Timer {
         generation: u64,
     },
@@ -190,6 +254,8 @@ pub struct SimNode {
     pub hidden_count: usize,
     /// Until when the transport loses what it would deliver to this context (`Fault::Gap`).
     pub gap_until: u64,
+    /// Over the log: the log's length when the gap began (what a trim removes meanwhile).
+    gap_floor: u64,
     pub retired: bool,
     /// Outcomes the observer decided for this node's requests, to be checked once the node has
     /// applied the same message: (log index, incarnation, local id, outcome kind).
@@ -201,6 +267,13 @@ pub struct SimNode {
     /// frozen, hidden or gone), and the announcement last handed to it.
     pub deputy: bool,
     announced: Option<Message>,
+    /// The browser process the context runs in (a window, its iframes and its dedicated workers
+    /// share one; a crash takes them all).
+    pub process: usize,
+    /// `Delivery::SenderFifo`: when the last message from each sender reaches this context.
+    last_from: BTreeMap<usize, u64>,
+    /// Over the log without a carrier: whether storage events wake it (a document) or it polls.
+    pub wake: Wake,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,7 +293,10 @@ pub struct World {
     seq: u64,
     queue: BinaryHeap<Reverse<Scheduled>>,
     pub nodes: Vec<SimNode>,
+    /// The sequence: the channel's dispatch order, or the log in IndexedDB (the entry of key k at k - 1).
     pub log: Vec<Rc<Vec<Value>>>,
+    /// Log transport: the greatest key trimmed from the log.
+    floor: u64,
     pub observers: Vec<Observer>,
     storage: BTreeMap<String, String>,
     pub rng: Rng,
@@ -256,6 +332,7 @@ impl World {
             queue: BinaryHeap::new(),
             nodes: Vec::new(),
             log: Vec::new(),
+            floor: 0,
             observers: distinct
                 .into_iter()
                 .map(|version| Observer {
@@ -308,12 +385,19 @@ impl World {
             unresponsive: Vec::new(),
             hidden_count: 0,
             gap_until: 0,
+            gap_floor: 0,
             retired: false,
             expected: VecDeque::new(),
             posted_seq: 0,
             applied_seq: 0,
             deputy: false,
             announced: None,
+            process: i,
+            last_from: BTreeMap::new(),
+            wake: match self.env.config.transport {
+                Transport::Log(wake) => wake,
+                Transport::Broadcast => Wake::Carrier,
+            },
         });
         self.schedule(at, i, Ev::Start);
         i
@@ -385,7 +469,9 @@ impl World {
     fn dispatch(&mut self, i: usize, ev: Ev) {
         match ev {
             Ev::Start => self.start(i),
+            Ev::Dispatch { payload, life } => self.channel_dispatch(i, payload, life),
             Ev::Append { msg, life } => self.append(i, msg, life),
+            Ev::LogRead(after) => self.log_read(i, after),
             Ev::StorageGlobal { key, value } => self.storage_global(i, key, value),
             Ev::Fault(f) => {
                 if !self.settling && self.nodes[i].status == Status::Running {
@@ -396,8 +482,13 @@ impl World {
                 if matches!(self.nodes[i].status, Status::Running | Status::Stalled) {
                     self.note(|| format!("ctx{i}'s deputy posts"));
                     self.bump("deputy posts");
-                    let life = self.nodes[i].life;
-                    self.append(i, msg, life);
+                    // Over the log, a deputy speaks on the carrier: the others append what it says.
+                    let payload = if self.over_log() {
+                        Payload::Relay(msg)
+                    } else {
+                        Payload::Message { msg, idx: None }
+                    };
+                    self.channel_post(i, payload);
                 }
             }
             Ev::EndStall => {
@@ -419,7 +510,12 @@ impl World {
             | Ev::Timer { .. }
             | Ev::StorageEvent { .. }
             | Ev::Client(_)
-            | Ev::EndGap => match self.nodes[i].status {
+            | Ev::EndGap
+            | Ev::Committed(_)
+            | Ev::LogStarted(_)
+            | Ev::LogReadDone { .. }
+            | Ev::Poke
+            | Ev::StorageRelay(_) => match self.nodes[i].status {
                 Status::Running => self.run(i, ev),
                 Status::Stalled | Status::Frozen => self.nodes[i].deferred.push_back(ev),
                 Status::Hidden => match ev {
@@ -430,6 +526,117 @@ impl World {
                 Status::NotStarted | Status::Crashed | Status::Closed => {}
             },
         }
+    }
+
+    /// The transport is the log in IndexedDB.
+    pub fn over_log(&self) -> bool {
+        matches!(self.env.config.transport, Transport::Log(_))
+    }
+
+    /// The log has a carrier (a BroadcastChannel).
+    fn carried(&self) -> bool {
+        self.env.config.transport == Transport::Log(Wake::Carrier)
+    }
+
+    /// Context `i` is a document whose storage events wake it (over the log without a carrier).
+    fn poked(&self, i: usize) -> bool {
+        self.env.storage && self.nodes[i].wake == Wake::Pokes
+    }
+
+    /// Over the log without a carrier, context `i` is a worker: nothing wakes it, it polls.
+    pub fn make_worker(&mut self, i: usize) {
+        let config = Config {
+            transport: Transport::Log(Wake::Polls),
+            ..self.env.config.clone()
+        };
+        let version = self.nodes[i].node.version();
+        let mut node = Node::with_version(&format!("ctx{i}"), config, version);
+        node.record_decisions();
+        self.nodes[i].node = node;
+        self.nodes[i].wake = Wake::Polls;
+    }
+
+    /// Context `i` posts `payload` on the channel (the transport, or the log's carrier): the contexts of
+    /// its process get it at once under `Delivery::OwnProcessFirst`; the dispatcher gets it after a
+    /// sending delay, in the sender's order.
+    fn channel_post(&mut self, i: usize, payload: Payload) {
+        if self.env.delivery == Delivery::OwnProcessFirst {
+            let process = self.nodes[i].process;
+            for j in 0..self.nodes.len() {
+                if self.nodes[j].process == process && self.receives(i, j, &payload) {
+                    let hop = self.rng.range(0, 1);
+                    self.deliver_at(j, payload.clone(), hop, i);
+                }
+            }
+        }
+        let delay = self.rng.range(0, self.env.send_max);
+        let n = &mut self.nodes[i];
+        let at = (self.now + delay).max(n.last_append);
+        n.last_append = at;
+        let life = n.life;
+        self.schedule(at, i, Ev::Dispatch { payload, life });
+    }
+
+    /// Whether context `j` receives what `i` posts on the channel: `j` is connected, and it is not the
+    /// sender's own object (a context listens to its own messages only on the broadcast transport,
+    /// through its second object).
+    fn receives(&self, i: usize, j: usize, payload: &Payload) -> bool {
+        matches!(
+            self.nodes[j].status,
+            Status::Running | Status::Stalled | Status::Frozen
+        ) && (i != j || matches!(payload, Payload::Message { .. }))
+    }
+
+    /// The channel's dispatcher handles a post of context `i`: a message of the broadcast transport
+    /// joins the sequence; every receiver not served already gets it as the delivery model says.
+    fn channel_dispatch(&mut self, i: usize, payload: Payload, life: u32) {
+        if life != self.nodes[i].life && self.rng.chance(0.5) {
+            return; // the sender crashed before this message left it
+        }
+        let payload = match payload {
+            Payload::Message { msg, .. } => {
+                let idx = self.log.len();
+                self.log.push(msg.clone());
+                self.observe(idx, &msg);
+                Payload::Message {
+                    msg,
+                    idx: Some(idx),
+                }
+            }
+            other => other,
+        };
+        let process = self.nodes[i].process;
+        for j in 0..self.nodes.len() {
+            let served =
+                self.env.delivery == Delivery::OwnProcessFirst && self.nodes[j].process == process;
+            if !served && self.receives(i, j, &payload) {
+                let delay = self.rng.range(0, self.env.delivery_max);
+                self.deliver_at(j, payload.clone(), delay, i);
+            }
+        }
+    }
+
+    /// Schedules the delivery of `payload` from `from` to context `j`, `delay` from now, in the order
+    /// the delivery model keeps: all of `j`'s deliveries in order, or only those of each sender.
+    fn deliver_at(&mut self, j: usize, payload: Payload, delay: u64, from: usize) {
+        let now = self.now;
+        let at = match self.env.delivery {
+            Delivery::TotalOrder | Delivery::OwnProcessFirst => {
+                let n = &mut self.nodes[j];
+                let at = (now + delay).max(n.last_delivery);
+                n.last_delivery = at;
+                at
+            }
+            Delivery::SenderFifo => {
+                let spread = self.rng.range(0, 4 * self.env.delivery_max);
+                let last = self.nodes[j].last_from.entry(from).or_insert(0);
+                let at = (now + delay + spread).max(*last);
+                *last = at;
+                at
+            }
+        };
+        let epoch = self.nodes[j].epoch;
+        self.schedule(at, j, Ev::Deliver { payload, epoch });
     }
 
     fn cache_set(&mut self, i: usize, key: String, value: Option<String>) {
@@ -453,39 +660,60 @@ impl World {
     fn run(&mut self, i: usize, ev: Ev) {
         let now = self.now;
         match ev {
-            Ev::Deliver { idx, epoch } => {
+            Ev::Deliver { payload, epoch } => {
                 if epoch != self.nodes[i].epoch {
                     return;
                 }
                 if self.now < self.nodes[i].gap_until {
                     // Lost: the context never applies it, nor reports what it decided.
-                    self.note(|| format!("ctx{i} misses [{idx}]"));
-                    while self.nodes[i].expected.front().is_some_and(|e| e.0 <= idx) {
-                        self.nodes[i].expected.pop_front();
+                    if let Payload::Message { idx: Some(idx), .. } = payload {
+                        self.note(|| format!("ctx{i} misses [{idx}]"));
+                        while self.nodes[i].expected.front().is_some_and(|e| e.0 <= idx) {
+                            self.nodes[i].expected.pop_front();
+                        }
                     }
                     return;
                 }
-                let msg = self.log[idx].clone();
-                if self.trace.is_some() && std::env::var_os("WEBLOCKS_SIM_VERBOSE").is_some() {
-                    let what = match wire::decode_versioned(&msg, self.nodes[i].node.version()) {
-                        Some(Decoded::Ours(m)) => {
-                            format!("{}/{} {:?}", m.sender.client, m.sender.incarnation, m.body)
-                        }
-                        other => format!("{other:?}"),
-                    };
-                    let what: String = what.chars().take(160).collect();
-                    self.note(|| format!("ctx{i} <- [{idx}] {what}"));
+                match payload {
+                    Payload::Message { msg, idx } => self.deliver_message(i, &msg, idx),
+                    Payload::Entry { key, writer } => {
+                        // The carrier frame the writer's transport posts.
+                        let data = self.log[key as usize - 1].clone();
+                        let version = self.nodes[self.node_of(&writer).expect("a context")]
+                            .node
+                            .version();
+                        let frame = wire::encode_entry(&writer, version, key, &data);
+                        self.log_event(i, |n, now| n.carried(now, &frame));
+                    }
+                    Payload::Relay(msg) => self.log_event(i, |n, now| n.carried(now, &msg)),
                 }
-                let version = self.nodes[i].node.version();
-                if let Some(Decoded::Ours(m)) = wire::decode_versioned(&msg, version)
-                    && *m.sender.client == *self.nodes[i].node.client_id()
-                {
-                    self.nodes[i].applied_seq = m.seq;
-                }
-                self.nodes[i].node.deliver(now, &msg);
-                self.effects(i);
-                self.check_expected(i, idx);
             }
+            Ev::Committed(key) => {
+                let msg = self.log[key as usize - 1].clone();
+                self.log_event(i, |n, now| n.log_entry(now, key, &msg));
+                // The writer hands the committed entry to the others: on the carrier, or with a poke.
+                if self.carried() {
+                    let writer = self.nodes[i].node.member_key();
+                    self.channel_post(i, Payload::Entry { key, writer });
+                } else {
+                    self.poke_others(i);
+                }
+            }
+            Ev::LogStarted(last) => self.log_event(i, |n, now| n.log_started(now, last)),
+            Ev::LogReadDone { entries, floor } => {
+                if self.now < self.nodes[i].gap_until {
+                    return;
+                }
+                for (key, msg) in entries {
+                    self.log_event(i, |n, now| n.log_entry(now, key, &msg));
+                }
+                self.read_done(i, floor);
+            }
+            Ev::Poke => {
+                self.nodes[i].node.log_poked(now);
+                self.effects(i);
+            }
+            Ev::StorageRelay(msg) => self.log_event(i, |n, now| n.carried(now, &msg)),
             Ev::Timer { generation } => {
                 if generation == self.nodes[i].timer_generation {
                     self.note(|| format!("ctx{i} timer"));
@@ -503,10 +731,140 @@ impl World {
             Ev::Client(action) => self.client(i, action),
             Ev::EndGap => {
                 self.note(|| format!("ctx{i} reads a gap"));
-                self.nodes[i].node.missed_messages(now);
-                self.effects(i);
+                if self.over_log() {
+                    // The log was trimmed past this context while it read nothing of it: the read it
+                    // makes now shows the floor.
+                    self.floor = self.floor.max(self.nodes[i].gap_floor);
+                    if let Some(position) = self.nodes[i].node.log_position() {
+                        self.log_read(i, position);
+                    }
+                } else {
+                    self.nodes[i].node.missed_messages(now);
+                    self.effects(i);
+                }
             }
             _ => unreachable!("node-side events only"),
+        }
+    }
+
+    /// Context `i` receives message `msg` of the broadcast transport, whose place in the log is `idx`
+    /// (`None`: a post of its own process that reached it before the dispatcher ordered it).
+    fn deliver_message(&mut self, i: usize, msg: &Rc<Vec<Value>>, idx: Option<usize>) {
+        let now = self.now;
+        if self.trace.is_some() && std::env::var_os("WEBLOCKS_SIM_VERBOSE").is_some() {
+            let what = self.describe(i, msg);
+            self.note(|| format!("ctx{i} <- [{idx:?}] {what}"));
+        }
+        self.note_own_echo(i, msg);
+        self.nodes[i].node.deliver(now, msg);
+        self.effects(i);
+        if let Some(idx) = idx {
+            self.check_expected(i, idx);
+        }
+    }
+
+    /// A message as context `i` decodes it, for traces.
+    fn describe(&self, i: usize, msg: &[Value]) -> String {
+        let what = match wire::decode_versioned(msg, self.nodes[i].node.version()) {
+            Some(Decoded::Ours(m)) => {
+                format!("{}/{} {:?}", m.sender.client, m.sender.incarnation, m.body)
+            }
+            other => format!("{other:?}"),
+        };
+        what.chars().take(160).collect()
+    }
+
+    /// If `msg` is one of context `i`'s own messages, it has now applied it.
+    fn note_own_echo(&mut self, i: usize, msg: &[Value]) {
+        let version = self.nodes[i].node.version();
+        if let Some(Decoded::Ours(m)) = wire::decode_versioned(msg, version)
+            && *m.sender.client == *self.nodes[i].node.client_id()
+            && m.seq != 0
+        {
+            self.nodes[i].applied_seq = m.seq;
+        }
+    }
+
+    /// Runs a log event through context `i`'s node, then checks what it reported for the entries it
+    /// applied (its position in the log moved past them).
+    fn log_event(&mut self, i: usize, f: impl FnOnce(&mut Node, u64)) {
+        let now = self.now;
+        let before = self.nodes[i].node.log_position();
+        f(&mut self.nodes[i].node, now);
+        let after = self.nodes[i].node.log_position();
+        if let (Some(b), Some(a)) = (before, after)
+            && a > b
+        {
+            for key in b + 1..=a {
+                let msg = self.log[key as usize - 1].clone();
+                if self.trace.is_some() && std::env::var_os("WEBLOCKS_SIM_VERBOSE").is_some() {
+                    let what = self.describe(i, &msg);
+                    self.note(|| format!("ctx{i} applies log key {key}: {what}"));
+                }
+                self.note_own_echo(i, &msg);
+            }
+        }
+        self.effects(i);
+        if let (Some(b), Some(a)) = (before, after)
+            && a > b
+        {
+            self.check_expected(i, a as usize - 1);
+        }
+    }
+
+    /// Context `i`'s read of the log ended with this floor. A floor past its position is a trim it
+    /// fell behind: the observer's decisions for it up to the floor are lost for it.
+    fn read_done(&mut self, i: usize, floor: u64) {
+        if self.nodes[i].node.log_position().is_some_and(|p| floor > p) {
+            self.note(|| format!("ctx{i} fell behind a trim of the log to key {floor}"));
+            let idx = floor as usize - 1;
+            while self.nodes[i].expected.front().is_some_and(|e| e.0 <= idx) {
+                self.nodes[i].expected.pop_front();
+            }
+        }
+        let now = self.now;
+        self.nodes[i].node.log_read_done(now, floor);
+        self.effects(i);
+    }
+
+    /// Without a carrier, a writer pokes the other documents through localStorage.
+    fn poke_others(&mut self, i: usize) {
+        for j in 0..self.nodes.len() {
+            if j != i && self.nodes[j].status.alive() && self.poked(j) {
+                let delay = self.rng.range(0, self.env.storage_lag_max);
+                self.schedule(self.now + delay, j, Ev::Poke);
+            }
+        }
+    }
+
+    /// A read of the log from `after` runs in the database for context `i`: it sees what has committed.
+    fn log_read(&mut self, i: usize, after: u64) {
+        let from = after.max(self.floor) as usize;
+        let entries = (from..self.log.len())
+            .map(|idx| (idx as u64 + 1, self.log[idx].clone()))
+            .collect();
+        let floor = self.floor;
+        let delay = self.rng.range(0, 2);
+        self.schedule(self.now + delay, i, Ev::LogReadDone { entries, floor });
+    }
+
+    /// What the edge's farewell listener does in a `pagehide` over the log: it asks the others to append
+    /// the node's Leave, on the carrier or, without one, through a storage event.
+    fn farewell_relay(&mut self, i: usize) {
+        let Some(m) = self.nodes[i].node.farewell() else {
+            return;
+        };
+        let msg = Rc::new(wire::encode_versioned(&m, self.nodes[i].node.version()));
+        self.note(|| format!("ctx{i}'s farewell asks for its Leave"));
+        if self.carried() {
+            self.channel_post(i, Payload::Relay(msg));
+        } else if self.poked(i) {
+            for j in 0..self.nodes.len() {
+                if j != i && self.nodes[j].status.alive() && self.poked(j) {
+                    let delay = self.rng.range(0, self.env.storage_lag_max);
+                    self.schedule(self.now + delay, j, Ev::StorageRelay(msg.clone()));
+                }
+            }
         }
     }
 
@@ -621,6 +979,16 @@ impl World {
                     self.nodes[i].retired = true;
                 }
                 Effect::WakeDeputy(vouch) => self.wake_deputy(vouch),
+                Effect::OpenLog => {
+                    // The start read sees the log as it is now: the node's next appends come after it.
+                    let last = self.log.len() as u64;
+                    let delay = self.rng.range(0, 2);
+                    self.schedule(now + delay, i, Ev::LogStarted(last));
+                }
+                Effect::ReadLog { after } => {
+                    let delay = self.rng.range(0, 3);
+                    self.schedule(now + delay, i, Ev::LogRead(after));
+                }
             }
         }
         if self.nodes[i].deputy {
@@ -660,11 +1028,18 @@ impl World {
         self.schedule(at, i, Ev::DeputyPost(msg));
     }
 
-    /// Context `i` posts `m` on the channel.
+    /// Context `i` posts `m` on the transport: a message of its own, or one it appends for another
+    /// context (a relayed farewell or vouch, over the log).
     fn post(&mut self, i: usize, m: Message) {
         let now = self.now;
-        self.nodes[i].posted_seq = m.seq;
+        let own = *m.sender.client == *self.nodes[i].node.client_id();
+        if own {
+            self.nodes[i].posted_seq = m.seq;
+        } else {
+            self.bump("relayed");
+        }
         if let Body::Request { id, .. } = &m.body
+            && own
             && let Some(r) = self.nodes[i].requests.get_mut(id)
         {
             r.posted_as = Some(m.sender.incarnation);
@@ -679,11 +1054,17 @@ impl World {
                 st.pending.len(),
                 m.seq
             ),
-            body => format!("ctx{i} post {body:?} #{}", m.seq),
+            body if own => format!("ctx{i} post {body:?} #{}", m.seq),
+            body => format!("ctx{i} relays {body:?} of {}", m.sender.client),
         });
         let version = self.nodes[i].node.version();
         let msg = Rc::new(wire::encode_versioned(&m, version));
-        let delay = self.rng.range(0, self.env.send_max);
+        if !self.over_log() {
+            self.channel_post(i, Payload::Message { msg, idx: None });
+            return;
+        }
+        // An append: a read/write transaction, run after the context's earlier ones.
+        let delay = self.rng.range(0, self.env.send_max + 2);
         let n = &mut self.nodes[i];
         let at = (now + delay).max(n.last_append);
         n.last_append = at;
@@ -732,27 +1113,17 @@ impl World {
         }
     }
 
+    /// Log transport: context `i`'s append commits, unless it was lost with its context; its JS hears
+    /// of it (and hands it on) when it next runs.
     fn append(&mut self, i: usize, msg: Rc<Vec<Value>>, life: u32) {
         if life != self.nodes[i].life && self.rng.chance(0.5) {
-            return; // the sender crashed before this message left it
+            return; // the transaction died with its context
         }
         let idx = self.log.len();
         self.log.push(msg.clone());
         self.observe(idx, &msg);
-        for j in 0..self.nodes.len() {
-            if !matches!(
-                self.nodes[j].status,
-                Status::Running | Status::Stalled | Status::Frozen
-            ) {
-                continue;
-            }
-            let delay = self.rng.range(0, self.env.delivery_max);
-            let n = &mut self.nodes[j];
-            let at = (self.now + delay).max(n.last_delivery);
-            n.last_delivery = at;
-            let epoch = n.epoch;
-            self.schedule(at, j, Ev::Deliver { idx, epoch });
-        }
+        let delay = self.rng.range(0, 2);
+        self.schedule(self.now + delay, i, Ev::Committed(idx as u64 + 1));
     }
 
     /// Feeds a newly appended message to the observers (replicas that see the whole log at once) and
@@ -862,11 +1233,16 @@ impl World {
         self.note(|| format!("ctx{i} fault {f:?}"));
         match f {
             Fault::Crash => {
-                let n = &mut self.nodes[i];
-                n.status = Status::Crashed;
-                n.life += 1;
-                n.deferred.clear();
-                n.expected.clear();
+                // The process goes, with every context in it.
+                let process = self.nodes[i].process;
+                for n in &mut self.nodes {
+                    if n.process == process && n.status.alive() {
+                        n.status = Status::Crashed;
+                        n.life += 1;
+                        n.deferred.clear();
+                        n.expected.clear();
+                    }
+                }
             }
             Fault::Stall(d) => {
                 self.nodes[i].status = Status::Stalled;
@@ -881,6 +1257,9 @@ impl World {
                 self.schedule(now + d, i, Ev::Resume);
             }
             Fault::Hide(d) => {
+                if self.over_log() {
+                    self.farewell_relay(i);
+                }
                 self.hiding = Some(i);
                 self.nodes[i].node.pagehide(now, true);
                 self.effects(i);
@@ -888,10 +1267,12 @@ impl World {
                 self.enter_cache(i, d);
             }
             Fault::Close => {
+                if self.over_log() {
+                    self.farewell_relay(i);
+                }
                 self.nodes[i].node.terminate(now);
                 self.effects(i);
-                self.nodes[i].status = Status::Closed;
-                self.nodes[i].expected.clear();
+                self.close(i);
             }
             Fault::CutHide(d) => {
                 self.farewell(i);
@@ -899,14 +1280,14 @@ impl World {
             }
             Fault::Gap(d) => {
                 self.nodes[i].gap_until = now + d;
+                self.nodes[i].gap_floor = self.log.len() as u64;
                 self.nodes[i].unresponsive.push((now, now + d, false));
                 self.bump("gaps");
                 self.schedule(now + d, i, Ev::EndGap);
             }
             Fault::CutClose => {
                 self.farewell(i);
-                self.nodes[i].status = Status::Closed;
-                self.nodes[i].expected.clear();
+                self.close(i);
             }
         }
     }
@@ -921,9 +1302,22 @@ impl World {
         self.schedule(self.now + d, i, Ev::Show);
     }
 
-    /// What the edge's farewell listener does in a `pagehide` cut short: post the node's Leave.
+    /// Context `i` is gone. Over the log, its appends still in flight may die with it.
+    fn close(&mut self, i: usize) {
+        let n = &mut self.nodes[i];
+        n.status = Status::Closed;
+        n.expected.clear();
+        if matches!(self.env.config.transport, Transport::Log(_)) {
+            n.life += 1;
+        }
+    }
+
+    /// What the edge's farewell listener does in a `pagehide` cut short: post the node's Leave (over
+    /// the log: ask the others to append it).
     fn farewell(&mut self, i: usize) {
-        if let Some(m) = self.nodes[i].node.farewell() {
+        if self.over_log() {
+            self.farewell_relay(i);
+        } else if let Some(m) = self.nodes[i].node.farewell() {
             self.post(i, m);
         }
     }

@@ -40,6 +40,8 @@ struct Bus {
     nodes: Vec<Node>,
     log: Vec<Vec<Value>>,
     seen: Vec<usize>,
+    /// Nodes over the log transport that asked to open it, and the log's length then (its last key).
+    opened: Vec<Option<usize>>,
     /// Every effect of each node, in order.
     effects: Vec<Vec<Effect>>,
     now: u64,
@@ -53,6 +55,7 @@ impl Bus {
                 .collect(),
             log: Vec::new(),
             seen: vec![0; n],
+            opened: vec![None; n],
             effects: vec![Vec::new(); n],
             now: 1_000,
         }
@@ -61,8 +64,10 @@ impl Bus {
     fn collect(&mut self, i: usize) -> Vec<Effect> {
         let fx = self.nodes[i].drain();
         for e in &fx {
-            if let Effect::Post(m) = e {
-                self.log.push(encode(m));
+            match e {
+                Effect::Post(m) => self.log.push(encode(m)),
+                Effect::OpenLog => self.opened[i] = Some(self.log.len()),
+                _ => {}
             }
         }
         self.effects[i].extend(fx.iter().cloned());
@@ -75,16 +80,28 @@ impl Bus {
         self.collect(i)
     }
 
-    /// Delivers everything posted so far to every node, until nothing new is posted.
+    /// Delivers everything posted so far to every node, until nothing new is posted. A node over the
+    /// log gets the log's entries (keys from 1), from the last key when it opened the log.
     fn pump(&mut self) {
         loop {
             let mut progressed = false;
             for i in 0..self.nodes.len() {
+                let now = self.now;
+                if let Some(last) = self.opened[i].take() {
+                    self.seen[i] = last;
+                    self.nodes[i].log_started(now, last as u64);
+                    self.collect(i);
+                    progressed = true;
+                }
+                let over_log = matches!(self.nodes[i].config.transport, Transport::Log(_));
                 while self.seen[i] < self.log.len() {
                     let m = self.log[self.seen[i]].clone();
                     self.seen[i] += 1;
-                    let now = self.now;
-                    self.nodes[i].deliver(now, &m);
+                    if over_log {
+                        self.nodes[i].log_entry(now, self.seen[i] as u64, &m);
+                    } else {
+                        self.nodes[i].deliver(now, &m);
+                    }
                     self.collect(i);
                     progressed = true;
                 }
@@ -819,7 +836,7 @@ fn over_a_transport_read_on_demand_a_query_waits_for_an_alive_of_its_own_to_come
     bus.nodes[1] = Node::new(
         "n1",
         Config {
-            query_reads_back: true,
+            transport: Transport::Log(Wake::Pokes),
             ..config()
         },
     );

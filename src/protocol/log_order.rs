@@ -1,0 +1,259 @@
+//! The order of the log transport (docs/PROTOCOL.md §12): entries of the origin's log in IndexedDB,
+//! handed to the node in key order, each once, whatever order they arrive in.
+//!
+//! Over the log, a message's place in the origin's sequence is its key. IndexedDB runs the read/write
+//! transactions of an origin's connections on one object store one at a time, and each append takes the
+//! key generator's next key (an aborted append gives its key back), so the committed keys are dense
+//! and in commit order: when the entry of key *k* has committed, so has every entry below *k*, unless a
+//! trim deleted it (then the log's *floor*, the greatest key deleted, is at least that key).
+//!
+//! An entry reaches a context in one of three ways: its own append, once committed; the
+//! BroadcastChannel that carries every committed entry to the other contexts (its *carrier*, in
+//! whatever order that channel delivers: WebKit hands a post to the sender's own process first, so
+//! two contexts may see two orders); or a read of the log from the position on. The order the node
+//! applies never depends on which came first: [`LogOrder`] hands on the entry of key *position + 1*
+//! and nothing else. A missing key (its carrier message is late, or lost with a writer that crashed
+//! between its commit and its post) shows as an entry held *ahead*: the node then reads the log, which
+//! holds every key below one that has committed.
+
+use crate::sequence_map::SequenceMap;
+
+use super::wire::Value;
+
+/// One context's reader of the log.
+#[derive(Default)]
+pub(super) struct LogOrder {
+    /// The key of the last entry handed on; `None` until the log said where this reader starts.
+    position: Option<u64>,
+    /// Entries that arrived ahead of the position (or before the start), by key.
+    ahead: SequenceMap<u64, Vec<Value>>,
+    /// A read of the log is under way.
+    reading: bool,
+    /// Another read was wanted while one was under way: it starts when that one ends.
+    read_again: bool,
+}
+
+/// What a read of the log told beyond its entries.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum ReadEnd {
+    /// Nothing was lost.
+    Complete,
+    /// The log was trimmed past this reader's position: the entries up to the floor are gone for it,
+    /// and it goes on from the floor.
+    Trimmed,
+}
+
+impl LogOrder {
+    /// A reader that has not started: what arrives is kept until [`LogOrder::start`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The log's last key before this reader existed. A context starts reading before it posts its
+    /// `Join` (the read's transaction is made first, so IndexedDB runs it first): everything from the
+    /// `Join` on comes after `last`, and what came before reaches the context through a state transfer.
+    pub fn start(&mut self, last: u64) {
+        if self.position.is_none() {
+            self.position = Some(last);
+            self.drop_through(last);
+        }
+    }
+
+    /// Keeps an entry that arrived (from any source). One at or below the position was handed on
+    /// already, and is dropped.
+    pub fn arrive(&mut self, key: u64, data: Vec<Value>) {
+        if self.position.is_none_or(|p| key > p) {
+            self.ahead.insert(key, data);
+        }
+    }
+
+    /// The next entry in key order, if it has arrived; the position moves past it.
+    pub fn next(&mut self) -> Option<Vec<Value>> {
+        let next = self.position? + 1;
+        let data = self.ahead.remove(&next)?;
+        self.position = Some(next);
+        Some(data)
+    }
+
+    /// Whether an entry is held ahead of a missing key (after [`LogOrder::next`] has handed on all it
+    /// could): the missing one's carrier message is late or lost, and a read of the log would find it.
+    pub fn has_hole(&self) -> bool {
+        self.position.is_some() && !self.ahead.is_empty()
+    }
+
+    /// Starts a read of the log: the key to read after, or `None` while a read is under way (one more
+    /// starts when it ends, see [`LogOrder::read_done`]) or before the start.
+    pub fn read_from(&mut self) -> Option<u64> {
+        let position = self.position?;
+        if self.reading {
+            self.read_again = true;
+            return None;
+        }
+        self.reading = true;
+        self.read_again = false;
+        Some(position)
+    }
+
+    /// A read ended; its entries have arrived. `floor` is the greatest key the log has deleted.
+    /// Whether another read was asked for meanwhile is [`LogOrder::wants_read`].
+    pub fn read_done(&mut self, floor: u64) -> ReadEnd {
+        self.reading = false;
+        match self.position {
+            Some(p) if floor > p => {
+                self.position = Some(floor);
+                self.drop_through(floor);
+                ReadEnd::Trimmed
+            }
+            _ => ReadEnd::Complete,
+        }
+    }
+
+    /// A read was asked for while the last one was under way.
+    pub fn wants_read(&self) -> bool {
+        self.read_again && !self.reading
+    }
+
+    /// The position, for tests and the simulation: every key up to it has been handed on.
+    pub fn position(&self) -> Option<u64> {
+        self.position
+    }
+
+    fn drop_through(&mut self, key: u64) {
+        let mut stale = Vec::new();
+        for (k, _) in self.ahead.iter() {
+            if *k > key {
+                break;
+            }
+            stale.push(*k);
+        }
+        for k in stale {
+            self.ahead.remove(&k);
+        }
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{LogOrder, ReadEnd};
+    use crate::protocol::wire::Value;
+
+    fn entry(key: u64) -> Vec<Value> {
+        vec![Value::Num(key as f64)]
+    }
+
+    fn drain(order: &mut LogOrder, out: &mut Vec<u64>) {
+        while let Some(data) = order.next() {
+            let Value::Num(n) = data[0] else { panic!() };
+            out.push(n as u64);
+        }
+    }
+
+    #[test]
+    fn hands_on_in_key_order_and_reads_across_a_missing_key() {
+        let mut order = LogOrder::new();
+        let mut out = Vec::new();
+        order.arrive(5, entry(5));
+        order.start(3);
+        assert!(order.has_hole(), "key 4 is missing");
+        assert_eq!(order.read_from(), Some(3));
+        drain(&mut order, &mut out);
+        assert!(out.is_empty());
+        order.arrive(4, entry(4));
+        assert_eq!(order.read_done(0), ReadEnd::Complete);
+        drain(&mut order, &mut out);
+        assert_eq!(out, [4, 5]);
+        assert!(!order.has_hole());
+    }
+
+    #[test]
+    fn entries_before_the_start_are_not_for_this_reader() {
+        let mut order = LogOrder::new();
+        let mut out = Vec::new();
+        order.arrive(2, entry(2));
+        order.arrive(3, entry(3));
+        order.start(2);
+        drain(&mut order, &mut out);
+        assert_eq!(out, [3]);
+        order.arrive(3, entry(3));
+        drain(&mut order, &mut out);
+        assert_eq!(
+            out,
+            [3],
+            "an entry handed on once is dropped when it arrives again"
+        );
+    }
+
+    #[test]
+    fn one_read_at_a_time_and_one_more_if_asked_meanwhile() {
+        let mut order = LogOrder::new();
+        assert_eq!(order.read_from(), None, "not started");
+        order.start(0);
+        assert_eq!(order.read_from(), Some(0));
+        assert_eq!(order.read_from(), None);
+        assert!(!order.wants_read(), "not while the first is under way");
+        order.read_done(0);
+        assert!(order.wants_read(), "the read asked for during the first");
+        assert_eq!(order.read_from(), Some(0));
+        order.read_done(0);
+        assert!(!order.wants_read());
+    }
+
+    #[test]
+    fn a_floor_past_the_position_is_a_gap() {
+        let mut order = LogOrder::new();
+        let mut out = Vec::new();
+        order.start(2);
+        order.arrive(9, entry(9));
+        order.arrive(7, entry(7));
+        assert_eq!(order.read_from(), Some(2));
+        assert_eq!(order.read_done(7), ReadEnd::Trimmed);
+        drain(&mut order, &mut out);
+        assert_eq!(out, Vec::<u64>::new(), "8 is still missing");
+        order.arrive(8, entry(8));
+        drain(&mut order, &mut out);
+        assert_eq!(out, [8, 9]);
+    }
+
+    proptest! {
+        /// Whatever order entries arrive in, with duplicates and reads that return a prefix of the
+        /// committed log, the reader hands on exactly the keys after its start, in order, once each.
+        #[test]
+        fn any_arrival_order_gives_the_log_order(
+            start in 0u64..5,
+            count in 1u64..40,
+            arrivals in proptest::collection::vec((0u64..45, any::<bool>()), 0..120),
+        ) {
+            let mut order = LogOrder::new();
+            let mut out = Vec::new();
+            let mut started = false;
+            for (key, read) in arrivals {
+                if read && started {
+                    // A read returns every committed key after the position.
+                    if let Some(from) = order.read_from() {
+                        for k in from + 1..=start + count {
+                            order.arrive(k, entry(k));
+                        }
+                        order.read_done(0);
+                    }
+                } else if key >= 1 && key <= start + count {
+                    order.arrive(key, entry(key));
+                }
+                if !started && key % 3 == 0 {
+                    order.start(start);
+                    started = true;
+                }
+                drain(&mut order, &mut out);
+                prop_assert!(out.windows(2).all(|w| w[1] == w[0] + 1));
+                prop_assert!(out.first().is_none_or(|&k| k == start + 1));
+            }
+            order.start(start);
+            for k in 1..=start + count {
+                order.arrive(k, entry(k));
+            }
+            drain(&mut order, &mut out);
+            prop_assert_eq!(out, (start + 1..=start + count).collect::<Vec<_>>());
+        }
+    }
+}
