@@ -15,6 +15,9 @@ missing_pkgs=()
 [ -x /usr/bin/chromium ] || missing_pkgs+=(chromium)
 [ -x /usr/bin/chromedriver ] || missing_pkgs+=(chromium-driver)
 [ -x /usr/bin/firefox-esr ] || missing_pkgs+=(firefox-esr)
+# WebKitGTK (the engine of Safari and iOS browsers): its WebDriver, the MiniBrowser it drives, and a display.
+[ -x /usr/bin/WebKitWebDriver ] || missing_pkgs+=(webkit2gtk-driver)
+command -v Xvfb >/dev/null || missing_pkgs+=(xvfb)
 command -v xz >/dev/null || missing_pkgs+=(xz-utils) # the classic build LZMA-compresses the wasm it embeds
 if [ ${#missing_pkgs[@]} -gt 0 ]; then
   say "apt-get install ${missing_pkgs[*]}"
@@ -22,6 +25,10 @@ if [ ${#missing_pkgs[@]} -gt 0 ]; then
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing_pkgs[@]}" fonts-dejavu-core
 fi
+
+# A plain-http origin for the browser tests: WebKit resolves host names through the system (Chromium and
+# Firefox map this name themselves).
+grep -qE '^127\.0\.0\.1[[:space:]].*weblocks\.test' /etc/hosts || echo '127.0.0.1 weblocks.test' >> /etc/hosts
 
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   say "rustup target add wasm32-unknown-unknown"

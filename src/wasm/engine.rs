@@ -54,8 +54,8 @@ impl Engine {
             Some(backend) => backend,
             None => {
                 web_sys::console::warn_1(
-                    &"weblocks: this global has neither BroadcastChannel nor IndexedDB; locks are \
-                      coordinated within this context only."
+                    &"weblocks: this global has neither a BroadcastChannel that delivers in one order \
+                      nor IndexedDB; locks are coordinated within this context only."
                         .into(),
                 );
                 Backend::Alone(LockManager::new())

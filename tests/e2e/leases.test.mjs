@@ -5,6 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from './server.mjs';
 import { launchChromium, shareServerAndChromium } from './browser.mjs';
+import { race } from './fixtures/leases_race_run.mjs';
 
 const FIXTURE = 'tests/e2e/fixtures/leases.html';
 const RACE_ROUNDS = 300;
@@ -120,34 +121,6 @@ test('bad arguments reject with InvalidArgument and store nothing', () =>
     });
     assert.equal(keepAlive, 'InvalidArgument');
   }));
-
-/** Run the tryLock race in `tabs` with `makeLeases` (a function source evaluated in each tab). */
-async function race(tabs, { rounds, makeLeases, channel }) {
-  for (const tab of tabs) {
-    await tab.evaluate(
-      async ({ rounds, makeLeases, channel, racers }) => {
-        const { joinRace } = await import('/tests/e2e/fixtures/leases_race.js');
-        const leases = await (0, eval)(makeLeases)();
-        window.runRace = joinRace(leases, { racers, rounds, type: 'race', channel });
-      },
-      { rounds, makeLeases, channel, racers: tabs.length },
-    );
-  }
-  const started = Date.now();
-  const results = await Promise.all(tabs.map((tab) => tab.evaluate(() => window.runRace())));
-  const ms = Date.now() - started;
-  const wins = tabs.map(() => 0);
-  const doubleWins = [];
-  const noWinner = [];
-  for (let round = 0; round < rounds; round++) {
-    const won = results.map((r) => r[round].includes('/'));
-    won.forEach((w, i) => (wins[i] += w));
-    const winners = won.filter(Boolean).length;
-    if (winners > 1) doubleWins.push(round);
-    if (winners === 0) noWinner.push([round, results.map((r) => r[round])]);
-  }
-  return { results, ms, wins, doubleWins, noWinner };
-}
 
 test(`two tabs race tryLock on the same (type, id) ${RACE_ROUNDS} times: exactly one winner each round`, () =>
   withContext(async (context) => {

@@ -9,86 +9,10 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from './server.mjs';
 import { launchChromium, openPage } from './browser.mjs';
+import { expectedScenarioResults, withoutNativeApi } from './fixtures/native_style_expected.mjs';
 
 const polyfill = 'dist/weblocks.polyfill.js';
 const vendoredPath = '/tests/e2e/fixtures/vendored/lib/weblocks.polyfill.js';
-
-// What the spec (and the native API) give for fixtures/native_style_scenarios.js.
-const expectedScenarioResults = {
-  exclusive: {
-    values: [10, 20, 30],
-    log: ['enter 1 exclusive', 'exit 1', 'enter 2 exclusive', 'exit 2', 'enter 3 exclusive', 'exit 3'],
-    maxInside: 1,
-  },
-  sharedReaders: {
-    values: ['r1', 'r2', 'r3', 'w', 'r4'],
-    log: [
-      'read 1 start shared',
-      'read 2 start shared',
-      'read 3 start shared',
-      'read 1 end',
-      'read 2 end',
-      'read 3 end',
-      'write start, readers inside: 0',
-      'write end',
-      'read 4 start shared',
-      'read 4 end',
-    ],
-    maxReaders: 3,
-  },
-  ifAvailable: { whileHeld: null, holderValue: 'released', whenFree: 'exclusive' },
-  query: {
-    keys: ['held', 'pending'],
-    infoKeys: ['clientId', 'mode', 'name'],
-    held: [
-      { name: 'q1', mode: 'exclusive' },
-      { name: 'q2', mode: 'shared' },
-    ],
-    pending: [{ name: 'q1', mode: 'shared' }],
-    oneNonEmptyClientId: true,
-    afterRelease: 0,
-  },
-  abort: {
-    timedOut: 'AbortError',
-    customReason: 'changed my mind',
-    alreadyAborted: 'AbortError',
-    timeoutSignal: 'TimeoutError',
-    afterGrant: 'kept',
-    stillFree: true,
-  },
-  steal: { thief: 'stolen exclusive', victimError: 'AbortError' },
-  errors: {
-    value: 42,
-    asyncValue: 'async',
-    sameErrorObject: true,
-    asyncReject: 'RangeError',
-    reservedName: 'NotSupportedError',
-    stealWithIfAvailable: 'NotSupportedError',
-    stealShared: 'NotSupportedError',
-    signalWithSteal: 'NotSupportedError',
-    badMode: 'TypeError',
-    noCallback: 'TypeError',
-    notASignal: 'TypeError',
-  },
-  objects: {
-    typeofLock: 'function',
-    typeofLockManager: 'function',
-    locksIsLockManager: true,
-    sameObjectEveryTime: true,
-    lockIsLock: true,
-    lockName: true,
-    lockMode: 'shared',
-    lockTag: '[object Lock]',
-    managerTag: '[object LockManager]',
-    newLock: 'TypeError',
-    newLockManager: 'TypeError',
-    getterOnNavigatorPrototype: true,
-    requestLength: 2,
-    queryLength: 0,
-  },
-};
-
-const withoutNativeApi = { secure: false, locksInNavigator: false, typeofLockManager: 'undefined', typeofLock: 'undefined' };
 
 let server;
 let browser;
