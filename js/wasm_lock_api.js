@@ -18,7 +18,8 @@ export function setDefaultWasmSource(wasmSource) {
 export function createWasmLockApi(wasmSource = defaultWasmSource) {
   const api = createLockApi(async (clientId, sink) => {
     await init(wasmSource === undefined ? undefined : { module_or_path: wasmSource });
-    return new Engine(clientId, sink, undefined, makeDeputy(), makeLogChannelFactory());
+    const openLog = makeLogChannelFactory();
+    return new Engine(clientId, sink, undefined, makeDeputy(), openLog, openLog && openLog.wake);
   });
   return {
     ...api,

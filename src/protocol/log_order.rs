@@ -16,8 +16,6 @@
 //! between its commit and its post) shows as an entry held *ahead*: the node then reads the log, which
 //! holds every key below one that has committed.
 
-use crate::sequence_map::SequenceMap;
-
 use super::wire::Value;
 
 /// One context's reader of the log.
@@ -25,8 +23,10 @@ use super::wire::Value;
 pub(super) struct LogOrder {
     /// The key of the last entry handed on; `None` until the log said where this reader starts.
     position: Option<u64>,
-    /// Entries that arrived ahead of the position (or before the start), by key.
-    ahead: SequenceMap<u64, Vec<Value>>,
+    /// Entries that arrived ahead of the position (or before the start). Only what a carrier delivers
+    /// out of key order waits here, and the next key fills the hole within a hop or a read: a few
+    /// entries, searched one by one (a read hands on its entries in key order, each at once).
+    ahead: Vec<(u64, Vec<Value>)>,
     /// A read of the log is under way.
     reading: bool,
     /// Another read was wanted while one was under way: it starts when that one ends.
@@ -59,20 +59,31 @@ impl LogOrder {
         }
     }
 
-    /// Keeps an entry that arrived (from any source). One at or below the position was handed on
-    /// already, and is dropped.
-    pub fn arrive(&mut self, key: u64, data: Vec<Value>) {
-        if self.position.is_none_or(|p| key > p) {
-            self.ahead.insert(key, data);
+    /// An entry arrived (from any source): returns it if it is the next in key order (the position moves
+    /// past it), and keeps it otherwise. One at or below the position was handed on already, and is
+    /// dropped.
+    pub fn arrive(&mut self, key: u64, data: Vec<Value>) -> Option<Vec<Value>> {
+        match self.position {
+            Some(p) if key == p + 1 => {
+                self.position = Some(key);
+                return Some(data);
+            }
+            Some(p) if key <= p => {}
+            _ => {
+                if !self.ahead.iter().any(|(k, _)| *k == key) {
+                    self.ahead.push((key, data));
+                }
+            }
         }
+        None
     }
 
-    /// The next entry in key order, if it has arrived; the position moves past it.
+    /// The next entry in key order among those kept, if it has arrived; the position moves past it.
     pub fn next(&mut self) -> Option<Vec<Value>> {
         let next = self.position? + 1;
-        let data = self.ahead.remove(&next)?;
+        let at = self.ahead.iter().position(|(k, _)| *k == next)?;
         self.position = Some(next);
-        Some(data)
+        Some(self.ahead.swap_remove(at).1)
     }
 
     /// Whether an entry is held ahead of a missing key (after [`LogOrder::next`] has handed on all it
@@ -119,16 +130,7 @@ impl LogOrder {
     }
 
     fn drop_through(&mut self, key: u64) {
-        let mut stale = Vec::new();
-        for (k, _) in self.ahead.iter() {
-            if *k > key {
-                break;
-            }
-            stale.push(*k);
-        }
-        for k in stale {
-            self.ahead.remove(&k);
-        }
+        self.ahead.retain(|(k, _)| *k > key);
     }
 }
 
@@ -143,10 +145,22 @@ mod tests {
         vec![Value::Num(key as f64)]
     }
 
+    fn key_of(data: &[Value]) -> u64 {
+        let Value::Num(n) = data[0] else { panic!() };
+        n as u64
+    }
+
+    /// Hands `key`'s entry to `order`, then takes every entry that is next in key order.
+    fn arrive(order: &mut LogOrder, key: u64, out: &mut Vec<u64>) {
+        if let Some(data) = order.arrive(key, entry(key)) {
+            out.push(key_of(&data));
+        }
+        drain(order, out);
+    }
+
     fn drain(order: &mut LogOrder, out: &mut Vec<u64>) {
         while let Some(data) = order.next() {
-            let Value::Num(n) = data[0] else { panic!() };
-            out.push(n as u64);
+            out.push(key_of(&data));
         }
     }
 
@@ -154,13 +168,13 @@ mod tests {
     fn hands_on_in_key_order_and_reads_across_a_missing_key() {
         let mut order = LogOrder::new();
         let mut out = Vec::new();
-        order.arrive(5, entry(5));
+        arrive(&mut order, 5, &mut out);
         order.start(3);
         assert!(order.has_hole(), "key 4 is missing");
         assert_eq!(order.read_from(), Some(3));
         drain(&mut order, &mut out);
         assert!(out.is_empty());
-        order.arrive(4, entry(4));
+        arrive(&mut order, 4, &mut out);
         assert_eq!(order.read_done(0), ReadEnd::Complete);
         drain(&mut order, &mut out);
         assert_eq!(out, [4, 5]);
@@ -171,12 +185,12 @@ mod tests {
     fn entries_before_the_start_are_not_for_this_reader() {
         let mut order = LogOrder::new();
         let mut out = Vec::new();
-        order.arrive(2, entry(2));
-        order.arrive(3, entry(3));
+        arrive(&mut order, 2, &mut out);
+        arrive(&mut order, 3, &mut out);
         order.start(2);
         drain(&mut order, &mut out);
         assert_eq!(out, [3]);
-        order.arrive(3, entry(3));
+        arrive(&mut order, 3, &mut out);
         drain(&mut order, &mut out);
         assert_eq!(
             out,
@@ -205,13 +219,13 @@ mod tests {
         let mut order = LogOrder::new();
         let mut out = Vec::new();
         order.start(2);
-        order.arrive(9, entry(9));
-        order.arrive(7, entry(7));
+        arrive(&mut order, 9, &mut out);
+        arrive(&mut order, 7, &mut out);
         assert_eq!(order.read_from(), Some(2));
         assert_eq!(order.read_done(7), ReadEnd::Trimmed);
         drain(&mut order, &mut out);
         assert_eq!(out, Vec::<u64>::new(), "8 is still missing");
-        order.arrive(8, entry(8));
+        arrive(&mut order, 8, &mut out);
         drain(&mut order, &mut out);
         assert_eq!(out, [8, 9]);
     }
@@ -233,12 +247,12 @@ mod tests {
                     // A read returns every committed key after the position.
                     if let Some(from) = order.read_from() {
                         for k in from + 1..=start + count {
-                            order.arrive(k, entry(k));
+                            arrive(&mut order, k, &mut out);
                         }
                         order.read_done(0);
                     }
                 } else if key >= 1 && key <= start + count {
-                    order.arrive(key, entry(key));
+                    arrive(&mut order, key, &mut out);
                 }
                 if !started && key % 3 == 0 {
                     order.start(start);
@@ -250,7 +264,7 @@ mod tests {
             }
             order.start(start);
             for k in 1..=start + count {
-                order.arrive(k, entry(k));
+                arrive(&mut order, k, &mut out);
             }
             drain(&mut order, &mut out);
             prop_assert_eq!(out, (start + 1..=start + count).collect::<Vec<_>>());

@@ -547,7 +547,9 @@ impl Node {
     /// or from a read. Entries are applied in key order, each once, whatever order they come in.
     pub fn log_entry(&mut self, now: u64, key: u64, values: &[Value]) {
         if self.log_is_followed() {
-            self.log.arrive(key, values.to_vec());
+            if let Some(values) = self.log.arrive(key, values.to_vec()) {
+                self.apply_values(now, &values);
+            }
             self.follow_log(now);
         }
         self.after(now);

@@ -160,14 +160,15 @@ pub(super) struct Coordination {
     queue_microtask: Option<Function>,
 }
 
-/// The types of the events of a log channel (`js/log_channel.js`) other than messages.
-const ENTRY: &str = "entry";
-const START: &str = "start";
-const READ: &str = "read";
-const CARRIED: &str = "carried";
-const POKE: &str = "poke";
-/// A post failed, or the log's database went away: messages were lost.
-const GAP: &str = "gap";
+/// The events of a log channel (`js/log_channel.js`) are told apart by the first letter of their type,
+/// which differs from a BroadcastChannel message's (`message`): `entry`, `start`, `read`, `carried`,
+/// `poke`, and `gap` (a post failed, or the log's database went away: messages were lost).
+const ENTRY: u8 = b'e';
+const START: u8 = b's';
+const READ: u8 = b'r';
+const CARRIED: u8 = b'c';
+const POKE: u8 = b'p';
+const GAP: u8 = b'g';
 
 /// How many microtask hops the outbox waits before it is sent: enough for a release and the request a
 /// loop makes right after it (a few promise reactions apart) to go as one message.
@@ -260,7 +261,7 @@ impl Coordination {
                 .unwrap_or(0.0) as u64
         };
         let values = || decode_values(&event.unchecked_ref::<MessageEvent>().data());
-        match kind.as_str() {
+        match kind.as_bytes().first().copied().unwrap_or(0) {
             ENTRY => {
                 if let Some(values) = values() {
                     let key = key();

@@ -40,8 +40,8 @@ impl Engine {
     /// origin's one lock manager. `deputy(channel, ownChannel, message)` hands a message to this page's
     /// deputy (`js/deputy.js`; `deputy()` ends it); `undefined` where the page has none.
     /// `openChannel(name, header)` opens this context's object on the log the contexts coordinate
-    /// over where the engine's BroadcastChannel does not give one order (`js/log_channel.js`; its
-    /// `wake` says what wakes the context); `undefined`: BroadcastChannel.
+    /// over where the engine's BroadcastChannel does not give one order (`js/log_channel.js`), and
+    /// `wake` (its `WAKE_*`) says what wakes the context; `undefined`: BroadcastChannel.
     #[wasm_bindgen(constructor)]
     pub fn new(
         client_id: String,
@@ -49,8 +49,9 @@ impl Engine {
         scope: Option<String>,
         deputy: Option<Function>,
         open_channel: Option<Function>,
+        wake: Option<u32>,
     ) -> Engine {
-        let backend = match origin_backend(&client_id, &sink, scope, deputy, open_channel) {
+        let backend = match origin_backend(&client_id, &sink, scope, deputy, open_channel, wake) {
             Some(backend) => backend,
             None => {
                 web_sys::console::warn_1(
@@ -184,20 +185,13 @@ fn origin_backend(
     scope: Option<String>,
     deputy: Option<Function>,
     open_channel: Option<Function>,
+    wake: Option<u32>,
 ) -> Option<Backend> {
-    // `openChannel.wake` (js/log_channel.js): what tells this context that others appended to the log.
-    let transport = match &open_channel {
-        None => Transport::Broadcast,
-        Some(open) => Transport::Log(
-            match js_sys::Reflect::get(open, &"wake".into())
-                .ok()
-                .and_then(|w| w.as_f64())
-            {
-                Some(1.0) => Wake::Carrier,
-                Some(2.0) => Wake::Pokes,
-                _ => Wake::Polls,
-            },
-        ),
+    let transport = match (&open_channel, wake) {
+        (None, _) => Transport::Broadcast,
+        (Some(_), Some(1)) => Transport::Log(Wake::Carrier),
+        (Some(_), Some(2)) => Transport::Log(Wake::Pokes),
+        (Some(_), _) => Transport::Log(Wake::Polls),
     };
     let config = Config {
         transport,
@@ -215,6 +209,7 @@ fn origin_backend(
     _: Option<String>,
     _: Option<Function>,
     _: Option<Function>,
+    _: Option<u32>,
 ) -> Option<Backend> {
     None
 }
