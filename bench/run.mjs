@@ -1,8 +1,9 @@
 // `npm run bench`: build the release package, then measure native navigator.locks, the weblocks polyfill
 // and the weblocks ponyfill side by side in headless Chromium (and Firefox with --firefox), print a
 // markdown table and write the figures to bench-results/ as JSON. See docs/BENCH.md.
+// (and WebKit with --webkit).
 //
-//   node bench/run.mjs [--smoke] [--no-build] [--firefox | --browsers=chromium,firefox]
+//   node bench/run.mjs [--smoke] [--no-build] [--firefox | --webkit | --browsers=chromium,firefox,webkit]
 //                      [--only=1,3,pingpong-two] [--repeat=N] [--out=FILE]
 //   node bench/run.mjs --from=bench-results/FILE.json      (print the table of a saved run again)
 import fs from 'node:fs';
@@ -23,6 +24,7 @@ function option(name) {
 const smoke = option('smoke') === true;
 let browsers = option('browsers')?.split(',') ?? ['chromium'];
 if (option('firefox') === true) browsers = ['chromium', 'firefox'];
+if (option('webkit') === true) browsers = ['chromium', 'webkit'];
 const only = option('only')?.split(',') ?? [];
 const repeat = option('repeat') !== undefined ? Number(option('repeat')) : undefined;
 

@@ -14,6 +14,7 @@ import { BenchTimeout, closeKeptTabs, withTimeout } from './tabs.mjs';
 export const drivers = {
   chromium: () => import('./chromium.mjs'),
   firefox: () => import('./firefox.mjs'),
+  webkit: () => import('./webkit.mjs'),
 };
 
 export function allScenarios(sizes) {

@@ -105,6 +105,17 @@ export async function launch() {
     const newTab = async (url) => {
       const { handle } = await inWindow(anchor, 'POST', '/window/new', { type: 'window' });
       const script = (source) => inWindow(handle, 'POST', '/execute/sync', { script: source, args: [] });
+      /** Navigates, and waits until the page has loaded (its module scripts have run). */
+      const navigate = async (to) => {
+        await inWindow(handle, 'POST', '/url', { url: to });
+        for (let i = 0; i < 500; i++) {
+          const state = await script('return location.href !== "about:blank" && document.readyState;').catch(() => null);
+          if (state === 'complete') return;
+          await sleep(10);
+        }
+        throw new Error(`${to} did not load`);
+      };
+      let navigation = Promise.resolve();
       const tab = {
         closed: false,
         crashed: false,
@@ -130,15 +141,12 @@ export async function launch() {
             await sleep(wait);
           }
         },
-        /** Navigates, and waits until the page has loaded (its module scripts have run). */
-        async goto(to) {
-          await inWindow(handle, 'POST', '/url', { url: to });
-          for (let i = 0; i < 500; i++) {
-            const state = await script('return location.href !== "about:blank" && document.readyState;').catch(() => null);
-            if (state === 'complete') return;
-            await sleep(10);
-          }
-          throw new Error(`${to} did not load`);
+        /** Starts a navigation without waiting for it (as the Chromium and Firefox drivers' `goto`). */
+        goto(to) {
+          navigation = navigate(to).catch(() => {});
+        },
+        armCrash() {
+          throw new Error('WebKit: a window cannot be crashed from outside');
         },
         /** The errors the page recorded (`window.pageErrors`), added to `errors`. */
         async collectErrors() {
@@ -149,11 +157,12 @@ export async function launch() {
         async close() {
           if (tab.closed) return;
           tab.closed = true;
+          await Promise.race([navigation, sleep(5000)]);
           await inWindow(handle, 'DELETE', '/window');
           current = null;
         },
       };
-      await tab.goto(url);
+      await navigate(url);
       return tab;
     };
     return {
