@@ -9,7 +9,10 @@
 // Only where the global is a Window or a dedicated worker (whose nested workers end with it; shared and
 // service workers cannot start workers), and only once the context first takes part in the protocol.
 // Where blob workers are forbidden (a CSP without `blob:` in worker-src) or there is no BroadcastChannel,
-// there is no deputy, and the others wait 650 ms as before.
+// there is no deputy, and the others wait 650 ms as before. Nor in an engine where the test command does
+// not show that a worker's channel posts while its page's main thread is busy (WebKit's waits for the
+// page's main thread: a deputy there would only make the others evict the page sooner).
+import { testedEngine } from './log_channel.js';
 
 // The deputy opens the origin's channel to post and closes it a second after its last post: an
 // object kept open would receive every message of the origin, waking this worker's thread for each, on
@@ -50,8 +53,8 @@ export function makeDeputy(globalObject = globalThis) {
   const { Worker, Blob, URL, document, DedicatedWorkerGlobalScope } = globalObject;
   const dedicatedWorker = typeof DedicatedWorkerGlobalScope === 'function' && globalObject instanceof DedicatedWorkerGlobalScope;
   if ((typeof document !== 'object' && !dedicatedWorker) || typeof Worker !== 'function' || typeof Blob !== 'function') return undefined;
-  // The deputy speaks on BroadcastChannel; without it (js/log_channel.js carries the protocol) there is none.
-  if (typeof globalObject.BroadcastChannel !== 'function') return undefined;
+  // The deputy speaks on BroadcastChannel, and only where a busy page does not hold its posts back.
+  if (typeof globalObject.BroadcastChannel !== 'function' || !testedEngine(globalObject)) return undefined;
   let worker = null;
   let failed = false;
   return (originName, ownName, message) => {

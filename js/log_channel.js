@@ -39,15 +39,17 @@ export const WAKE_POKES = 2;
 export const WAKE_POLLS = 3;
 
 /**
- * Whether this engine's BroadcastChannel delivers every message of an origin in one order to every
- * context, the sender's own second channel object included (assumption A1 of docs/PROTOCOL.md). The test
- * command checks it in Chromium and Firefox (tests/e2e/total_order*.test.mjs) and in Node.js; WebKit does
- * not give it. The engine is told by what its JavaScript engine has and the others lack, the same in
- * every context of one browser whatever a page does to its user agent string: V8's `Intl.v8BreakIterator`
- * (Blink, Node.js; not Deno, whose channel nobody checks here), SpiderMonkey's `stack` accessor on
- * `Error.prototype` (Gecko; not Servo). Anything else takes the log, which needs no such assumption.
+ * Whether this is Blink or Gecko, the engines in which the test command checks what the protocol relies on
+ * beyond the specifications: that BroadcastChannel delivers every message of an origin in one order to
+ * every context, the sender's own second channel object included (assumption A1 of docs/PROTOCOL.md,
+ * tests/e2e/total_order*.test.mjs; WebKit and Node.js do not give it), and that a worker's channel posts
+ * while its page's main thread is busy (the deputy, js/deputy.js; WebKit's waits for the page). The engine
+ * is told by what its JavaScript engine has and the others lack, the same in every context of one browser
+ * whatever a page does to its user agent string: V8's `Intl.v8BreakIterator` (Blink; Node.js has none,
+ * and Deno is left out) and SpiderMonkey's `stack` accessor on `Error.prototype` (Gecko; Servo is left
+ * out). Anything else takes the IndexedDB log, which needs no such assumption, and has no deputy.
  */
-export function givesOneOrder(globalObject = globalThis) {
+export function testedEngine(globalObject = globalThis) {
   const { Intl, Error, Deno, navigator } = globalObject;
   const v8 = typeof Intl === 'object' && Intl !== null && typeof Intl.v8BreakIterator === 'function';
   const stack = Object.getOwnPropertyDescriptor(Error.prototype, 'stack');
@@ -55,6 +57,9 @@ export function givesOneOrder(globalObject = globalThis) {
   const servo = typeof navigator === 'object' && navigator !== null && /Servo\//.test(navigator.userAgent);
   return (v8 && Deno === undefined) || (spiderMonkey && !servo);
 }
+
+/** Whether this engine's BroadcastChannel gives the origin's messages one order (see `testedEngine`). */
+export const givesOneOrder = testedEngine;
 
 /**
  * The Engine's `openChannel(name, header)` where the context coordinates over the log: the engine's

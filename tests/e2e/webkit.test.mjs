@@ -177,6 +177,26 @@ for (const { label, query, broadcastChannel } of TRANSPORTS) {
     assert.ok(Math.max(...times) < 400, `every close announced, none left to eviction: ${times.map(Math.round)}`);
   });
 
+  // WebKit's worker channels wait for their page's main thread, so a page has no deputy there (js/deputy.js):
+  // a holder whose main thread is blocked while someone waits is presumed dead after 650 ms of silence.
+  test(`WebKit ${label}: no deputy; a holder window in a 2.5 s long task is presumed dead, told with an AbortError, and the waiter is granted`, async () => {
+    const name = `long-${++runs}`;
+    await withWindows(['holder', 'waiter'], query, async ([holder, waiter]) => {
+      assert.equal(await holder.evaluate(async () => (await import('/js/deputy.js')).makeDeputy() === undefined), true);
+      await call(holder, 'request', 'h', name);
+      await expectEvent(holder, 'h', 'granted');
+      await call(waiter, 'request', 'w', name);
+      await untilPending(waiter, name, 1);
+      await holder.evaluate(() => {
+        const end = Date.now() + 2500;
+        while (Date.now() < end); // the main thread runs nothing else meanwhile
+      });
+      assert.equal((await expectEvent(holder, 'h', 'rejected')).error, 'AbortError');
+      await expectEvent(waiter, 'w', 'granted');
+      await call(waiter, 'release', 'w');
+    });
+  });
+
   test(`WebKit ${label}: the classic script installs navigator.locks on plain http, and a native-style script runs unchanged in a page and a worker`, async () => {
     const url = `${plain.url}tests/e2e/fixtures/plain_http.html${broadcastChannel === 'undefined' ? '?broadcastchannel=none' : ''}`;
     const tab = await webkit.newTab(url);
