@@ -575,14 +575,12 @@ impl Node {
 
     /// Log transport: a message arrived on the log's carrier (a BroadcastChannel), or a farewell through
     /// a `storage` event where there is no carrier. A carrier frame ([`wire::decode_entry`]) is an
-    /// entry of the log. Anything else is a message that another context asks this one to append for
-    /// its sender: a closing page's farewell (its `Leave`, which its own append may not outlive) and a
-    /// deputy's `Vouch` (a deputy only speaks on the carrier) come this way, and any active member
-    /// appends them. Each is exactly what its sender would have posted: a `Leave` after which its
-    /// sender believes in no lock (it is gone, or stepped out as it entered the back/forward cache) and a
-    /// `Vouch` that only ends a silence, both of sequence number 0 (no position, no anchor); where in
-    /// the log a copy lands, and how many copies do, changes no one's safety (a second `Leave` or a
-    /// late `Vouch` is void). An older version's `Join` is answered as on the broadcast transport.
+    /// entry of the log. A `Leave` of sequence number 0 is another context's farewell (docs/PROTOCOL.md
+    /// §8), which its own append may not outlive: any active member appends it for its sender. It is
+    /// exactly what its sender would have posted, and its sender believes in no lock any more (it is
+    /// gone, or stepped out as it entered the back/forward cache); it takes no position, so where in the
+    /// log a copy lands, and how many copies do, changes nothing (a second `Leave` is void). An older
+    /// version's `Join` is answered as on the broadcast transport.
     pub fn carried(&mut self, now: u64, values: &[Value]) {
         if let Some((key, data)) = wire::decode_entry(values, self.version) {
             self.log_entry(now, key, data);
@@ -592,7 +590,7 @@ impl Node {
             match decoded {
                 Decoded::Ours(m)
                     if self.is_active_member()
-                        && matches!(m.body, Body::Leave | Body::Vouch { .. })
+                        && m.body == Body::Leave
                         && m.seq == 0
                         && m.sender.client != self.client =>
                 {

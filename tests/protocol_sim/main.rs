@@ -217,8 +217,9 @@ fn build_as(seed: u64, family: Family) -> (World, u64) {
         };
         let node = world.add_node(start, *version, lateness);
         // Most pages have a deputy (a worker that answers pings during long tasks); workers and pages
-        // whose policy forbids blob workers do not, nor any context where there is no BroadcastChannel.
-        world.nodes[node].deputy = rng.chance(0.6) && transport != Transport::Log(Wake::Pokes);
+        // whose policy forbids blob workers do not. A deputy only where the channel gives one order: in Blink and Gecko (in WebKit a worker's channel
+        // waits for its page's main thread).
+        world.nodes[node].deputy = rng.chance(0.6) && transport == Transport::Broadcast;
         // Without a carrier, some contexts are workers, and without storage every context is as one: no
         // storage event wakes them, they poll. A context that hears the origin only through its own
         // timers must have timers that run (a worker, or a page in the foreground): throttled, it

@@ -68,7 +68,7 @@ enum Payload {
     },
     /// Log transport: the carrier's copy of the log's entry of this key, from its writer.
     Entry { key: u64, writer: MemberKey },
-    /// Log transport: a message for the receiver to append for its sender (a farewell, a deputy's).
+    /// Log transport: a message for the receiver to append for its sender (a farewell).
     Relay(Rc<Vec<Value>>),
 }
 
@@ -482,13 +482,7 @@ impl World {
                 if matches!(self.nodes[i].status, Status::Running | Status::Stalled) {
                     self.note(|| format!("ctx{i}'s deputy posts"));
                     self.bump("deputy posts");
-                    // Over the log, a deputy speaks on the carrier: the others append what it says.
-                    let payload = if self.over_log() {
-                        Payload::Relay(msg)
-                    } else {
-                        Payload::Message { msg, idx: None }
-                    };
-                    self.channel_post(i, payload);
+                    self.channel_post(i, Payload::Message { msg, idx: None });
                 }
             }
             Ev::EndStall => {
