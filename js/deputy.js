@@ -20,7 +20,7 @@
 function deputyMain() {
   let originName = null, origin = null, own = null, closer = 0;
   const closeOrigin = () => {
-    origin?.close();
+    if (origin !== null) origin.close();
     origin = null;
   };
   const post = (message) => {
@@ -31,7 +31,7 @@ function deputyMain() {
   };
   self.onmessage = ({ data: [name, ownName, message] }) => {
     if (own === null || own.name !== ownName) {
-      own?.close();
+      if (own !== null) own.close();
       own = new BroadcastChannel(ownName);
       own.onmessage = (event) => post(event.data);
     }
@@ -57,7 +57,7 @@ export function makeDeputy(globalObject = globalThis) {
   return (originName, ownName, message) => {
     if (failed) return;
     if (originName === undefined) {
-      worker?.terminate();
+      if (worker !== null) worker.terminate();
       failed = true;
       return;
     }
@@ -68,7 +68,7 @@ export function makeDeputy(globalObject = globalThis) {
           failed = true;
           worker.terminate();
         };
-      } catch {
+      } catch (e) {
         failed = true; // blob workers forbidden here: no deputy
         return;
       }

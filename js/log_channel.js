@@ -26,8 +26,8 @@
 
 const DATABASE = 'weblocks-log:';
 const POKE = 'weblocks:poke:';
-const KEEP_MS = 5 * 60_000;
-const MARK_MS = 1_000;
+const KEEP_MS = 5 * 60000;
+const MARK_MS = 1000;
 const POLL_MS = 40;
 
 /**
@@ -68,13 +68,13 @@ function openLog(globalObject, name, forget) {
   try {
     storage = globalObject.localStorage;
     storage.getItem(pokeKey);
-  } catch {
+  } catch (e) {
     storage = null;
   }
   const onStorage = (event) => {
     if (event.key === null || event.key === pokeKey) read();
   };
-  if (storage !== null) globalObject.addEventListener?.('storage', onStorage);
+  if (storage !== null) if (globalObject.addEventListener != null) globalObject.addEventListener('storage', onStorage);
   open();
 
   function open() {
@@ -111,7 +111,7 @@ function openLog(globalObject, name, forget) {
     failed = true;
     position = 0;
     console.warn(
-      `weblocks: IndexedDB is not usable here (${error?.name ?? error}), and this global has no BroadcastChannel; locks are coordinated within this context only.`,
+      `weblocks: IndexedDB is not usable here (${error != null && error.name != null ? error.name : error}), and this global has no BroadcastChannel; locks are coordinated within this context only.`,
     );
     for (const operation of waiting.splice(0)) operation();
   }
@@ -133,13 +133,13 @@ function openLog(globalObject, name, forget) {
     }
     const transaction = db.transaction('log');
     const request = transaction.objectStore('log').openKeyCursor(null, 'prev');
-    transaction.commit?.();
+    if (transaction.commit != null) transaction.commit();
     request.onsuccess = () => {
       const last = request.result === null ? 0 : request.result.key;
       if (position === undefined) position = last;
       reader.started_(last);
     };
-    request.onerror = () => reader.started_(position ?? 0);
+    request.onerror = () => reader.started_(position != null ? position : 0);
   }
 
   function append(sender, data) {
@@ -163,9 +163,9 @@ function openLog(globalObject, name, forget) {
           read();
         };
         transaction.onabort = lost;
-        transaction.commit?.();
-      } catch {
-        transaction?.abort?.();
+        if (transaction.commit != null) transaction.commit();
+      } catch (e) {
+        if (transaction != null && transaction.abort != null) transaction.abort();
         lost();
       }
     });
@@ -196,8 +196,8 @@ function openLog(globalObject, name, forget) {
   /** Tells the other documents of the origin that the log has a new entry. */
   function poke(key) {
     try {
-      storage?.setItem(pokeKey, `${key} ${Math.random()}`);
-    } catch {
+      if (storage != null) storage.setItem(pokeKey, `${key} ${Math.random()}`);
+    } catch (e) {
       // Storage full or gone: the others still poll while busy.
     }
   }
@@ -213,7 +213,7 @@ function openLog(globalObject, name, forget) {
     let transaction;
     try {
       transaction = db.transaction(['log', 'meta']);
-    } catch {
+    } catch (e) {
       reading = false;
       return;
     }
@@ -224,10 +224,11 @@ function openLog(globalObject, name, forget) {
     // Ends the transaction as soon as its reads are done, not once this thread has run their callbacks:
     // a context whose main thread is in a long task would otherwise hold back every append of the
     // origin (a read/write transaction waits for the read ones made before it).
-    transaction.commit?.();
+    if (transaction.commit != null) transaction.commit();
     transaction.oncomplete = () => {
       reading = false;
-      const trimmed = floor.result?.key ?? 0;
+      const found = floor.result;
+      const trimmed = found != null && found.key != null ? found.key : 0;
       if (trimmed > position) {
         lost();
         position = trimmed;
@@ -286,8 +287,10 @@ function openLog(globalObject, name, forget) {
         closed = true;
         readers.delete(reader);
         if (readers.size > 0) return;
-        globalObject.removeEventListener?.('storage', onStorage);
-        whenOpen(() => db?.close());
+        if (globalObject.removeEventListener != null) globalObject.removeEventListener('storage', onStorage);
+        whenOpen(() => {
+          if (db != null) db.close();
+        });
         forget();
       },
       /** The edge's "this context is busy": read the log every POLL_MS until `unref()`. */
@@ -317,7 +320,7 @@ function openLog(globalObject, name, forget) {
       emit_(event) {
         if (closed) return;
         try {
-          self.onmessage?.(event);
+          if (self.onmessage != null) self.onmessage(event);
         } catch (error) {
           setTimeout(() => {
             throw error;

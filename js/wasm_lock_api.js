@@ -20,9 +20,8 @@ export function createWasmLockApi(wasmSource = defaultWasmSource) {
     await init(wasmSource === undefined ? undefined : { module_or_path: wasmSource });
     return new Engine(clientId, sink, undefined, makeDeputy(), makeLogChannelFactory());
   });
-  return {
-    ...api,
+  return Object.assign({}, api, {
     /** Install as `navigator.locks`, `LockManager`, `Lock` where `navigator.locks` is missing. */
     install: (globalObject = globalThis) => installLockApi(api, globalObject),
-  };
+  });
 }

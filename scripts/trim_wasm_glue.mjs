@@ -134,7 +134,7 @@ const EDITS = [
   {
     what: 'instanceof checks',
     from: /\{\n( +)let result;\n +try \{\n +result = (arg0 instanceof \w+);\n +\} catch \(_\) \{\n +result = false;\n +\}\n +const ret = result;\n +return ret;\n/g,
-    to: '{\n$1try {\n$1    return $2;\n$1} catch {\n$1    return false;\n$1}\n',
+    to: '{\n$1try {\n$1    return $2;\n$1} catch (_) {\n$1    return false;\n$1}\n',
     count: 'any',
   },
   {
