@@ -86,19 +86,9 @@ export default new Promise((resolve) => resolve(lzmaDecode(packed, ${bytes.lengt
 `;
 }
 
-// The features of the release wasm (Rust's wasm32 target; `wasm-opt --print-features` on cargo's output),
-// which pkg/'s wasm no longer names (its target features section is stripped). Only these: with more
-// (`-all`), wasm-opt may write encodings browsers cannot read yet.
-const WASM_FEATURES = [
-  'mutable-globals',
-  'nontrapping-float-to-int',
-  'bulk-memory',
-  'bulk-memory-opt',
-  'sign-ext',
-  'reference-types',
-  'multivalue',
-  'call-indirect-overlong',
-];
+// The feature set of the release wasm: WebAssembly MVP (scripts/build.mjs builds and checks it), so that
+// wasm-opt writes nothing an engine of the support floor cannot read.
+const WASM_FEATURES = ['--mvp-features'];
 
 /**
  * `wasm` without the code that only its dropped exports reached (LZMA 30,902 -> 30,716 B at fbda228: Engine's
@@ -114,9 +104,8 @@ function withoutUnreachableCode(wasm) {
     const input = path.join(dir, 'in.wasm');
     const output = path.join(dir, 'out.wasm');
     writeFileSync(input, wasm);
-    const features = WASM_FEATURES.map((feature) => `--enable-${feature}`);
     const passes = ['--remove-unused-module-elements', '--shrink-level=2', '--optimize-level=2', '--generate-stack-ir', '--optimize-stack-ir'];
-    const result = spawnSync(wasmOpt, [...features, ...passes, '--strip-producers', '--strip-target-features', input, '-o', output]);
+    const result = spawnSync(wasmOpt, [...WASM_FEATURES, ...passes, '--strip-producers', '--strip-target-features', input, '-o', output]);
     if (result.error || result.status !== 0) {
       throw new Error(`wasm-opt failed (run \`npm install\`): ${result.error?.message ?? result.stderr.toString()}`);
     }

@@ -23,12 +23,18 @@ if [ ${#missing_pkgs[@]} -gt 0 ]; then
   apt-get install -y -q --no-install-recommends "${missing_pkgs[@]}" fonts-dejavu-core
 fi
 
+# The toolchain rust-toolchain.toml pins (rustup would install it on first use; here it is explicit).
+RUST_TOOLCHAIN=$(sed -n 's/^channel = "\(.*\)"/\1/p' rust-toolchain.toml)
+if ! rustup run "$RUST_TOOLCHAIN" rustc --version >/dev/null 2>&1; then
+  say "rustup toolchain install $RUST_TOOLCHAIN"
+  rustup toolchain install "$RUST_TOOLCHAIN" --profile minimal
+fi
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   say "rustup target add wasm32-unknown-unknown"
   rustup target add wasm32-unknown-unknown
 fi
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
-# rust-src: the release wasm rebuilds std for size (scripts/build.mjs); without it the build falls back to a larger one.
+# rust-src: the release wasm rebuilds std for WebAssembly MVP and for size (scripts/build.mjs); the build fails without it.
 rustup component list --installed 2>/dev/null | grep -q '^rust-src' || rustup component add rust-src
 
 if ! wasm-pack --version 2>/dev/null | grep -qx "wasm-pack $WASM_PACK_VERSION"; then
