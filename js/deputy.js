@@ -11,6 +11,8 @@
 // Where blob workers are forbidden (a CSP without `blob:` in worker-src) or there is no BroadcastChannel,
 // there is no deputy, and the others wait 650 ms as before.
 
+import { theGlobal } from './lock_api.js';
+
 // The deputy opens the origin's channel to post and closes it a second after its last post: an
 // object kept open would receive every message of the origin, waking this worker's thread for each, on
 // every lock handoff of every tab; one closed at once can drop a message posted before its connection
@@ -46,7 +48,7 @@ const SOURCE = `(${deputyMain})()`;
  * The `deputy(originChannel, ownChannel, message)` function the Engine calls (`deputy()` ends the
  * deputy), or `undefined` where this global cannot have one.
  */
-export function makeDeputy(globalObject = globalThis) {
+export function makeDeputy(globalObject = theGlobal) {
   const { Worker, Blob, URL, document, DedicatedWorkerGlobalScope } = globalObject;
   const dedicatedWorker = typeof DedicatedWorkerGlobalScope === 'function' && globalObject instanceof DedicatedWorkerGlobalScope;
   if ((typeof document !== 'object' && !dedicatedWorker) || typeof Worker !== 'function' || typeof Blob !== 'function') return undefined;

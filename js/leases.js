@@ -15,6 +15,7 @@
 // anything else it throws becomes a LockError with code 'StorageError'. The default store keeps leases in
 // IndexedDB (lease_idb_store.js): one readwrite transaction per operation, decided by the Rust core.
 import { openIndexedDbLeaseStore } from './lease_idb_store.js';
+import { theGlobal } from './lock_api.js';
 
 /** The ttl of `tryLock` without `ttlMs`: 5 minutes, as in the seed's implementation. */
 export const DEFAULT_TTL_MS = 5 * 60 * 1000;
@@ -131,9 +132,9 @@ export function createLeases(store) {
         if (stopped) return;
         stopped = true;
         clearInterval(timer);
-        if (typeof globalThis.removeEventListener === 'function') globalThis.removeEventListener('pagehide', stop);
+        if (typeof theGlobal.removeEventListener === 'function') theGlobal.removeEventListener('pagehide', stop);
       };
-      if (typeof globalThis.addEventListener === 'function') globalThis.addEventListener('pagehide', stop);
+      if (typeof theGlobal.addEventListener === 'function') theGlobal.addEventListener('pagehide', stop);
       return stop;
     },
   };

@@ -23,11 +23,16 @@ const CALLED = 4; // the callback ran; waiting for its promise to settle
 const FINISHED = 5; // nothing more to do (aborted before the grant, released, or released unused)
 
 // Node's own paths are taken only where `process` says Node: the task port's (one listener per message,
-// ports that must not keep the process alive), and the fallbacks for what Node 16 lacks (DOMException, a
-// global crypto), which every browser that runs this code (es2022: Chrome 91, Firefox 90, Safari 15) and
-// its workers have. The classic build, which runs only in browsers and workers, defines `process` as
-// undefined (scripts/build.mjs), so there they fold away.
+// ports that must not keep the process alive). The classic build, which runs only in browsers and workers,
+// defines `process` as undefined (scripts/build.mjs), so there they fold away.
 const IN_NODE = typeof process === 'object' && process !== null && typeof process.versions === 'object' && process.versions !== null && typeof process.versions.node === 'string';
+
+/**
+ * The global object, read without `globalThis` (Chrome 71, Firefox 65, Safari 12.1): the support floor
+ * is older. `self` is the global of a window and of every kind of worker; `global` that of Node before 12.
+ */
+export const theGlobal =
+  typeof globalThis === 'object' ? globalThis : typeof self === 'object' ? self : typeof window === 'object' ? window : global;
 
 // Intrinsics captured at load, so scripts that later patch `Promise` or `EventTarget` cannot derail us.
 const NativePromise = Promise;
@@ -36,17 +41,30 @@ const promiseReject = Promise.reject.bind(Promise);
 const promiseThen = Promise.prototype.then;
 const getOwnDescriptor = Object.getOwnPropertyDescriptor;
 const defineProperty = Object.defineProperty;
-const NativeDOMException = IN_NODE ? globalThis.DOMException : DOMException;
-// AbortSignal and EventTarget: in every runtime of the ES2022 baseline (Node 16.4 too).
-// `reason` is younger (Chrome 98, Safari 15.4, Node 17.2).
-const signalPrototype = AbortSignal.prototype;
-const signalAborted = getOwnDescriptor(signalPrototype, 'aborted').get;
-const signalReasonDescriptor = getOwnDescriptor(signalPrototype, 'reason');
+const NativeDOMException = theGlobal.DOMException;
+// AbortSignal (Chrome 66, Firefox 57, Safari 11.1) may be missing in the engines of the support floor:
+// there no value is an AbortSignal, so a `signal` member fails its conversion with a TypeError, like any
+// other value that is not a signal, and nothing else reads it. Its event methods are EventTarget's,
+// read through its prototype. `reason` is younger (Chrome 98, Safari 15.4, Node 17.2).
+const signalPrototype = typeof AbortSignal === 'function' ? AbortSignal.prototype : null;
+const signalAbortedDescriptor = signalPrototype !== null ? getOwnDescriptor(signalPrototype, 'aborted') : undefined;
+const signalAborted = signalAbortedDescriptor !== undefined ? signalAbortedDescriptor.get : undefined;
+const signalReasonDescriptor = signalPrototype !== null ? getOwnDescriptor(signalPrototype, 'reason') : undefined;
 const signalReason = signalReasonDescriptor !== undefined ? signalReasonDescriptor.get : undefined;
-const { addEventListener, removeEventListener } = EventTarget.prototype;
+const { addEventListener, removeEventListener } = signalPrototype !== null ? signalPrototype : {};
 
-function domException(message, name) {
-  if (!IN_NODE || NativeDOMException !== undefined) return new NativeDOMException(message, name);
+/**
+ * A DOMException `name`; where DOMException is missing or cannot be constructed (Node before 17, old
+ * engines), an Error of that `name`, so that code testing `error.name` works everywhere.
+ */
+export function domException(message, name) {
+  if (typeof NativeDOMException === 'function') {
+    try {
+      return new NativeDOMException(message, name);
+    } catch (e) {
+      // Not constructible: below.
+    }
+  }
   const e = new Error(message);
   e.name = name;
   return e;
@@ -59,6 +77,7 @@ function illegalInvocation() {
 /** True if `value` is a real AbortSignal (a brand check through the native getter, not `instanceof`; on
  *  anything else, primitives included, the getter throws). */
 function isAbortSignal(value) {
+  if (signalAborted === undefined) return false;
   try {
     signalAborted.call(value);
     return true;
@@ -633,7 +652,7 @@ export function createLockApi(makeEngine) {
  * Install `api` (from `createLockApi`) as `navigator.locks` and the global `LockManager` and `Lock`,
  * only where `navigator.locks` is missing. Returns true if it installed.
  */
-export function installLockApi(api, globalObject = globalThis) {
+export function installLockApi(api, globalObject = theGlobal) {
   const navigator = globalObject.navigator;
   if (navigator === undefined || navigator === null || navigator.locks) return false;
   const { locks } = api;
@@ -657,11 +676,14 @@ export function installLockApi(api, globalObject = globalThis) {
   return true;
 }
 
-/** A random UUID v4 string. Uses `crypto.getRandomValues`, which (unlike `randomUUID`) plain http has. */
+/**
+ * A random UUID v4 string. Uses `crypto.getRandomValues`, which (unlike `randomUUID`) plain http has; where
+ * there is no global crypto (Node before 17), Math.random: a client id only needs to be unique.
+ */
 export function newClientId() {
   const bytes = new Uint8Array(16);
-  const crypto = globalThis.crypto;
-  if (!IN_NODE || (crypto !== undefined && typeof crypto.getRandomValues === 'function')) {
+  const crypto = theGlobal.crypto;
+  if (crypto != null && typeof crypto.getRandomValues === 'function') {
     crypto.getRandomValues(bytes);
   } else {
     for (let i = 0; i < 16; i++) bytes[i] = (Math.random() * 256) | 0;

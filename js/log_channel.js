@@ -24,6 +24,8 @@
 // size, issue 4); for the same reason the readers' internal properties are named `word_` (the classic
 // build renames such properties to one letter: scripts/build.mjs, `mangleProps`).
 
+import { domException, theGlobal } from './lock_api.js';
+
 const DATABASE = 'weblocks-log:';
 const POKE = 'weblocks:poke:';
 const KEEP_MS = 5 * 60000;
@@ -34,7 +36,7 @@ const POLL_MS = 40;
  * `openChannel(name)` for the Engine where the global has no BroadcastChannel but has IndexedDB;
  * `undefined` otherwise.
  */
-export function makeLogChannelFactory(globalObject = globalThis) {
+export function makeLogChannelFactory(globalObject = theGlobal) {
   const { indexedDB } = globalObject;
   if (typeof globalObject.BroadcastChannel === 'function' || typeof indexedDB !== 'object' || indexedDB === null) {
     return undefined;
@@ -278,7 +280,7 @@ function openLog(globalObject, name, forget) {
     const self = {
       onmessage: null,
       postMessage(data) {
-        if (closed) throw new DOMException('The channel is closed.', 'InvalidStateError');
+        if (closed) throw domException('The channel is closed.', 'InvalidStateError');
         append(reader, data);
       },
       close() {

@@ -5,7 +5,7 @@ use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "coordination")]
 use crate::protocol::{Config, Node};
-use crate::scheduler::{Decision, LockManager, LockMode, LockRequest, RequestError, Snapshot};
+use crate::scheduler::{Decision, LockManager, LockMode, LockRequest, Snapshot};
 use crate::snapshot_transfer::encode_snapshot;
 
 #[cfg(feature = "coordination")]
@@ -40,7 +40,8 @@ impl Engine {
     /// origin's one lock manager. `deputy(channel, ownChannel, message)` hands a message to this page's
     /// deputy (`js/deputy.js`; `deputy()` ends it); `undefined` where the page has none.
     /// `openChannel(name)` makes the channels the contexts coordinate over where the global has no
-    /// BroadcastChannel (`js/log_channel.js`); `undefined`: BroadcastChannel.
+    /// BroadcastChannel (`js/log_channel.js`); `undefined`: BroadcastChannel. `global` is the global
+    /// object of the context the engine serves: its timers, storage, page lifecycle events and channels.
     #[wasm_bindgen(constructor)]
     pub fn new(
         client_id: String,
@@ -48,8 +49,9 @@ impl Engine {
         scope: Option<String>,
         deputy: Option<Function>,
         open_channel: Option<Function>,
+        global: JsValue,
     ) -> Engine {
-        let backend = match origin_backend(&client_id, &sink, scope, deputy, open_channel) {
+        let backend = match origin_backend(&client_id, &sink, scope, deputy, open_channel, global) {
             Some(backend) => backend,
             None => {
                 web_sys::console::warn_1(
@@ -79,7 +81,9 @@ impl Engine {
         !matches!(self.backend, Backend::Alone(_))
     }
 
-    /// Request a lock (spec 4.1 step 3).
+    /// Request a lock (spec 4.1 step 3). `id` is new: JS allocates ids from a counter and never reuses
+    /// one (docs/ARCHITECTURE.md), so the manager's refusal of a duplicate id cannot happen (it would
+    /// decide nothing).
     pub fn request(
         &mut self,
         id: f64,
@@ -87,7 +91,7 @@ impl Engine {
         exclusive: bool,
         if_available: bool,
         steal: bool,
-    ) -> Result<(), JsError> {
+    ) {
         let mode = if exclusive {
             LockMode::Exclusive
         } else {
@@ -105,15 +109,11 @@ impl Engine {
                     name: name.into(),
                     mode,
                 };
-                let decisions = manager.request_lock(request, if_available, steal).map_err(
-                    |RequestError::DuplicateId(_)| {
-                        JsError::new("weblocks: this request id is already in use")
-                    },
-                )?;
-                deliver(&self.sink, &decisions);
+                if let Ok(decisions) = manager.request_lock(request, if_available, steal) {
+                    deliver(&self.sink, &decisions);
+                }
             }
         }
-        Ok(())
     }
 
     /// Release lock `id` (spec 4.2).
@@ -183,13 +183,15 @@ fn origin_backend(
     scope: Option<String>,
     deputy: Option<Function>,
     open_channel: Option<Function>,
+    global: JsValue,
 ) -> Option<Backend> {
     let config = Config {
         query_reads_back: open_channel.is_some(),
         ..Config::default()
     };
     let node = Node::new(client_id, config);
-    Coordination::start(node, sink.clone(), scope, deputy, open_channel).map(Backend::Origin)
+    Coordination::start(node, sink.clone(), scope, deputy, open_channel, global)
+        .map(Backend::Origin)
 }
 
 /// Built without the protocol (only to measure its bytes): every context is alone.
@@ -200,6 +202,7 @@ fn origin_backend(
     _: Option<String>,
     _: Option<Function>,
     _: Option<Function>,
+    _: JsValue,
 ) -> Option<Backend> {
     None
 }
