@@ -15,6 +15,7 @@ import { postMvpNeeds, withoutTargetFeatures } from './wasm_mvp.mjs';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const bundleOnly = process.argv.includes('--bundle-only');
 const classicOut = path.join(root, 'dist', 'weblocks.polyfill.js');
+const legacyOut = path.join(root, 'dist', 'weblocks.legacy.js');
 
 function fail(message) {
   console.error(`build: ${message}`);
@@ -144,29 +145,52 @@ function buildWasm() {
   bindgenAndOptimize(cargoBuildWasm({ env }), path.join(root, 'pkg'), { env });
 }
 
+/** The esbuild options the classic script and the legacy build share: one IIFE, global `weblocks`. */
+const CLASSIC_OPTIONS = {
+  entryPoints: [path.join(root, 'js', 'classic.js')],
+  bundle: true,
+  format: 'iife',
+  globalName: 'weblocks',
+  platform: 'neutral',
+  minify: true,
+  legalComments: 'none',
+  mangleProps: /^[a-z][a-zA-Z0-9]*_$/, // properties named `word_` are internal (js/lock_api.js): one letter here
+  // The glue's default wasm URL (import.meta.url) is never used here: classic.js passes the bytes. For
+  // the same reason its fetch/Response paths are dead (-0.24 KB gzipped): `Response` and `Request` read
+  // as undefined in this build only, so the glue's `typeof Response === 'function'` tests fold away (no
+  // code of the classic script may use either).
+  // `process` reads as undefined too: js/lock_api.js's Node-only paths (IN_NODE) fold away; a page's
+  // own `process` shim is not Node either.
+  define: { 'import.meta.url': 'undefined', Response: 'undefined', Request: 'undefined', process: 'undefined' },
+  logLevel: 'warning',
+};
+
+/**
+ * dist/weblocks.legacy.js: the classic script for engines without WebAssembly (or where a page's CSP
+ * forbids compiling it), from the same sources: the wasm compiled to JavaScript by wasm2js
+ * (scripts/embed_wasm_plugin.mjs) and run by js/legacy_webassembly.js, at ES2015 (async functions become
+ * generators).
+ */
+async function bundleLegacy() {
+  await esbuild.build({
+    ...CLASSIC_OPTIONS,
+    outfile: legacyOut,
+    target: 'es2015',
+    inject: [path.join(root, 'js', 'legacy_webassembly.js')],
+    plugins: [embedCompressedWasm({ legacy: true })],
+  });
+  const text = fs.readFileSync(legacyOut, 'utf8');
+  if (text.includes('import.meta')) fail('the legacy build still mentions import.meta');
+}
+
 async function bundleClassic() {
   await esbuild.build({
-    entryPoints: [path.join(root, 'js', 'classic.js')],
+    ...CLASSIC_OPTIONS,
     outfile: classicOut,
-    bundle: true,
-    format: 'iife',
-    globalName: 'weblocks',
-    platform: 'neutral',
     target: 'es2017', // the support floor: every shipped JS file is ES2017 (tests/e2e/shipped_files.test.mjs)
-    minify: true,
-    legalComments: 'none',
     // The wasm embedded LZMA-compressed (scripts/embed_wasm_plugin.mjs); the global made by shorter code
     // than esbuild's (scripts/iife_exports_plugin.mjs).
     plugins: [embedCompressedWasm(), iifeExports()],
-    mangleProps: /^[a-z][a-zA-Z0-9]*_$/, // properties named `word_` are internal (js/lock_api.js): one letter here
-    // The glue's default wasm URL (import.meta.url) is never used here: classic.js passes the bytes. For
-    // the same reason its fetch/Response paths are dead (-0.24 KB gzipped): `Response` and `Request` read
-    // as undefined in this build only, so the glue's `typeof Response === 'function'` tests fold away (no
-    // code of the classic script may use either).
-    // `process` reads as undefined too: js/lock_api.js's Node-only paths (IN_NODE) fold away; a page's
-    // own `process` shim is not Node either.
-    define: { 'import.meta.url': 'undefined', Response: 'undefined', Request: 'undefined', process: 'undefined' },
-    logLevel: 'warning',
   });
   const text = fs.readFileSync(classicOut, 'utf8');
   if (text.includes('import.meta')) fail('the classic build still mentions import.meta');
@@ -206,5 +230,8 @@ if (isMain) {
   if (!bundleOnly) buildWasm();
   if (!fs.existsSync(path.join(root, 'pkg', 'weblocks_bg.wasm'))) fail('pkg/weblocks_bg.wasm is missing: run the full build');
   await bundleClassic();
-  for (const file of ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'dist/weblocks.polyfill.js']) console.log(`build: ${sizes(file)}`);
+  await bundleLegacy();
+  for (const file of ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'dist/weblocks.polyfill.js', 'dist/weblocks.legacy.js']) {
+    console.log(`build: ${sizes(file)}`);
+  }
 }

@@ -285,8 +285,22 @@ function checkLeaseOperationsFreed() {
   }
 }
 
-/** `glue` with the edits above; throws if one of them does not match as expected. */
-export function trimGlue(glue) {
+// The legacy build's memory is wasm2js's: growing it copies the memory into a new ArrayBuffer and leaves
+// the old one as it was (not detached, as a WebAssembly.Memory's is), so a cached view of the memory is
+// stale when its buffer is not the memory's current one.
+const LEGACY_EDITS = [
+  {
+    what: 'cached views of the memory, checked against its current buffer',
+    from: /^( +if \((cached\w+Memory0) === null \|\| )\2\.byteLength === 0\) \{$/gm,
+    to: '$1$2.buffer !== wasm.memory.buffer) {',
+  },
+];
+
+/**
+ * `glue` with the edits above (and with `legacy`, those of the legacy build); throws if one of them does
+ * not match as expected.
+ */
+export function trimGlue(glue, { legacy = false } = {}) {
   let out = glue;
   checkEngineMembersUnused();
   checkLeaseOperationsFreed();
@@ -297,7 +311,7 @@ export function trimGlue(glue) {
     trimmed = trimmed.replace(new RegExp(`^    ${member}\\(\\) \\{\n[^]*?\n    \\}\n`, 'm'), '');
   }
   out = out.replace(engine[0], () => trimmed);
-  for (const { what, from, to, count } of EDITS) {
+  for (const { what, from, to, count } of legacy ? [...EDITS, ...LEGACY_EDITS] : EDITS) {
     const found = from.global ? [...out.matchAll(from)].length : from.test(out) ? 1 : 0;
     if (count === undefined ? found === 0 : count !== 'any' && found !== count) {
       throw new Error(`trim_wasm_glue: ${what}: the glue has ${found} matches, expected ${count}`);

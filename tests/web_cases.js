@@ -30,7 +30,7 @@ function newApi(env, makeEngine = env.makeEngine) {
 /** JSON string syntax with every code unit outside printable ASCII escaped, lone surrogates included. */
 function quote(s) {
   return `"${s.replace(/[^\x20-\x7e]|["\\]/g, (c) =>
-    c === '"' || c === '\\' ? `\\${c}` : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+    c === '"' || c === '\\' ? `\\${c}` : `\\u${(c.charCodeAt(0) + 0x10000).toString(16).slice(1)}`,
   )}"`;
 }
 

@@ -1,5 +1,6 @@
 // Static checks of every file the package ships (the list `npm pack --dry-run` gives, from the current
-// build: run `npm run build` first): each JS file parses as ES2017, the support floor of the main build
+// build: run `npm run build` first): each JS file parses as ES2017, the support floor of the main build, and
+// the legacy build as ES2015, its own
 // (acorn, with `ecmaVersion: 2017`, which rejects every later syntax: `?.`, `??`, class fields, object
 // spread, `\p{…}` and the other regular expression features of ES2018, optional catch bindings...), and
 // each wasm, the package's and the one the classic script embeds, is WebAssembly MVP
@@ -42,7 +43,8 @@ const files = shippedFiles();
 const read = (file) => fs.readFileSync(path.join(repoRoot, file), 'utf8');
 
 test('the package ships the ESM entry, the glue, the wasm and the classic script', () => {
-  for (const file of ['js/index.js', 'js/lock_api.js', 'pkg/weblocks.js', 'pkg/weblocks_bg.wasm', 'dist/weblocks.polyfill.js']) {
+  const expected = ['js/index.js', 'js/lock_api.js', 'pkg/weblocks.js', 'pkg/weblocks_bg.wasm', 'dist/weblocks.polyfill.js', 'dist/weblocks.legacy.js'];
+  for (const file of expected) {
     assert.ok(files.includes(file), `${file} is not in the package (files: ${files.join(', ')})`);
   }
 });
@@ -54,11 +56,17 @@ test('every shipped JS file parses as ES2017', () => {
   assert.deepEqual(errors, []);
 });
 
+test('the legacy build parses as ES2015', () => {
+  assert.equal(syntaxError(read('dist/weblocks.legacy.js'), 2015), null);
+});
+
 test('the check rejects syntax newer than ES2017', () => {
   for (const sample of ['a?.b;', 'a ?? b;', 'class A { #x = 1; }', 'x = { ...y };', '/\\p{L}/u;', 'try {} catch {}', 'x = 1_000;']) {
     assert.notEqual(syntaxError(sample, 2017), null, sample);
     assert.equal(syntaxError(sample, 2022), null, sample);
   }
+  assert.notEqual(syntaxError('async function f() {}', 2015), null);
+  assert.notEqual(syntaxError('x = 2 ** 3;', 2015), null);
 });
 
 /**

@@ -2,7 +2,9 @@
 // only, as Node 6 (V8 5.1) parses them. `node harness.cjs config.json`, where the config names
 //   build: the weblocks script under test (the classic script, or the legacy build),
 //   cases: tests/web_cases.js bundled as a script that defines the global `weblocksCases`,
-//   names: the cases to run, in order; caseTimeoutMs: how long one may take.
+//   names: the cases to run, in order; caseTimeoutMs: how long one may take;
+//   hideWebAssembly: whether the context has no WebAssembly (`--no-expose-wasm` hides it from Node 10 on,
+//     not in Node 8.17: it is also deleted from the context).
 // Each case runs in a fresh vm context shaped like a dedicated worker of the engine's era: `self`,
 // `navigator` (a WorkerNavigator without `locks`), timers, `console`, `atob`, `crypto.getRandomValues`,
 // TextEncoder and TextDecoder (Chrome 38), and the engine's own builtins (WebAssembly where it has it,
@@ -68,6 +70,7 @@ function makeContext(warnings) {
   // The navigator's prototype is of the context's realm: the polyfill defines `locks` there.
   vm.runInContext(
     'delete this.globalThis; var self = this;' +
+      (config.hideWebAssembly ? 'delete this.WebAssembly;' : '') +
       'function WorkerNavigator() {} WorkerNavigator.prototype.userAgent = "old engine";' +
       'var navigator = new WorkerNavigator();',
     context
@@ -111,7 +114,7 @@ print({
   engine: {
     node: process.version,
     v8: process.versions.v8,
-    webAssembly: typeof WebAssembly,
+    webAssembly: vm.runInContext('typeof WebAssembly', makeContext([])),
   },
 });
 

@@ -79,7 +79,8 @@ function runHarness(engine, build, nodeFlags) {
   const binary = path.join(oldNodeDir, engine.node, 'node');
   assert.ok(fs.existsSync(binary), `${binary} is missing: run scripts/setup.sh`);
   const config = path.join(work, `${engine.node}-${path.basename(build)}.json`);
-  fs.writeFileSync(config, JSON.stringify({ build, cases: casesScript, names: toRun, caseTimeoutMs: CASE_TIMEOUT_MS }));
+  const hideWebAssembly = nodeFlags.includes('--no-expose-wasm');
+  fs.writeFileSync(config, JSON.stringify({ build, cases: casesScript, names: toRun, caseTimeoutMs: CASE_TIMEOUT_MS, hideWebAssembly }));
   const result = spawnSync(binary, [...nodeFlags, path.join(here, 'harness.cjs'), config], {
     encoding: 'utf8',
     timeout: (toRun.length * CASE_TIMEOUT_MS) + 60_000,
@@ -105,6 +106,7 @@ function testBuild(engine, build, nodeFlags, label) {
     assert.equal(status, 0, `the harness exited with ${status}: ${stderr}`);
     assert.equal(lines[0].engine.node, `v${engine.node}`);
     assert.ok(lines[0].engine.v8.startsWith(engine.v8), lines[0].engine.v8);
+    // What the cases' contexts have.
     assert.equal(lines[0].engine.webAssembly, nodeFlags.includes('--no-expose-wasm') || !engine.wasm ? 'undefined' : 'object');
   });
   for (const name of toRun) {
@@ -119,4 +121,5 @@ function testBuild(engine, build, nodeFlags, label) {
 
 for (const engine of engines) {
   if (engine.wasm) testBuild(engine, 'dist/weblocks.polyfill.js', [], 'classic script (WebAssembly)');
+  testBuild(engine, 'dist/weblocks.legacy.js', ['--no-expose-wasm'], 'legacy build, no WebAssembly');
 }
