@@ -4,10 +4,11 @@
 // In this order (no module has effects another depends on), the bundle's modules gzip best (-25 B).
 import { LockError as NewLockError, createLeases as newCreateLeases, createWasmLeases } from './leases.js';
 import { createWasmLockApi } from './wasm_lock_api.js';
+import { theGlobal } from './lock_api.js';
 import wasmBytes from '../pkg/weblocks_bg.wasm';
 
 // Loaded a second time in the same context, it reuses the first instance: one lock manager per context.
-const previous = globalThis.weblocks;
+const previous = theGlobal.weblocks;
 const isWeblocks = (api) => typeof api === 'object' && api !== null && typeof api.LockManager === 'function' && api.locks instanceof api.LockManager;
 const api = isWeblocks(previous) ? previous : createWasmLockApi(wasmBytes);
 api.install();

@@ -14,6 +14,8 @@
 // page's main thread: a deputy there would only make the others evict the page sooner).
 import { testedEngine } from './log_channel.js';
 
+import { theGlobal } from './lock_api.js';
+
 // The deputy opens the origin's channel to post and closes it a second after its last post: an
 // object kept open would receive every message of the origin, waking this worker's thread for each, on
 // every lock handoff of every tab; one closed at once can drop a message posted before its connection
@@ -23,7 +25,7 @@ import { testedEngine } from './log_channel.js';
 function deputyMain() {
   let originName = null, origin = null, own = null, closer = 0;
   const closeOrigin = () => {
-    origin?.close();
+    if (origin !== null) origin.close();
     origin = null;
   };
   const post = (message) => {
@@ -34,7 +36,7 @@ function deputyMain() {
   };
   self.onmessage = ({ data: [name, ownName, message] }) => {
     if (own === null || own.name !== ownName) {
-      own?.close();
+      if (own !== null) own.close();
       own = new BroadcastChannel(ownName);
       own.onmessage = (event) => post(event.data);
     }
@@ -49,7 +51,7 @@ const SOURCE = `(${deputyMain})()`;
  * The `deputy(originChannel, ownChannel, message)` function the Engine calls (`deputy()` ends the
  * deputy), or `undefined` where this global cannot have one.
  */
-export function makeDeputy(globalObject = globalThis) {
+export function makeDeputy(globalObject = theGlobal) {
   const { Worker, Blob, URL, document, DedicatedWorkerGlobalScope } = globalObject;
   const dedicatedWorker = typeof DedicatedWorkerGlobalScope === 'function' && globalObject instanceof DedicatedWorkerGlobalScope;
   if ((typeof document !== 'object' && !dedicatedWorker) || typeof Worker !== 'function' || typeof Blob !== 'function') return undefined;
@@ -60,7 +62,7 @@ export function makeDeputy(globalObject = globalThis) {
   return (originName, ownName, message) => {
     if (failed) return;
     if (originName === undefined) {
-      worker?.terminate();
+      if (worker !== null) worker.terminate();
       failed = true;
       return;
     }
@@ -71,7 +73,7 @@ export function makeDeputy(globalObject = globalThis) {
           failed = true;
           worker.terminate();
         };
-      } catch {
+      } catch (e) {
         failed = true; // blob workers forbidden here: no deputy
         return;
       }

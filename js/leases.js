@@ -15,6 +15,7 @@
 // anything else it throws becomes a LockError with code 'StorageError'. The default store keeps leases in
 // IndexedDB (lease_idb_store.js): one readwrite transaction per operation, decided by the Rust core.
 import { openIndexedDbLeaseStore } from './lease_idb_store.js';
+import { theGlobal } from './lock_api.js';
 
 /** The ttl of `tryLock` without `ttlMs`: 5 minutes, as in the seed's implementation. */
 export const DEFAULT_TTL_MS = 5 * 60 * 1000;
@@ -42,12 +43,18 @@ export class LockError extends Error {
   }
 }
 
+/** `e.message`, or `e` itself where it has none (or is null or undefined). */
+function messageOf(e) {
+  const message = e == null ? undefined : e.message;
+  return message == null ? e : message;
+}
+
 function toLockError(e) {
   if (e instanceof LockError) return e;
-  if (e?.name === 'LockError' && LOCK_ERROR_CODES.includes(e.code)) {
+  if (e != null && e.name === 'LockError' && LOCK_ERROR_CODES.includes(e.code)) {
     return new LockError(e.code, e.message, { expiresAt: e.expiresAt });
   }
-  return new LockError('StorageError', `lease storage failed: ${e?.message ?? e}`, { cause: e });
+  return new LockError('StorageError', `lease storage failed: ${messageOf(e)}`, { cause: e });
 }
 
 /**
@@ -57,12 +64,14 @@ function toLockError(e) {
 export function createLeases(store) {
   let opened;
   const getStore = () => {
-    opened ??= Promise.resolve()
-      .then(() => (typeof store === 'function' ? store() : store))
-      .catch((e) => {
-        opened = undefined;
-        throw e;
-      });
+    if (opened === undefined) {
+      opened = Promise.resolve()
+        .then(() => (typeof store === 'function' ? store() : store))
+        .catch((e) => {
+          opened = undefined;
+          throw e;
+        });
+    }
     return opened;
   };
   const call = async (method, ...args) => {
@@ -106,12 +115,12 @@ export function createLeases(store) {
         extending = true;
         const now = Date.now();
         try {
-          await leases.extendLockExpiration(lockId, incMs ?? Math.max(now - extendedAt, 1));
+          await leases.extendLockExpiration(lockId, incMs != null ? incMs : Math.max(now - extendedAt, 1));
           extendedAt = now;
         } catch (e) {
           if (!stopped) {
             stop();
-            onLost?.(e);
+            if (onLost != null) onLost(e);
           }
         } finally {
           extending = false;
@@ -123,9 +132,9 @@ export function createLeases(store) {
         if (stopped) return;
         stopped = true;
         clearInterval(timer);
-        globalThis.removeEventListener?.('pagehide', stop);
+        if (typeof theGlobal.removeEventListener === 'function') theGlobal.removeEventListener('pagehide', stop);
       };
-      globalThis.addEventListener?.('pagehide', stop);
+      if (typeof theGlobal.addEventListener === 'function') theGlobal.addEventListener('pagehide', stop);
       return stop;
     },
   };

@@ -23,32 +23,48 @@ const CALLED = 4; // the callback ran; waiting for its promise to settle
 const FINISHED = 5; // nothing more to do (aborted before the grant, released, or released unused)
 
 // Node's own paths are taken only where `process` says Node: the task port's (one listener per message,
-// ports that must not keep the process alive), and the fallbacks for what Node 16 lacks (DOMException, a
-// global crypto), which every browser that runs this code (es2022: Chrome 91, Firefox 90, Safari 15) and
-// its workers have. The classic build, which runs only in browsers and workers, defines `process` as
-// undefined (scripts/build.mjs), so there they fold away.
-const IN_NODE = typeof process === 'object' && process !== null && typeof process.versions?.node === 'string';
+// ports that must not keep the process alive). The classic build, which runs only in browsers and workers,
+// defines `process` as undefined (scripts/build.mjs), so there they fold away.
+const IN_NODE = typeof process === 'object' && process !== null && typeof process.versions === 'object' && process.versions !== null && typeof process.versions.node === 'string';
+
+/**
+ * The global object, read without `globalThis` (Chrome 71, Firefox 65, Safari 12.1): the support floor
+ * is older. `self` is the global of a window and of every kind of worker; `global` that of Node before 12.
+ */
+export const theGlobal =
+  typeof globalThis === 'object' ? globalThis : typeof self === 'object' ? self : typeof window === 'object' ? window : global;
 
 // Intrinsics captured at load, so scripts that later patch `Promise` or `EventTarget` cannot derail us.
 const NativePromise = Promise;
 const promiseResolve = Promise.resolve.bind(Promise);
 const promiseReject = Promise.reject.bind(Promise);
 const promiseThen = Promise.prototype.then;
-// Brand checks read `#field in toObject(this)`: a primitive, null or undefined `this` becomes an object
-// without the field (`in` itself would throw on a primitive).
-const toObject = Object;
 const getOwnDescriptor = Object.getOwnPropertyDescriptor;
 const defineProperty = Object.defineProperty;
-const NativeDOMException = IN_NODE ? globalThis.DOMException : DOMException;
-// AbortSignal and EventTarget: in every runtime that can parse this module (`#x in obj`: Node 16.4 too).
-// `reason` is younger (Chrome 98, Safari 15.4, Node 17.2).
-const signalPrototype = AbortSignal.prototype;
-const signalAborted = getOwnDescriptor(signalPrototype, 'aborted').get;
-const signalReason = getOwnDescriptor(signalPrototype, 'reason')?.get;
-const { addEventListener, removeEventListener } = EventTarget.prototype;
+const NativeDOMException = theGlobal.DOMException;
+// AbortSignal (Chrome 66, Firefox 57, Safari 11.1) may be missing in the engines of the support floor:
+// there no value is an AbortSignal, so a `signal` member fails its conversion with a TypeError, like any
+// other value that is not a signal, and nothing else reads it. Its event methods are EventTarget's,
+// read through its prototype. `reason` is younger (Chrome 98, Safari 15.4, Node 17.2).
+const signalPrototype = typeof AbortSignal === 'function' ? AbortSignal.prototype : null;
+const signalAbortedDescriptor = signalPrototype !== null ? getOwnDescriptor(signalPrototype, 'aborted') : undefined;
+const signalAborted = signalAbortedDescriptor !== undefined ? signalAbortedDescriptor.get : undefined;
+const signalReasonDescriptor = signalPrototype !== null ? getOwnDescriptor(signalPrototype, 'reason') : undefined;
+const signalReason = signalReasonDescriptor !== undefined ? signalReasonDescriptor.get : undefined;
+const { addEventListener, removeEventListener } = signalPrototype !== null ? signalPrototype : {};
 
-function domException(message, name) {
-  if (!IN_NODE || NativeDOMException !== undefined) return new NativeDOMException(message, name);
+/**
+ * A DOMException `name`; where DOMException is missing or cannot be constructed (Node before 17, old
+ * engines), an Error of that `name`, so that code testing `error.name` works everywhere.
+ */
+export function domException(message, name) {
+  if (typeof NativeDOMException === 'function') {
+    try {
+      return new NativeDOMException(message, name);
+    } catch (e) {
+      // Not constructible: below.
+    }
+  }
   const e = new Error(message);
   e.name = name;
   return e;
@@ -61,17 +77,18 @@ function illegalInvocation() {
 /** True if `value` is a real AbortSignal (a brand check through the native getter, not `instanceof`; on
  *  anything else, primitives included, the getter throws). */
 function isAbortSignal(value) {
+  if (signalAborted === undefined) return false;
   try {
     signalAborted.call(value);
     return true;
-  } catch {
+  } catch (e) {
     return false;
   }
 }
 
 /** The signal's abort reason; `AbortError` where the platform predates `reason`. */
 function abortReason(signal) {
-  const reason = signalReason?.call(signal);
+  const reason = signalReason !== undefined ? signalReason.call(signal) : undefined;
   return reason !== undefined ? reason : domException('The operation was aborted.', 'AbortError');
 }
 
@@ -79,8 +96,10 @@ function abortReason(signal) {
 // to the engine escaped ('%' and each lone surrogate as '%xxxx') behind a leading '-', a prefix that
 // request() never lets through (step 5), so escaped names cannot collide with real ones.
 const isWellFormed = String.prototype.isWellFormed;
-const LONE_SURROGATE = /\p{Cs}/u; // in a /u pattern, only unpaired surrogates are code points of class Cs
-const ESCAPED_IN_ENGINE_NAME = /%|\p{Cs}/gu;
+// In a /u pattern the string is read as code points: a surrogate pair is one code point above U+FFFF, so the
+// surrogate range matches only unpaired surrogates.
+const LONE_SURROGATE = /[\ud800-\udfff]/u;
+const ESCAPED_IN_ENGINE_NAME = /%|[\ud800-\udfff]/gu;
 const ESCAPE_SEQUENCE = /%([0-9a-f]{4})/g;
 
 function escapeCodeUnit(c) {
@@ -177,7 +196,7 @@ function runQueuedTask() {
 function endOfMessage() {
   messagePending = false;
   if (taskQueue.length > 0) postTaskMessage();
-  else if (IN_NODE) taskPort.unref?.(); // an idle port must not keep the process alive
+  else if (IN_NODE && taskPort.unref != null) taskPort.unref(); // an idle port must not keep the process alive
 }
 
 function postTaskMessage() {
@@ -214,8 +233,8 @@ function queueTask(record) {
       channel.port1.start();
       taskPort = channel.port2;
       if (IN_NODE) {
-        taskPort.unref?.();
-        channel.port1.unref?.();
+        if (taskPort.unref != null) taskPort.unref();
+        if (channel.port1.unref != null) channel.port1.unref();
       }
     } else {
       taskPort = {
@@ -227,7 +246,7 @@ function queueTask(record) {
       };
     }
   }
-  if (IN_NODE && taskQueue.length === 0) taskPort.ref?.();
+  if (IN_NODE && taskQueue.length === 0 && taskPort.ref != null) taskPort.ref();
   taskQueue.push(record);
   if (messagePending) return;
   if (!inEngineCall && taskQueue.length === 1) {
@@ -303,20 +322,23 @@ export function createLockApi(makeEngine) {
 
   const Lock = illegalConstructor('Lock');
 
+  // The Lock objects' internal slots, and their brand check: each Lock made here maps to the record of its
+  // request (its `name_` and `mode_`); anything else, primitives included, maps to nothing.
+  const lockRecords = new WeakMap();
+
   class LockObject {
-    #name;
-    #mode;
-    constructor(name, mode) {
-      this.#name = name;
-      this.#mode = mode;
+    constructor(record) {
+      lockRecords.set(this, record);
     }
     get name() {
-      if (!(#name in toObject(this))) throw illegalInvocation();
-      return this.#name;
+      const record = lockRecords.get(this);
+      if (record === undefined) throw illegalInvocation();
+      return record.name_;
     }
     get mode() {
-      if (!(#mode in toObject(this))) throw illegalInvocation();
-      return this.#mode;
+      const record = lockRecords.get(this);
+      if (record === undefined) throw illegalInvocation();
+      return record.mode_;
     }
   }
   defineInterface(Lock, LockObject.prototype, 'Lock');
@@ -388,7 +410,7 @@ export function createLockApi(makeEngine) {
       this.state_ = CALLED;
       let waiting;
       try {
-        waiting = promiseResolve(callback(new LockObject(this.name_, this.mode_)));
+        waiting = promiseResolve(callback(new LockObject(this)));
       } catch (e) {
         waiting = promiseReject(e);
       }
@@ -457,7 +479,7 @@ export function createLockApi(makeEngine) {
     } else if (kind === EFFECT_STOLEN) {
       record.stolen_ = true;
       requests.delete(id);
-      record.reject_(domException(LOSS_MESSAGES[payload] ?? LOSS_MESSAGES.stolen, 'AbortError'));
+      record.reject_(domException(LOSS_MESSAGES[payload] || LOSS_MESSAGES.stolen, 'AbortError'));
     }
   }
 
@@ -482,12 +504,11 @@ export function createLockApi(makeEngine) {
 
   const LockManager = illegalConstructor('LockManager');
 
+  // The brand check of both operations: this API has one LockManager object, `locks`.
   class LockManagerObject {
-    #brand = true;
-
     query() {
       try {
-        if (!(#brand in toObject(this))) {
+        if (this !== locks) {
           throw new TypeError("Failed to execute 'query' on 'LockManager': Illegal invocation");
         }
         if (loadError !== null) throw loadError;
@@ -502,7 +523,7 @@ export function createLockApi(makeEngine) {
     // WebIDL overloads: request(name, callback) and request(name, options, callback).
     request(name, options, callback) {
       try {
-        if (!(#brand in toObject(this))) throw requestTypeError('Illegal invocation');
+        if (this !== locks) throw requestTypeError('Illegal invocation');
         const argc = arguments.length;
         if (argc < 2) throw requestTypeError(`2 arguments required, but only ${argc} present.`);
         name = toDOMString(name, '');
@@ -631,11 +652,12 @@ export function createLockApi(makeEngine) {
  * Install `api` (from `createLockApi`) as `navigator.locks` and the global `LockManager` and `Lock`,
  * only where `navigator.locks` is missing. Returns true if it installed.
  */
-export function installLockApi(api, globalObject = globalThis) {
+export function installLockApi(api, globalObject = theGlobal) {
   const navigator = globalObject.navigator;
   if (navigator === undefined || navigator === null || navigator.locks) return false;
   const { locks } = api;
-  const target = Object.getPrototypeOf(navigator) ?? navigator; // Navigator.prototype or WorkerNavigator.prototype
+  const prototype = Object.getPrototypeOf(navigator);
+  const target = prototype !== null ? prototype : navigator; // Navigator.prototype or WorkerNavigator.prototype
   const accessors = {
     get locks() {
       if (this !== navigator) throw illegalInvocation();
@@ -654,11 +676,14 @@ export function installLockApi(api, globalObject = globalThis) {
   return true;
 }
 
-/** A random UUID v4 string. Uses `crypto.getRandomValues`, which (unlike `randomUUID`) plain http has. */
+/**
+ * A random UUID v4 string. Uses `crypto.getRandomValues`, which (unlike `randomUUID`) plain http has; where
+ * there is no global crypto (Node before 17), Math.random: a client id only needs to be unique.
+ */
 export function newClientId() {
   const bytes = new Uint8Array(16);
-  const crypto = globalThis.crypto;
-  if (!IN_NODE || (crypto !== undefined && typeof crypto.getRandomValues === 'function')) {
+  const crypto = theGlobal.crypto;
+  if (crypto != null && typeof crypto.getRandomValues === 'function') {
     crypto.getRandomValues(bytes);
   } else {
     for (let i = 0; i < 16; i++) bytes[i] = (Math.random() * 256) | 0;

@@ -27,6 +27,8 @@
 // Written as closures rather than classes: their variables minify to one letter (the classic script's
 // size).
 
+import { theGlobal } from './lock_api.js';
+
 const DATABASE = 'weblocks-log:';
 const POKE = 'weblocks:poke:';
 const FAREWELL = 'weblocks:farewell:';
@@ -49,7 +51,7 @@ export const WAKE_POLLS = 3;
  * and Deno is left out) and SpiderMonkey's `stack` accessor on `Error.prototype` (Gecko; Servo is left
  * out). Anything else takes the IndexedDB log, which needs no such assumption, and has no deputy.
  */
-export function testedEngine(globalObject = globalThis) {
+export function testedEngine(globalObject = theGlobal) {
   const { Intl, Error, Deno, navigator } = globalObject;
   const v8 = typeof Intl === 'object' && Intl !== null && typeof Intl.v8BreakIterator === 'function';
   const stack = Object.getOwnPropertyDescriptor(Error.prototype, 'stack');
@@ -67,7 +69,7 @@ export const givesOneOrder = testedEngine;
  * wakes the context. `undefined` where the engine's BroadcastChannel gives one order; where there is
  * neither that nor IndexedDB, a function that opens nothing (the context locks alone).
  */
-export function makeLogChannelFactory(globalObject = globalThis, oneOrder = givesOneOrder(globalObject)) {
+export function makeLogChannelFactory(globalObject = theGlobal, oneOrder = givesOneOrder(globalObject)) {
   const { indexedDB, BroadcastChannel } = globalObject;
   const carrier = typeof BroadcastChannel === 'function';
   if (carrier && oneOrder) return undefined;

@@ -5,7 +5,7 @@
 import init, { Engine } from '../pkg/weblocks.js';
 import { makeLogChannelFactory } from './log_channel.js';
 import { makeDeputy } from './deputy.js';
-import { createLockApi, installLockApi } from './lock_api.js';
+import { createLockApi, installLockApi, theGlobal } from './lock_api.js';
 
 // Where the wasm comes from when `createWasmLockApi` is given none: the glue's default (undefined) unless
 // an entry sets another first (index_node.js: the bytes read with node:fs, since Node cannot fetch file:).
@@ -19,11 +19,10 @@ export function createWasmLockApi(wasmSource = defaultWasmSource) {
   const api = createLockApi(async (clientId, sink) => {
     await init(wasmSource === undefined ? undefined : { module_or_path: wasmSource });
     const openLog = makeLogChannelFactory();
-    return new Engine(clientId, sink, undefined, makeDeputy(), openLog, openLog && openLog.wake);
+    return new Engine(clientId, sink, undefined, makeDeputy(), openLog, theGlobal, openLog && openLog.wake);
   });
-  return {
-    ...api,
+  return Object.assign({}, api, {
     /** Install as `navigator.locks`, `LockManager`, `Lock` where `navigator.locks` is missing. */
-    install: (globalObject = globalThis) => installLockApi(api, globalObject),
-  };
+    install: (globalObject = theGlobal) => installLockApi(api, globalObject),
+  });
 }

@@ -10,10 +10,12 @@ import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { embedCompressedWasm } from './embed_wasm_plugin.mjs';
 import { iifeExports } from './iife_exports_plugin.mjs';
+import { postMvpNeeds, withoutTargetFeatures } from './wasm_mvp.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const bundleOnly = process.argv.includes('--bundle-only');
 const classicOut = path.join(root, 'dist', 'weblocks.polyfill.js');
+const legacyOut = path.join(root, 'dist', 'weblocks.legacy.js');
 
 function fail(message) {
   console.error(`build: ${message}`);
@@ -27,19 +29,27 @@ function run(command, args, env, log = true) {
   if (result.status !== 0) fail(`${command} exited with status ${result.status}`);
 }
 
-// The release wasm is built for size (issue 4: the classic script under 40 KB gzipped):
+// The release wasm is WebAssembly MVP, the support floor (Chrome 57, Firefox 52, Safari 11): std and the
+// crate are compiled with `-Ctarget-cpu=mvp` (rustc 1.82+ enables reference types and multi-value for
+// wasm32 by default, 1.87+ bulk memory and non-trapping float-to-int; without them wasm-bindgen also emits
+// no externref glue), every wasm-opt run is told `--mvp-features` (else it may write sign-extension
+// instructions, which the linked module's target features section allows), and the build fails if the
+// wasm it ships needs anything newer (scripts/wasm_mvp.mjs). It is also built for size (the classic script
+// under 40 KB gzipped):
 //  - std itself is rebuilt with `-Z build-std` and its `optimize_for_size` feature, and panics abort at once
 //    (`-Cpanic=immediate-abort`: no panic message formatting, no unwinding tables), Debug formatting and
 //    panic locations are compiled out (`-Zfmt-debug=none`, `-Zlocation-detail=none`). These are unstable
 //    flags of the pinned stable toolchain, enabled for this one build with RUSTC_BOOTSTRAP=1; they change
 //    no behaviour of the library (nothing it does reads a Debug string or a panic message), only bytes.
-//    It needs the `rust-src` component (scripts/setup.sh adds it); without it the build falls back to the
-//    plain stable build, which works the same and is larger (`WEBLOCKS_PLAIN_BUILD=1` forces it).
+//    It needs the `rust-src` component (rust-toolchain.toml and scripts/setup.sh add it): std must be
+//    rebuilt for MVP, so without it (or with `WEBLOCKS_PLAIN_BUILD=1`) the plain stable build runs, whose
+//    precompiled std uses the target's default features, and the MVP check fails it loudly.
 //  - Its own --target-dir, so these flags never invalidate the caches of `cargo test` / `wasm-pack test`.
 //  - wasm-bindgen (the CLI pinned in Cargo.toml), then npm's wasm-opt -Oz (never Debian's binaryen 108).
 export const SIZE_TARGET_DIR = path.join('target', 'size');
 // `--inline-threshold=0` (opt-level z: 5): LLVM inlines less, -0.14 KB LZMA (see the wasm-opt inlining below).
 export const SIZE_RUSTFLAGS = [
+  '-Ctarget-cpu=mvp',
   '-Zunstable-options',
   '-Cpanic=immediate-abort',
   '-Zfmt-debug=none',
@@ -63,9 +73,9 @@ export function cargoBuildWasm({ env, features = null, log = true } = {}) {
     args.push('-Z', 'build-std=std,panic_abort', '-Z', 'build-std-features=optimize_for_size');
     buildEnv = { ...env, RUSTC_BOOTSTRAP: '1', RUSTFLAGS: SIZE_RUSTFLAGS.join(' ') };
   } else {
-    console.log('build: rust-src missing (or WEBLOCKS_PLAIN_BUILD set): plain stable build, larger wasm');
-    // Keep the flags of a previous size build from leaking in through the environment.
-    buildEnv = { ...env, RUSTFLAGS: '' };
+    console.log('build: rust-src missing (or WEBLOCKS_PLAIN_BUILD set): plain stable build, std not rebuilt for MVP');
+    // Only the MVP flag: those of a previous size build must not leak in through the environment.
+    buildEnv = { ...env, RUSTFLAGS: '-Ctarget-cpu=mvp' };
   }
   run('cargo', args, buildEnv, log);
   return path.join(root, SIZE_TARGET_DIR, 'wasm32-unknown-unknown', 'release', 'weblocks.wasm');
@@ -82,7 +92,15 @@ export function bindgenAndOptimize(wasm, outDir, { env, log = true } = {}) {
   const wasmOpt = spawnSync('wasm-opt', ['--version'], { encoding: 'utf8', env });
   if (wasmOpt.status !== 0) fail('node_modules/.bin/wasm-opt is missing or broken: run `npm install` (binaryen@132.0.0) first');
   if (log) console.log(`build: using ${wasmOpt.stdout.trim()}`);
-  run('wasm-bindgen', ['--target', 'web', '--out-dir', outDir, wasm], env, log);
+  const linked = fs.readFileSync(wasm);
+  const linkedNeeds = postMvpNeeds(linked);
+  if (linkedNeeds.length > 0) {
+    fail(`${path.relative(root, wasm)} needs more than WebAssembly MVP (is rust-src installed?):\n  ${linkedNeeds.join('\n  ')}`);
+  }
+  const input = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'weblocks-mvp-')), 'weblocks.wasm');
+  fs.writeFileSync(input, withoutTargetFeatures(linked));
+  run('wasm-bindgen', ['--target', 'web', '--out-dir', outDir, input], env, log);
+  fs.rmSync(path.dirname(input), { recursive: true, force: true });
   const bg = path.join(outDir, 'weblocks_bg.wasm');
   // --converge repeats -Oz until it gains nothing (-0.4 KB gzipped, +4 s); the producers and target
   // features sections are read by no browser. --low-memory-unused lets constant offsets fold into loads
@@ -104,6 +122,7 @@ export function bindgenAndOptimize(wasm, outDir, { env, log = true } = {}) {
   // --merge-similar-functions, --gufa, -O4, --monomorphize, --local-cse.
   const reloop = ['--flatten', '--rereloop'];
   const passes = [
+    '--mvp-features',
     ...['-Oz', ...reloop],
     ...order,
     '-Oz',
@@ -115,6 +134,10 @@ export function bindgenAndOptimize(wasm, outDir, { env, log = true } = {}) {
     ...[...reloop, '-Oz', '-Oz'],
   ];
   run('wasm-opt', [...passes, bg, '-o', bg], env, log);
+  const needs = postMvpNeeds(fs.readFileSync(bg));
+  if (needs.length > 0) {
+    fail(`${path.relative(root, bg)} needs more than WebAssembly MVP after wasm-opt:\n  ${needs.join('\n  ')}`);
+  }
 }
 
 function buildWasm() {
@@ -122,29 +145,52 @@ function buildWasm() {
   bindgenAndOptimize(cargoBuildWasm({ env }), path.join(root, 'pkg'), { env });
 }
 
+/** The esbuild options the classic script and the legacy build share: one IIFE, global `weblocks`. */
+const CLASSIC_OPTIONS = {
+  entryPoints: [path.join(root, 'js', 'classic.js')],
+  bundle: true,
+  format: 'iife',
+  globalName: 'weblocks',
+  platform: 'neutral',
+  minify: true,
+  legalComments: 'none',
+  mangleProps: /^[a-z][a-zA-Z0-9]*_$/, // properties named `word_` are internal (js/lock_api.js): one letter here
+  // The glue's default wasm URL (import.meta.url) is never used here: classic.js passes the bytes. For
+  // the same reason its fetch/Response paths are dead (-0.24 KB gzipped): `Response` and `Request` read
+  // as undefined in this build only, so the glue's `typeof Response === 'function'` tests fold away (no
+  // code of the classic script may use either).
+  // `process` reads as undefined too: js/lock_api.js's Node-only paths (IN_NODE) fold away; a page's
+  // own `process` shim is not Node either.
+  define: { 'import.meta.url': 'undefined', Response: 'undefined', Request: 'undefined', process: 'undefined' },
+  logLevel: 'warning',
+};
+
+/**
+ * dist/weblocks.legacy.js: the classic script for engines without WebAssembly (or where a page's CSP
+ * forbids compiling it), from the same sources: the wasm compiled to JavaScript by wasm2js
+ * (scripts/embed_wasm_plugin.mjs) and run by js/legacy_webassembly.js, at ES2015 (async functions become
+ * generators).
+ */
+async function bundleLegacy() {
+  await esbuild.build({
+    ...CLASSIC_OPTIONS,
+    outfile: legacyOut,
+    target: 'es2015',
+    inject: [path.join(root, 'js', 'legacy_webassembly.js')],
+    plugins: [embedCompressedWasm({ legacy: true })],
+  });
+  const text = fs.readFileSync(legacyOut, 'utf8');
+  if (text.includes('import.meta')) fail('the legacy build still mentions import.meta');
+}
+
 async function bundleClassic() {
   await esbuild.build({
-    entryPoints: [path.join(root, 'js', 'classic.js')],
+    ...CLASSIC_OPTIONS,
     outfile: classicOut,
-    bundle: true,
-    format: 'iife',
-    globalName: 'weblocks',
-    platform: 'neutral',
-    target: 'es2022', // private fields and `#x in obj` (Chrome 91, Firefox 90, Safari 15)
-    minify: true,
-    legalComments: 'none',
+    target: 'es2017', // the support floor: every shipped JS file is ES2017 (tests/e2e/shipped_files.test.mjs)
     // The wasm embedded LZMA-compressed (scripts/embed_wasm_plugin.mjs); the global made by shorter code
     // than esbuild's (scripts/iife_exports_plugin.mjs).
     plugins: [embedCompressedWasm(), iifeExports()],
-    mangleProps: /^[a-z][a-zA-Z0-9]*_$/, // properties named `word_` are internal (js/lock_api.js): one letter here
-    // The glue's default wasm URL (import.meta.url) is never used here: classic.js passes the bytes. For
-    // the same reason its fetch/Response paths are dead (-0.24 KB gzipped): `Response` and `Request` read
-    // as undefined in this build only, so the glue's `typeof Response === 'function'` tests fold away (no
-    // code of the classic script may use either).
-    // `process` reads as undefined too: js/lock_api.js's Node-only paths (IN_NODE) fold away; a page's
-    // own `process` shim is not Node either.
-    define: { 'import.meta.url': 'undefined', Response: 'undefined', Request: 'undefined', process: 'undefined' },
-    logLevel: 'warning',
   });
   const text = fs.readFileSync(classicOut, 'utf8');
   if (text.includes('import.meta')) fail('the classic build still mentions import.meta');
@@ -184,5 +230,8 @@ if (isMain) {
   if (!bundleOnly) buildWasm();
   if (!fs.existsSync(path.join(root, 'pkg', 'weblocks_bg.wasm'))) fail('pkg/weblocks_bg.wasm is missing: run the full build');
   await bundleClassic();
-  for (const file of ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'dist/weblocks.polyfill.js']) console.log(`build: ${sizes(file)}`);
+  await bundleLegacy();
+  for (const file of ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'dist/weblocks.polyfill.js', 'dist/weblocks.legacy.js']) {
+    console.log(`build: ${sizes(file)}`);
+  }
 }

@@ -86,19 +86,9 @@ export default new Promise((resolve) => resolve(lzmaDecode(packed, ${bytes.lengt
 `;
 }
 
-// The features of the release wasm (Rust's wasm32 target; `wasm-opt --print-features` on cargo's output),
-// which pkg/'s wasm no longer names (its target features section is stripped). Only these: with more
-// (`-all`), wasm-opt may write encodings browsers cannot read yet.
-const WASM_FEATURES = [
-  'mutable-globals',
-  'nontrapping-float-to-int',
-  'bulk-memory',
-  'bulk-memory-opt',
-  'sign-ext',
-  'reference-types',
-  'multivalue',
-  'call-indirect-overlong',
-];
+// The feature set of the release wasm: WebAssembly MVP (scripts/build.mjs builds and checks it), so that
+// wasm-opt writes nothing an engine of the support floor cannot read.
+const WASM_FEATURES = ['--mvp-features'];
 
 /**
  * `wasm` without the code that only its dropped exports reached (LZMA 30,902 -> 30,716 B at fbda228: Engine's
@@ -114,9 +104,8 @@ function withoutUnreachableCode(wasm) {
     const input = path.join(dir, 'in.wasm');
     const output = path.join(dir, 'out.wasm');
     writeFileSync(input, wasm);
-    const features = WASM_FEATURES.map((feature) => `--enable-${feature}`);
     const passes = ['--remove-unused-module-elements', '--shrink-level=2', '--optimize-level=2', '--generate-stack-ir', '--optimize-stack-ir'];
-    const result = spawnSync(wasmOpt, [...features, ...passes, '--strip-producers', '--strip-target-features', input, '-o', output]);
+    const result = spawnSync(wasmOpt, [...WASM_FEATURES, ...passes, '--strip-producers', '--strip-target-features', input, '-o', output]);
     if (result.error || result.status !== 0) {
       throw new Error(`wasm-opt failed (run \`npm install\`): ${result.error?.message ?? result.stderr.toString()}`);
     }
@@ -130,12 +119,42 @@ function withoutUnreachableCode(wasm) {
 }
 
 /**
+ * The legacy build's module for the wasm: `wasm` compiled to JavaScript by binaryen's wasm2js, as a module
+ * whose default export is wasm2js's `asmFunc(imports)`, which returns the exports (js/legacy_webassembly.js
+ * instantiates it). wasm2js writes an ES module that imports the wasm's import module and calls
+ * `asmFunc` itself: both ends are cut, and a module of another shape fails the build.
+ */
+function wasm2jsModule(wasm) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'weblocks-wasm2js-'));
+  try {
+    const input = path.join(dir, 'in.wasm');
+    const output = path.join(dir, 'out.js');
+    writeFileSync(input, wasm);
+    const wasm2js = path.join(root, 'node_modules', '.bin', 'wasm2js');
+    const result = spawnSync(wasm2js, ['--mvp-features', '-Oz', input, '-o', output]);
+    if (result.error || result.status !== 0) {
+      throw new Error(`wasm2js failed (run \`npm install\`): ${result.error?.message ?? result.stderr.toString()}`);
+    }
+    const text = readFileSync(output, 'utf8');
+    const opening = /^import \* as \S+ from '[^']*';\n/.exec(text);
+    const ending = text.indexOf('\nvar retasmFunc = asmFunc(');
+    if (opening === null || ending < 0 || !/\nfunction asmFunc\(imports\) \{\n/.test(text)) {
+      throw new Error('embed_wasm_plugin: wasm2js wrote a module of another shape (one import, asmFunc, retasmFunc)');
+    }
+    return `${text.slice(opening[0].length, ending)}\nexport default asmFunc;\n`;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
  * The wasm, and wasm-bindgen's glue next to it (`x.js` beside `x_bg.wasm`), with short import and export
  * names (scripts/short_wasm_names.mjs): both are loaded through this plugin, so they always agree. The glue
  * is also cut to what the classic build runs (scripts/trim_wasm_glue.mjs), and the wasm keeps only the
  * exports that glue uses (`wasm.<name>`), and the code they reach (withoutUnreachableCode).
+ * With `legacy`, the wasm is embedded compiled to JavaScript (wasm2jsModule) instead of compressed.
  */
-export function embedCompressedWasm() {
+export function embedCompressedWasm({ legacy = false } = {}) {
   // Both hooks need the wasm's names and the trimmed glue: read and made once per wasm and build.
   const loaded = new Map();
   const load = (wasmPath) => {
@@ -145,7 +164,7 @@ export function embedCompressedWasm() {
         (async () => {
           const wasm = await fs.readFile(wasmPath);
           const names = shortNames(wasm);
-          const glue = renameGlue(trimGlue(await fs.readFile(wasmPath.replace(/_bg\.wasm$/, '.js'), 'utf8')), names);
+          const glue = renameGlue(trimGlue(await fs.readFile(wasmPath.replace(/_bg\.wasm$/, '.js'), 'utf8'), { legacy }), names);
           return { wasm, names, glue };
         })(),
       );
@@ -158,7 +177,8 @@ export function embedCompressedWasm() {
       build.onLoad({ filter: /\.wasm$/ }, async (args) => {
         const { wasm, names, glue } = await load(args.path);
         const used = (name) => new RegExp(`\\bwasm\\.${names.exports.get(name)}\\b`).test(glue);
-        return { contents: decodingModule(withoutUnreachableCode(renameWasm(wasm, names, used))), loader: 'js', resolveDir: root };
+        const embedded = withoutUnreachableCode(renameWasm(wasm, names, used));
+        return { contents: legacy ? wasm2jsModule(embedded) : decodingModule(embedded), loader: 'js', resolveDir: root };
       });
       build.onLoad({ filter: /[\\/]pkg[\\/][^\\/]+\.js$/ }, async (args) => {
         const { glue } = await load(args.path.replace(/\.js$/, '_bg.wasm'));

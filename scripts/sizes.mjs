@@ -47,7 +47,7 @@ async function minifiedBundle() {
     format: 'esm',
     minify: true,
     legalComments: 'none',
-    target: 'es2022',
+    target: 'es2017',
     logLevel: 'silent',
   });
   return Buffer.from(result.outputFiles[0].contents);

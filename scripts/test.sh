@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up the machine (idempotent) and runs every test: lint, host tests, release build, browser tests in
-# Chromium and Firefox, end-to-end tests. Ends with one summary line "N passed, M failed".
+# Chromium and Firefox, the builds in old JavaScript engines, end-to-end tests. Ends with one summary line "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
@@ -27,6 +27,8 @@ step build npm run build
 export WASM_BINDGEN_TEST_TIMEOUT=120  # the runner's budget for a whole test binary (default 20 s)
 step wasm-chrome wasm-pack test --headless --chrome --mode no-install
 step wasm-firefox wasm-pack test --headless --firefox --mode no-install
+# The builds in old JavaScript engines (the V8 of Chrome 51 to 94), in worker-shaped contexts.
+step old-engines node --test --test-timeout=600000 tests/old_engines/
 # A hung browser or process fails its test after 4 minutes instead of stalling the run.
 step e2e node --test --test-concurrency=1 --test-timeout=240000 tests/e2e/
 

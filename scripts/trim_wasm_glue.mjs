@@ -1,33 +1,32 @@
 // The wasm-bindgen glue (pkg/weblocks.js) as the classic build needs it (scripts/embed_wasm_plugin.mjs),
-// for the classic script's size (issue 4). There the glue is always initialised with the embedded bytes,
-// `init({ module_or_path: promiseOfBytes })` (js/classic.js), and runs only in browsers with private
-// class fields (the build's target, es2022), so some of its paths can never run:
+// for the classic script's size. There the glue is always initialised with the embedded bytes,
+// `init({ module_or_path: promiseOfBytes })` (js/classic.js), so some of its paths can never run:
 //  - init's other inputs: a URL or string to fetch, a Response, the deprecated non-object parameter, the
 //    default URL (its Response/Request tests already fold away: build.mjs defines them as undefined); and
 //    its guard against running twice (js/wasm_lock_api.js calls it once per API, the script makes one);
 //  - passStringToWasm0's branch for a missing `realloc` (every call passes the same malloc and realloc,
 //    which it now reads itself);
-//  - the TextEncoder.encodeInto fallback (every browser with private fields has encodeInto);
 //  - `Symbol.dispose` on Engine and LeaseOperation, which no code of the script disposes with `using`,
 //    and Engine's `free` (the engine lives as long as the page; nothing frees it), and its other members
 //    that js/ never calls;
 //  - Engine's FinalizationRegistry: its wrapper can never be collected, as js/lock_api.js keeps it (`engine`)
-//    in the scope of the `sink` function that the wasm holds in its externref table for the Engine's life;
-//    with it goes the wasm's engine_free (the classic wasm keeps only the exports the glue uses:
-//    scripts/embed_wasm_plugin.mjs);
-//  - the fallback for a missing FinalizationRegistry (every such browser has it), and LeaseOperation's
-//    registry (js/lease_idb_store.js frees each operation it makes, in a `finally`), whose `free` then
-//    takes the pointer itself;
+//    in the scope of the `sink` function that the wasm holds (in the glue's heap of JS values) for the
+//    Engine's life; with it goes the wasm's engine_free (the classic wasm keeps only the exports the glue
+//    uses: scripts/embed_wasm_plugin.mjs);
+//  - LeaseOperation's registry (js/lease_idb_store.js frees each operation it makes, in a `finally`), whose
+//    `free` then takes the pointer itself;
 //  - the freeing of Engine's constructor strings when passing one throws (it passes the script's own client
-//    id, and no scope);
-//  - js_sys::global()'s lookups of `global`, `self` and `window`, made only where `globalThis` is missing.
+//    id, and no scope).
+// What the engines of the support floor (ES2017, WebAssembly MVP) may lack keeps its fallback: a missing
+// FinalizationRegistry (Chrome 84, Safari 14.1), TextEncoder.encodeInto (Chrome 74, Safari 14.1), and
+// js_sys::global()'s lookups of `self`, `window` and `global` besides `globalThis` (Chrome 71).
 // And two shapes minifiers cannot shorten are rewritten: an import that may throw,
 // `function() { return handleError(function (a, b) {...}, arguments); }`, becomes `handleError((a, b) =>
 // {...})` (and handleError returns the catching wrapper, made once instead of a closure per call); the
 // other imports, `name: function(a) {...}`, become arrows (none uses `this` or `arguments`); an
 // `instanceof` check returns from its try/catch; a (pointer, length) pair stored for the wasm is one call;
 // the pointer property of the Rust objects' wrappers is `p`, and more such names are one letter; an
-// argument copied to a constant (`const v = arg0;`) is read directly; a string (or none) returned through
+// argument copied to a constant (`const v = getObject(arg0);`) is read directly; a string (or none) returned through
 // memory is one call too, of the value itself; a boolean (or none) for the wasm is one expression, a number
 // (or none) one test and one DataView; sizes and pointers are not
 // multiplied or divided by 1; a Uint32Array copied out of memory is a copied view (no cached Uint32Array of
@@ -66,7 +65,7 @@ const EDITS = [
   },
   {
     what: 'the memory caches reset at init (null until then: init runs once, before any use)',
-    from: /^    cachedUint8ArrayMemory0 = null;\n(    wasm\.__wbindgen_start\(\);)$/m,
+    from: /^    cachedUint8ArrayMemory0 = null;\n(    (?:wasm\.__wbindgen_start\(\);|return wasm;))$/m,
     to: '$1',
   },
   {
@@ -90,11 +89,6 @@ const EDITS = [
     to: '$1)',
   },
   {
-    what: 'the encodeInto fallback',
-    from: /if \(!\('encodeInto' in cachedTextEncoder\)\) \{\n[^]*?\n\}\n/,
-    to: '',
-  },
-  {
     what: 'Symbol.dispose',
     from: /^if \(Symbol\.dispose\) \w+\.prototype\[Symbol\.dispose\] = \w+\.prototype\.free;\n/gm,
     to: '',
@@ -105,13 +99,8 @@ const EDITS = [
     to: '$1',
   },
   {
-    what: 'the FinalizationRegistry fallback',
-    from: /\(typeof FinalizationRegistry === 'undefined'\)\n {4}\? \{ register: \(\) => \{\}, unregister: \(\) => \{\} \}\n {4}: new FinalizationRegistry/g,
-    to: 'new FinalizationRegistry',
-  },
-  {
     what: "LeaseOperation's finalization (js/lease_idb_store.js frees every operation it makes, in a finally; after the edit above)",
-    from: /^ +LeaseOperationFinalization\.(?:register\(obj, obj\.\w+, obj\)|unregister\(this\));\n|^const LeaseOperationFinalization = .*\n/gm,
+    from: /^ +LeaseOperationFinalization\.(?:register\(obj, obj\.\w+, obj\)|unregister\(this\));\n|^const LeaseOperationFinalization = [^;]*;\n/gm,
     to: '',
     count: 3,
   },
@@ -127,14 +116,14 @@ const EDITS = [
   },
   {
     what: "Engine's finalization (its wrapper is never garbage: js/lock_api.js keeps it in the scope of the sink the wasm holds)",
-    from: /^ +EngineFinalization\.register\(this, this\.\w+, this\);\n|^const EngineFinalization = .*\n/gm,
+    from: /^ +EngineFinalization\.register\(this, this\.\w+, this\);\n|^const EngineFinalization = [^;]*;\n/gm,
     to: '',
     count: 2,
   },
   {
     what: 'instanceof checks',
-    from: /\{\n( +)let result;\n +try \{\n +result = (arg0 instanceof \w+);\n +\} catch \(_\) \{\n +result = false;\n +\}\n +const ret = result;\n +return ret;\n/g,
-    to: '{\n$1try {\n$1    return $2;\n$1} catch {\n$1    return false;\n$1}\n',
+    from: /\{\n( +)let result;\n +try \{\n +result = (getObject\(arg0\) instanceof \w+);\n +\} catch \(_\) \{\n +result = false;\n +\}\n +const ret = result;\n +return ret;\n/g,
+    to: '{\n$1try {\n$1    return $2;\n$1} catch (_) {\n$1    return false;\n$1}\n',
     count: 'any',
   },
   {
@@ -198,18 +187,6 @@ function getStringFromWasm0(`,
     to: '',
   },
   {
-    what: "js_sys::global()'s fallbacks after globalThis",
-    from: /^( {8}__wbg_static_accessor_(?:GLOBAL|SELF|WINDOW)_[0-9a-f]+): function\(\) \{\n +const ret = typeof \w+ === 'undefined' \? undefined : \w+;\n +return isLikeNone\(ret\) \? 0 : addToExternrefTable0\(ret\);\n +\},$/gm,
-    to: '$1: () => 0,',
-    count: 'any',
-  },
-  {
-    what: "js_sys::global()'s globalThis, always there",
-    from: /^( {8}__wbg_static_accessor_GLOBAL_THIS_[0-9a-f]+): function\(\) \{\n +const ret = typeof globalThis === 'undefined' \? undefined : globalThis;\n +return isLikeNone\(ret\) \? 0 : addToExternrefTable0\(ret\);\n +\},$/m,
-    to: '$1: () => addToExternrefTable0(globalThis),',
-    count: 'any',
-  },
-  {
     what: "the property holding a Rust object's pointer, `__wbg_ptr` (no other code reads it): `p`",
     from: /\.__wbg_ptr\b/g,
     to: '.p',
@@ -249,20 +226,21 @@ function getStringFromWasm0(`,
   },
   {
     what: 'an argument copied to a constant before its one use',
-    from: /^ +const (v|val|obj) = (arg\d);\n( +const ret = )(.*)$/gm,
-    to: (_, name, arg, start, rest) => start + rest.replace(new RegExp(`\\b${name}\\b`, 'g'), arg),
+    from: /^ +const (v|val|obj) = (arg\d|getObject\(arg\d\));\n( +const ret = )(.*)$/gm,
+    to: (_, name, arg, start, rest) => start + rest.replace(new RegExp(`\\b${name}\\b`, 'g'), () => arg),
     count: 'any',
   },
   {
     what: 'a string or none returned through memory: read where it is passed',
-    from: /^( +)const ret = (arg1\.\w+|typeof\(arg1\) === 'string' \? arg1 : undefined);\n +storeString\(arg0, ret\);$/gm,
-    to: '$1storeString(arg0, $2);',
+    from: /^( +)const ret = (getObject\(arg1\)\.\w+);\n +storeString\(arg0, ret\);$|^( +)const ret = typeof\(getObject\(arg1\)\) === 'string' \? getObject\(arg1\) : undefined;\n +storeString\(arg0, ret\);$/gm,
+    to: (_, indent, read, indent2) =>
+      read !== undefined ? `${indent}storeString(arg0, ${read});` : `${indent2}const x = getObject(arg1);\n${indent2}storeString(arg0, typeof x === 'string' ? x : undefined);`,
     count: 'any',
   },
   {
     what: 'a number or none for the wasm: one DataView, one test',
-    from: /^( +)const ret = typeof\(arg1\) === 'number' \? arg1 : undefined;\n +getDataViewMemory0\(\)\.setFloat64\(\(arg0 >>> 0\) \+ 8, isLikeNone\(ret\) \? 0 : ret, true\);\n +getDataViewMemory0\(\)\.setInt32\(\(arg0 >>> 0\) \+ 4 \* 0, !isLikeNone\(ret\), true\);$/m,
-    to: "$1const isNumber = typeof arg1 === 'number';\n$1const view = getDataViewMemory0();\n$1view.setFloat64((arg0 >>> 0) + 8, isNumber ? arg1 : 0, true);\n$1view.setInt32(arg0 >>> 0, isNumber, true);",
+    from: /^( +)const ret = typeof\(getObject\(arg1\)\) === 'number' \? getObject\(arg1\) : undefined;\n +getDataViewMemory0\(\)\.setFloat64\(\(arg0 >>> 0\) \+ 8, isLikeNone\(ret\) \? 0 : ret, true\);\n +getDataViewMemory0\(\)\.setInt32\(\(arg0 >>> 0\) \+ 4 \* 0, !isLikeNone\(ret\), true\);$/m,
+    to: "$1const x = getObject(arg1);\n$1const isNumber = typeof x === 'number';\n$1const view = getDataViewMemory0();\n$1view.setFloat64((arg0 >>> 0) + 8, isNumber ? x : 0, true);\n$1view.setInt32(arg0 >>> 0, isNumber, true);",
     count: 'any',
   },
   {
@@ -272,8 +250,8 @@ function getStringFromWasm0(`,
   },
   {
     what: 'a boolean or none for the wasm (after the edit above)',
-    from: /^( +)const ret = typeof\(arg0\) === 'boolean' \? arg0 : undefined;\n +return isLikeNone\(ret\) \? 0xFFFFFF : ret \? 1 : 0;$/m,
-    to: "$1return typeof arg0 === 'boolean' ? +arg0 : 0xFFFFFF;",
+    from: /^( +)const ret = typeof\(getObject\(arg0\)\) === 'boolean' \? getObject\(arg0\) : undefined;\n +return isLikeNone\(ret\) \? 0xFFFFFF : ret \? 1 : 0;$/m,
+    to: "$1const x = getObject(arg0);\n$1return typeof x === 'boolean' ? +x : 0xFFFFFF;",
     count: 'any',
       },
   {
@@ -307,8 +285,22 @@ function checkLeaseOperationsFreed() {
   }
 }
 
-/** `glue` with the edits above; throws if one of them does not match as expected. */
-export function trimGlue(glue) {
+// The legacy build's memory is wasm2js's: growing it copies the memory into a new ArrayBuffer and leaves
+// the old one as it was (not detached, as a WebAssembly.Memory's is), so a cached view of the memory is
+// stale when its buffer is not the memory's current one.
+const LEGACY_EDITS = [
+  {
+    what: 'cached views of the memory, checked against its current buffer',
+    from: /^( +if \((cached\w+Memory0) === null \|\| )\2\.byteLength === 0\) \{$/gm,
+    to: '$1$2.buffer !== wasm.memory.buffer) {',
+  },
+];
+
+/**
+ * `glue` with the edits above (and with `legacy`, those of the legacy build); throws if one of them does
+ * not match as expected.
+ */
+export function trimGlue(glue, { legacy = false } = {}) {
   let out = glue;
   checkEngineMembersUnused();
   checkLeaseOperationsFreed();
@@ -319,7 +311,7 @@ export function trimGlue(glue) {
     trimmed = trimmed.replace(new RegExp(`^    ${member}\\(\\) \\{\n[^]*?\n    \\}\n`, 'm'), '');
   }
   out = out.replace(engine[0], () => trimmed);
-  for (const { what, from, to, count } of EDITS) {
+  for (const { what, from, to, count } of legacy ? [...EDITS, ...LEGACY_EDITS] : EDITS) {
     const found = from.global ? [...out.matchAll(from)].length : from.test(out) ? 1 : 0;
     if (count === undefined ? found === 0 : count !== 'any' && found !== count) {
       throw new Error(`trim_wasm_glue: ${what}: the glue has ${found} matches, expected ${count}`);

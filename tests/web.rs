@@ -29,7 +29,14 @@ fn env() -> JsValue {
             // call still goes through the origin protocol (BroadcastChannel, join, echo) as in production.
             // No deputy worker per case (the e2e tests cover it).
             let scope = Some(client_id.clone());
-            JsValue::from(Engine::new(client_id, sink, scope, None, None))
+            JsValue::from(Engine::new(
+                client_id,
+                sink,
+                scope,
+                None,
+                None,
+                js_sys::global().into(),
+            ))
         });
     let env = Object::new();
     let create = CREATE_LOCK_API.with(|f| JsValue::from(f.clone()));

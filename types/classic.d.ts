@@ -1,6 +1,7 @@
-// The classic script (dist/weblocks.polyfill.js) installs the polyfill where `navigator.locks` is missing
-// and defines one global, `weblocks`, holding the ponyfill's exports. In TypeScript code for a page that
-// loads it with a <script> tag: `/// <reference types="weblocks/classic" />`.
+// The classic script (dist/weblocks.polyfill.js), and the legacy build for engines without WebAssembly
+// (dist/weblocks.legacy.js, the same API), install the polyfill where `navigator.locks` is missing and
+// define one global, `weblocks`, holding the ponyfill's exports. In TypeScript code for a page that loads
+// either with a <script> tag: `/// <reference types="weblocks/classic" />` (or "weblocks/legacy").
 declare global {
   var weblocks: typeof import('./index.js');
 }

@@ -31,15 +31,6 @@ extern "C" {
     /// Log only: the `pagehide` listener that posts `data` (the farewell) for the others to append.
     #[wasm_bindgen(method)]
     fn farewell(this: &Channel, data: &JsValue) -> Function;
-
-    /// `globalThis` itself (every engine of the ES2022 baseline has it), read once: smaller than
-    /// `js_sys::global()`, whose fallbacks through `global`, `self` and `window` can never be taken.
-    #[wasm_bindgen(thread_local_v2, js_name = globalThis)]
-    static GLOBAL: JsValue;
-}
-
-fn global() -> JsValue {
-    GLOBAL.with(JsValue::clone)
 }
 
 use crate::protocol::wire::{self, Value};
@@ -57,8 +48,8 @@ fn now() -> u64 {
 }
 
 /// Looks up a property of the global object without throwing.
-fn global_property(name: &str) -> Option<JsValue> {
-    Reflect::get(&global(), &JsValue::from_str(name))
+fn global_property(global: &JsValue, name: &str) -> Option<JsValue> {
+    Reflect::get(global, &JsValue::from_str(name))
         .ok()
         .filter(|v| !v.is_undefined() && !v.is_null())
 }
@@ -72,13 +63,13 @@ fn persisted(event: &web_sys::Event) -> bool {
 }
 
 /// A function of the global object, if it has one by that name.
-fn global_function(name: &str) -> Option<Function> {
-    global_property(name)?.dyn_into().ok()
+fn global_function(global: &JsValue, name: &str) -> Option<Function> {
+    global_property(global, name)?.dyn_into().ok()
 }
 
 /// The global's localStorage, if it exists and can be read (it throws when storage is disabled).
-fn local_storage() -> Option<Storage> {
-    let storage: Storage = global_property("localStorage")?.dyn_into().ok()?;
+fn local_storage(global: &JsValue) -> Option<Storage> {
+    let storage: Storage = global_property(global, "localStorage")?.dyn_into().ok()?;
     storage.get_item(LIVE_KEY).ok()?;
     Some(storage)
 }
@@ -156,8 +147,11 @@ pub(super) struct Coordination {
     outbox: RefCell<Vec<wire::Message>>,
     outbox_hops: Cell<u32>,
     flush_callback: Callback,
-    /// The global's `queueMicrotask`, looked up once (every post takes a few hops through it).
+    /// The global's `queueMicrotask`, looked up once (every post takes a few hops through it); engines
+    /// before it (Chrome 71, Safari 12.1) send each post at once.
     queue_microtask: Option<Function>,
+    /// The global object of the context this edge serves (the Engine's `global`).
+    global: JsValue,
 }
 
 /// The events of a log channel (`js/log_channel.js`) are told apart by the first letter of their type,
@@ -186,13 +180,14 @@ impl Coordination {
         scope: Option<String>,
         deputy: Option<Function>,
         open_channel: Option<Function>,
+        global: JsValue,
     ) -> Option<Rc<Coordination>> {
         let channel = match &scope {
             Some(s) => CHANNEL.to_owned() + ":" + s,
             None => CHANNEL.to_owned(),
         };
         let entry_header = values_to_js(&wire::entry_header(&node.member_key(), node.version()));
-        let channels = open_channels(&channel, open_channel.as_ref(), &entry_header)?;
+        let channels = open_channels(&global, &channel, open_channel.as_ref(), &entry_header)?;
         let storage_key = match &scope {
             Some(s) => LIVE_KEY.to_owned() + ":" + s,
             None => LIVE_KEY.to_owned(),
@@ -202,12 +197,12 @@ impl Coordination {
             channels: RefCell::new(Some(channels)),
             open_channel,
             entry_header,
-            storage: local_storage(),
+            storage: local_storage(&global),
             storage_key,
             sink,
             timer: Cell::new(None),
-            set_timeout: global_function("setTimeout"),
-            clear_timeout: global_function("clearTimeout"),
+            set_timeout: global_function(&global, "setTimeout"),
+            clear_timeout: global_function(&global, "clearTimeout"),
             timer_callback: callback(weak.clone(), |this, _| {
                 this.timer.set(None);
                 this.with_node(|n, t| n.timer(t));
@@ -215,9 +210,9 @@ impl Coordination {
             listeners: RefCell::new(Vec::new()),
             on_message: callback(weak.clone(), |this, event| this.on_message(event)),
             farewell: RefCell::new(None),
-            page: Reflect::has(&global(), &"onpagehide".into())
+            page: Reflect::has(&global, &"onpagehide".into())
                 .unwrap_or(false)
-                .then(|| global().unchecked_into()),
+                .then(|| global.clone().unchecked_into()),
             warned: Cell::new(false),
             referenced: Cell::new(true),
             channel,
@@ -226,8 +221,9 @@ impl Coordination {
             deputies: RefCell::new(Vec::new()),
             outbox: RefCell::new(Vec::new()),
             outbox_hops: Cell::new(0),
-            queue_microtask: global_function("queueMicrotask"),
+            queue_microtask: global_function(&global, "queueMicrotask"),
             flush_callback: callback(weak.clone(), |this, _| this.flush_later()),
+            global,
         });
         if let Some(channels) = &*this.channels.borrow() {
             this.listen_to(channels);
@@ -300,6 +296,7 @@ impl Coordination {
             return;
         }
         if let Some(channels) = open_channels(
+            &self.global,
             &self.channel,
             self.open_channel.as_ref(),
             &self.entry_header,
@@ -324,7 +321,7 @@ impl Coordination {
     }
 
     fn install_handlers(self: &Rc<Self>) {
-        let global: EventTarget = global().unchecked_into();
+        let global: EventTarget = self.global.clone().unchecked_into();
         if self.storage.is_some() {
             self.listen(&global, "storage", |this, event| {
                 let Some(event) = event.dyn_ref::<StorageEvent>() else {
@@ -347,7 +344,7 @@ impl Coordination {
             this.with_node(|n, t| n.pageshow(t, persisted));
         });
         if let Some(document) =
-            global_property("document").and_then(|d| d.dyn_into::<EventTarget>().ok())
+            global_property(&self.global, "document").and_then(|d| d.dyn_into::<EventTarget>().ok())
         {
             self.listen(&document, "freeze", |this, _| {
                 this.with_node(|n, t| n.freeze(t))
@@ -476,7 +473,7 @@ impl Coordination {
     /// Queues `message` to go with the others this task posts: one channel message (a batch) instead
     /// of several, so a release and the request that follows it cost the origin one delivery in each
     /// context. Sent a few microtask hops later, still within this task (nothing of another task can
-    /// run first), in order; where there is no `queueMicrotask`, at once.
+    /// run first), in order; where no microtask can be queued, at once.
     fn send_later(&self, message: wire::Message) {
         let first = {
             let mut outbox = self.outbox.borrow_mut();
@@ -492,7 +489,7 @@ impl Coordination {
         }
     }
 
-    /// Queues the next hop of the outbox's wait; false where the global has no `queueMicrotask`.
+    /// Queues the next hop of the outbox's wait; false where no microtask can be queued.
     fn queue_flush(&self) -> bool {
         self.queue_microtask.as_ref().is_some_and(|queue| {
             queue
@@ -699,7 +696,12 @@ impl Coordination {
 
 /// Opens a context's channel objects on `name`: its object on the log where `open_channel` is given
 /// (`header` begins its carrier frames), else two BroadcastChannels; `None` where there is neither.
-fn open_channels(name: &str, open_channel: Option<&Function>, header: &Array) -> Option<Channels> {
+fn open_channels(
+    global: &JsValue,
+    name: &str,
+    open_channel: Option<&Function>,
+    header: &Array,
+) -> Option<Channels> {
     if let Some(open) = open_channel {
         let log: Channel = open
             .call2(&JsValue::NULL, &JsValue::from_str(name), header)
@@ -711,7 +713,7 @@ fn open_channels(name: &str, open_channel: Option<&Function>, header: &Array) ->
             rx: log,
         });
     }
-    global_property("BroadcastChannel")?;
+    global_property(global, "BroadcastChannel")?;
     let open =
         || -> Option<Channel> { BroadcastChannel::new(name).ok().map(JsCast::unchecked_into) };
     // The receiving object is made first: a context's objects get each message in the order they were

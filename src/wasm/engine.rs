@@ -5,7 +5,7 @@ use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "coordination")]
 use crate::protocol::{Config, Node, Transport, Wake};
-use crate::scheduler::{Decision, LockManager, LockMode, LockRequest, RequestError, Snapshot};
+use crate::scheduler::{Decision, LockManager, LockMode, LockRequest, Snapshot};
 use crate::snapshot_transfer::encode_snapshot;
 
 #[cfg(feature = "coordination")]
@@ -41,7 +41,9 @@ impl Engine {
     /// deputy (`js/deputy.js`; `deputy()` ends it); `undefined` where the page has none.
     /// `openChannel(name, header)` opens this context's object on the log the contexts coordinate
     /// over where the engine's BroadcastChannel does not give one order (`js/log_channel.js`), and
-    /// `wake` (its `WAKE_*`) says what wakes the context; `undefined`: BroadcastChannel.
+    /// `wake` (its `WAKE_*`) says what wakes the context; `undefined`: BroadcastChannel. `global` is
+    /// the global object of the context the engine serves: its timers, storage, page lifecycle events
+    /// and channels.
     #[wasm_bindgen(constructor)]
     pub fn new(
         client_id: String,
@@ -49,9 +51,18 @@ impl Engine {
         scope: Option<String>,
         deputy: Option<Function>,
         open_channel: Option<Function>,
+        global: JsValue,
         wake: Option<u32>,
     ) -> Engine {
-        let backend = match origin_backend(&client_id, &sink, scope, deputy, open_channel, wake) {
+        let backend = match origin_backend(
+            &client_id,
+            &sink,
+            scope,
+            deputy,
+            open_channel,
+            global,
+            wake,
+        ) {
             Some(backend) => backend,
             None => {
                 web_sys::console::warn_1(
@@ -81,7 +92,9 @@ impl Engine {
         !matches!(self.backend, Backend::Alone(_))
     }
 
-    /// Request a lock (spec 4.1 step 3).
+    /// Request a lock (spec 4.1 step 3). `id` is new: JS allocates ids from a counter and never reuses
+    /// one (docs/ARCHITECTURE.md), so the manager's refusal of a duplicate id cannot happen (it would
+    /// decide nothing).
     pub fn request(
         &mut self,
         id: f64,
@@ -89,7 +102,7 @@ impl Engine {
         exclusive: bool,
         if_available: bool,
         steal: bool,
-    ) -> Result<(), JsError> {
+    ) {
         let mode = if exclusive {
             LockMode::Exclusive
         } else {
@@ -107,15 +120,11 @@ impl Engine {
                     name: name.into(),
                     mode,
                 };
-                let decisions = manager.request_lock(request, if_available, steal).map_err(
-                    |RequestError::DuplicateId(_)| {
-                        JsError::new("weblocks: this request id is already in use")
-                    },
-                )?;
-                deliver(&self.sink, &decisions);
+                if let Ok(decisions) = manager.request_lock(request, if_available, steal) {
+                    deliver(&self.sink, &decisions);
+                }
             }
         }
-        Ok(())
     }
 
     /// Release lock `id` (spec 4.2).
@@ -185,6 +194,7 @@ fn origin_backend(
     scope: Option<String>,
     deputy: Option<Function>,
     open_channel: Option<Function>,
+    global: JsValue,
     wake: Option<u32>,
 ) -> Option<Backend> {
     let transport = match (&open_channel, wake) {
@@ -198,7 +208,8 @@ fn origin_backend(
         ..Config::default()
     };
     let node = Node::new(client_id, config);
-    Coordination::start(node, sink.clone(), scope, deputy, open_channel).map(Backend::Origin)
+    Coordination::start(node, sink.clone(), scope, deputy, open_channel, global)
+        .map(Backend::Origin)
 }
 
 /// Built without the protocol (only to measure its bytes): every context is alone.
@@ -209,6 +220,7 @@ fn origin_backend(
     _: Option<String>,
     _: Option<Function>,
     _: Option<Function>,
+    _: JsValue,
     _: Option<u32>,
 ) -> Option<Backend> {
     None

@@ -220,7 +220,7 @@ fn corrupt(what: &str) -> LeaseError {
 
 /// `Error { name: 'LockError', code, message, expiresAt? }`.
 fn to_js_error(error: LeaseError) -> JsValue {
-    // A `JsError` (JS `Error(message)`): the same binding the engine's errors use, not a second one.
+    // A `JsError` (JS `Error(message)`).
     let object: JsValue = JsError::new(&error.message()).into();
     set(&object, "name", &"LockError".into());
     set(&object, "code", &error.code().into());

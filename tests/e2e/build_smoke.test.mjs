@@ -2,7 +2,10 @@
 // page and in dedicated, shared and service workers where the native API was removed first, it installs
 // `navigator.locks`, `LockManager` and `Lock` with the same property shapes as Chromium's native ones,
 // adds exactly one other global (`weblocks`), and locks can be requested and queried. It also loads from
-// an unrelated path and from file://, and leaves a native implementation alone.
+// an unrelated path and from file://, and leaves a native implementation alone. The legacy build
+// (dist/weblocks.legacy.js, the same core compiled to JavaScript) does the same in a page without
+// WebAssembly and in a dedicated worker, works in a page whose Content-Security-Policy forbids compiling
+// wasm (where the classic script's engine cannot load), and shares one lock manager with the classic script.
 //
 // Run: npm run build && node --test tests/e2e/build_smoke.test.mjs
 import { test, before, after } from 'node:test';
@@ -14,6 +17,10 @@ import { repoRoot, startServer } from './server.mjs';
 import { launchChromium, openPage } from './browser.mjs';
 
 const polyfillFile = path.join(repoRoot, 'dist', 'weblocks.polyfill.js');
+const legacyPath = '/dist/weblocks.legacy.js';
+// The smoke page again, under a Content-Security-Policy that allows scripts of the origin and no wasm
+// compilation ('wasm-unsafe-eval' or 'unsafe-eval').
+const cspPage = '/csp/build_smoke.html';
 // Served under an unrelated, deeper path too: the build must not depend on where it lives.
 const polyfillPath = '/some/other/place/weblocks.polyfill.js';
 const fixtures = 'tests/e2e/fixtures/';
@@ -39,7 +46,10 @@ let browser;
 
 before(async () => {
   assert.ok(fs.existsSync(polyfillFile), `${polyfillFile} is missing: run \`npm run build\` first`);
-  server = await startServer({ routes: { [polyfillPath]: 'dist/weblocks.polyfill.js' } });
+  server = await startServer({
+    routes: { [polyfillPath]: 'dist/weblocks.polyfill.js', [cspPage]: `${fixtures}build_smoke.html`, '/csp/build_smoke_checks.js': `${fixtures}build_smoke_checks.js` },
+    headers: { [cspPage]: { 'content-security-policy': "script-src 'self'" } },
+  });
   browser = await launchChromium();
 });
 
@@ -190,4 +200,87 @@ test('service worker: importScripts installs the polyfill; request and query wor
   assertInstalled(report);
   assert.deepEqual(page.errors, []);
   await page.close();
+});
+
+test('legacy build, page without WebAssembly: installs with native shapes; request and query work', { timeout: 30_000 }, async () => {
+  const page = await openPage(browser);
+  await page.goto(server.url + fixtures + 'build_smoke.html');
+  await page.evaluate(() => delete self.WebAssembly);
+  const report = await page.evaluate(installInPage(), legacyPath);
+  assertInstalled(report);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('legacy build, dedicated worker: importScripts installs the polyfill; request and query work', { timeout: 30_000 }, async () => {
+  const page = await openPage(browser);
+  await page.goto(server.url + fixtures + 'build_smoke.html');
+  const url = `/${fixtures}build_smoke_worker.js?polyfill=${encodeURIComponent(legacyPath)}`;
+  const report = await page.evaluate(
+    (src) =>
+      new Promise((resolve, reject) => {
+        const worker = new Worker(src);
+        worker.onerror = (e) => reject(new Error(`worker error: ${e.message}`));
+        worker.onmessage = (e) => resolve(e.data);
+        worker.postMessage('run');
+      }),
+    url,
+  );
+  assertInstalled(report);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test("page whose CSP forbids compiling wasm: the classic script's engine cannot load, the legacy build works", { timeout: 30_000 }, async () => {
+  const attempt = async (src) => {
+    const page = await openPage(browser);
+    await page.goto(server.url + cspPage.slice(1));
+    const outcome = await page.evaluate(async (url) => {
+      buildSmoke.removeNative();
+      await buildSmoke.loadScript(url);
+      try {
+        return { granted: await navigator.locks.request('csp', (lock) => lock.name) };
+      } catch (e) {
+        return { error: String(e.message) };
+      }
+    }, src);
+    await page.close();
+    return outcome;
+  };
+  const classic = await attempt(polyfillPath);
+  assert.match(classic.error ?? '', /WebAssembly\) failed to load/, JSON.stringify(classic));
+  assert.deepEqual(await attempt(legacyPath), { granted: 'csp' });
+});
+
+test('legacy build and classic script in two tabs share one lock manager', { timeout: 30_000 }, async () => {
+  const context = await browser.newContext();
+  try {
+    const [legacy, classic] = [await context.newPage(), await context.newPage()];
+    for (const page of [legacy, classic]) await page.goto(server.url + fixtures + 'build_smoke.html');
+    await legacy.evaluate(async (src) => {
+      delete self.WebAssembly;
+      buildSmoke.removeNative();
+      await buildSmoke.loadScript(src);
+      self.held = new Promise((granted) => {
+        navigator.locks.request('one manager', () => {
+          granted();
+          return new Promise((release) => (self.release = release));
+        });
+      });
+      await self.held;
+    }, legacyPath);
+    const seen = await classic.evaluate(async (src) => {
+      buildSmoke.removeNative();
+      await buildSmoke.loadScript(src);
+      const missed = await navigator.locks.request('one manager', { ifAvailable: true }, (lock) => lock);
+      const { held } = await navigator.locks.query();
+      return { missed, holders: held.filter((h) => h.name === 'one manager').length };
+    }, polyfillPath);
+    assert.deepEqual(seen, { missed: null, holders: 1 });
+    await legacy.evaluate(() => self.release());
+    const after = await classic.evaluate(() => navigator.locks.request('one manager', { ifAvailable: true }, (lock) => lock !== null));
+    assert.equal(after, true);
+  } finally {
+    await context.close();
+  }
 });

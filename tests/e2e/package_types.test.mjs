@@ -1,7 +1,8 @@
 // TypeScript declarations (types/*.d.ts) as a consumer meets them: the packed package installed from its
 // tarball, `tsc --noEmit` over sample code (tests/fixtures/apps/types) that imports 'weblocks' by name,
 // through package.json's `exports` `types` conditions:
-// - src/: code written for the native API, the extensions, 'weblocks/polyfill', the classic script's global,
+// - src/: code written for the native API, the extensions, 'weblocks/polyfill', the classic script's global
+//   (and the legacy build's),
 //   with lib "dom", under moduleResolution nodenext and bundler;
 // - worker/: a module worker with lib "webworker" (no "dom");
 // - the declared exports are exactly the runtime's (a file generated from the module's real export names);

@@ -22,9 +22,10 @@ const mimeTypes = {
 /**
  * Start serving `root` (default: the repository root).
  * `routes` maps extra URL paths to file paths (relative to `root`), e.g. to serve one file under a
- * second path. Returns `{ url, port, close }`; `url` ends with '/'.
+ * second path; `headers` maps URL paths to more response headers (e.g. a Content-Security-Policy).
+ * Returns `{ url, port, close }`; `url` ends with '/'.
  */
-export async function startServer({ root = repoRoot, routes = {}, host = '127.0.0.1', port = 0 } = {}) {
+export async function startServer({ root = repoRoot, routes = {}, headers: extraHeaders = {}, host = '127.0.0.1', port = 0 } = {}) {
   const base = path.resolve(root);
   const server = http.createServer(async (req, res) => {
     const headers = { 'cache-control': 'no-store' };
@@ -38,6 +39,7 @@ export async function startServer({ root = repoRoot, routes = {}, host = '127.0.
       if (!stat.isFile()) throw Object.assign(new Error('not a file'), { code: 'ENOENT' });
       const body = await fs.readFile(file);
       headers['content-type'] = mimeTypes[path.extname(file)] ?? 'application/octet-stream';
+      Object.assign(headers, extraHeaders[pathname]);
       res.writeHead(200, headers);
       res.end(req.method === 'HEAD' ? undefined : body);
     } catch (e) {
