@@ -247,44 +247,30 @@ impl Coordination {
             .set_onmessage(Some(self.on_message.as_ref().unchecked_ref()));
     }
 
-    /// A message of the BroadcastChannel, or an event of the log.
+    /// A message of the BroadcastChannel, or an event of the log. Every event that carries data is
+    /// dropped if the data is not a flat array of numbers and strings.
     fn on_message(&self, event: &web_sys::Event) {
-        let kind = event.type_();
-        let key = || {
-            Reflect::get(event, &"key".into())
-                .ok()
-                .and_then(|k| k.as_f64())
-                .unwrap_or(0.0) as u64
+        let kind = event.type_().as_bytes().first().copied().unwrap_or(0);
+        let key = Reflect::get(event, &"key".into())
+            .ok()
+            .and_then(|k| k.as_f64())
+            .unwrap_or(0.0) as u64;
+        let values = match kind {
+            START | READ | POKE | GAP => Vec::new(),
+            _ => match decode_values(&event.unchecked_ref::<MessageEvent>().data()) {
+                Some(values) => values,
+                None => return,
+            },
         };
-        let values = || decode_values(&event.unchecked_ref::<MessageEvent>().data());
-        match kind.as_bytes().first().copied().unwrap_or(0) {
-            ENTRY => {
-                if let Some(values) = values() {
-                    let key = key();
-                    self.with_node(|n, t| n.log_entry(t, key, &values));
-                }
-            }
-            START => {
-                let key = key();
-                self.with_node(|n, t| n.log_started(t, key));
-            }
-            READ => {
-                let key = key();
-                self.with_node(|n, t| n.log_read_done(t, key));
-            }
-            CARRIED => {
-                if let Some(values) = values() {
-                    self.with_node(|n, t| n.carried(t, &values));
-                }
-            }
-            POKE => self.with_node(|n, t| n.log_poked(t)),
-            GAP => self.with_node(|n, t| n.missed_messages(t)),
-            _ => {
-                if let Some(values) = values() {
-                    self.with_node(|n, t| n.deliver(t, &values));
-                }
-            }
-        }
+        self.with_node(|n, t| match kind {
+            ENTRY => n.log_entry(t, key, &values),
+            START => n.log_started(t, key),
+            READ => n.log_read_done(t, key),
+            CARRIED => n.carried(t, &values),
+            POKE => n.log_poked(t),
+            GAP => n.missed_messages(t),
+            _ => n.deliver(t, &values),
+        });
     }
 
     /// Opens the channel objects again if they were closed, for a node that (re)enters the protocol:
