@@ -4,7 +4,7 @@
 //! can judge). Until then it buffers the channel and runs a partial replica, which knows only the
 //! members that joined after it.
 
-use super::node::{Node, Phase};
+use super::node::{Node, Phase, Transport, Wake};
 use super::replica::Replica;
 use super::synced::Synced;
 use super::wire::{Body, Decoded, KIND_JOIN, Message, MessageId};
@@ -190,13 +190,15 @@ impl Node {
                 u.min(echo_at + config.freeze_grace + config.live_ttl)
             });
             let evidence = j.evidence_at.map_or(0, |e| e + config.join_patience);
-            // Over a log read by pokes or polls, a member hears the Join only at its next read, and
-            // the joiner hears the State only at its own: allow a read on each side.
-            let wait = if config.transport.prompt() {
-                config.join_wait
-            } else {
-                config.join_wait + 2 * config.log_poll
-            };
+            // Over the log, a member may hear the Join only at its next read, and the joiner the State
+            // only at its own: a read behind a missing key (carried), or at a poke or poll. Allow one on
+            // each side.
+            let wait = config.join_wait
+                + match config.transport {
+                    Transport::Broadcast => 0,
+                    Transport::Log(Wake::Carrier) => 2 * config.log_hole_wait,
+                    Transport::Log(_) => 2 * config.log_poll,
+                };
             let deadline = (echo_at + wait).max(hint).max(evidence);
             if now < deadline {
                 return Some(deadline);
