@@ -277,7 +277,11 @@ impl Coordination {
         let global: EventTarget = self.global.clone().unchecked_into();
         if self.storage.is_some() {
             self.listen(&global, "storage", |this, event| {
-                // A `storage` event; were it another event, its `key` and `newValue` would read as null.
+                // Only a StorageEvent has a `key` (a page may dispatch another event named `storage`,
+                // which must not read as a cleared storage): a lookup, not an instanceof import.
+                if !Reflect::has(event, &"key".into()).unwrap_or(false) {
+                    return;
+                }
                 let event = event.unchecked_ref::<StorageEvent>();
                 let key = event.key();
                 // `key` is null when another context cleared the whole storage.
