@@ -5,13 +5,15 @@
 import { LockError as NewLockError, createLeases as newCreateLeases, createWasmLeases } from './leases.js';
 import { createWasmLockApi } from './wasm_lock_api.js';
 import { theGlobal } from './lock_api.js';
+import { installIntoFrames } from './frames.js';
 import wasmBytes from '../pkg/weblocks_bg.wasm';
 
 // Loaded a second time in the same context, it reuses the first instance: one lock manager per context.
 const previous = theGlobal.weblocks;
 const isWeblocks = (api) => typeof api === 'object' && api !== null && typeof api.LockManager === 'function' && api.locks instanceof api.LockManager;
 const api = isWeblocks(previous) ? previous : createWasmLockApi(wasmBytes);
-api.install();
+// Where it installed (and only the first time), same-origin frames the page makes get an API each.
+if (api.install()) installIntoFrames((view) => createWasmLockApi(wasmBytes, view));
 
 export const { locks, LockManager, Lock, clientId, ready, install } = api;
 

@@ -41,17 +41,18 @@ const promiseReject = Promise.reject.bind(Promise);
 const promiseThen = Promise.prototype.then;
 const getOwnDescriptor = Object.getOwnPropertyDescriptor;
 const defineProperty = Object.defineProperty;
+const isPrototypeOf = Object.prototype.isPrototypeOf;
 const NativeDOMException = theGlobal.DOMException;
 // AbortSignal (Chrome 66, Firefox 57, Safari 11.1) may be missing in the engines of the support floor:
 // there no value is an AbortSignal, so a `signal` member fails its conversion with a TypeError, like any
 // other value that is not a signal, and nothing else reads it. Its event methods are EventTarget's,
 // read through its prototype. `reason` is younger (Chrome 98, Safari 15.4, Node 17.2).
-const signalPrototype = typeof AbortSignal === 'function' ? AbortSignal.prototype : null;
-const signalAbortedDescriptor = signalPrototype !== null ? getOwnDescriptor(signalPrototype, 'aborted') : undefined;
-const signalAborted = signalAbortedDescriptor !== undefined ? signalAbortedDescriptor.get : undefined;
-const signalReasonDescriptor = signalPrototype !== null ? getOwnDescriptor(signalPrototype, 'reason') : undefined;
-const signalReason = signalReasonDescriptor !== undefined ? signalReasonDescriptor.get : undefined;
-const { addEventListener, removeEventListener } = signalPrototype !== null ? signalPrototype : {};
+const signalPrototype = typeof AbortSignal === 'function' ? AbortSignal.prototype : {};
+/** The getter of `object`'s own accessor `name`, or undefined. */
+const getterOf = (object, name) => (getOwnDescriptor(object, name) || {}).get;
+const signalAborted = getterOf(signalPrototype, 'aborted');
+const signalReason = getterOf(signalPrototype, 'reason');
+const { addEventListener, removeEventListener } = signalPrototype;
 
 /**
  * A DOMException `name`; where DOMException is missing or cannot be constructed (Node before 17, old
@@ -297,21 +298,43 @@ function toDOMString(value, context) {
 }
 
 /**
- * Create one context's Web Locks API. `makeEngine(clientId, sink)` returns an Engine or a promise of
- * one; calls made before it is ready are queued and replayed in order. Touches no global.
- * Returns `{ locks, LockManager, Lock, clientId, ready }`; `ready` settles when the engine has loaded.
+ * Whether `document` is fully active (HTML): the active document of its browsing context and, in a
+ * frame, the frame element's document fully active too. A document whose frame was removed has no
+ * browsing context (`defaultView` is null); one its frame navigated away from is no longer its window's
+ * `document`. Above a cross-origin frame (`frameElement` is null) nothing can be seen: true.
  */
+function isFullyActive(document) {
+  for (let doc = document; ; ) {
+    const view = doc.defaultView;
+    if (view == null || view.document !== doc) return false;
+    const frame = view.frameElement;
+    if (frame == null) return true;
+    doc = frame.ownerDocument;
+  }
+}
+
 /** Why a held lock was taken away (the engine's payload of sink kind 3): the AbortError's message. */
 const LOSS_MESSAGES = {
   stolen: "Lock broken by another request with the 'steal' option.",
-  evicted:
-    'Lock lost: this context did not answer the other contexts of the origin in time, was presumed gone, and its locks were released.',
-  reset: 'Lock lost: this context was cut off from the other contexts of the origin, which started without it.',
+  evicted: 'Lock lost: this context did not answer the others of the origin in time and was presumed gone.',
+  reset: 'Lock lost: this context was cut off from the others of the origin, which went on without it.',
   retired: 'Lock lost: a newer version of weblocks runs in this origin; reload this page to use it.',
   hidden: 'Lock released: the page entered the back/forward cache.',
 };
 
-export function createLockApi(makeEngine) {
+/**
+ * Create one context's Web Locks API. `makeEngine(clientId, sink)` returns an Engine or a promise of
+ * one; calls made before it is ready are queued and replayed in order. `document`: the context's
+ * Document, where it is a window (request() and query() reject with an InvalidStateError while it is not
+ * fully active). Touches no global.
+ * Returns `{ locks, LockManager, Lock, clientId, ready }`; `ready` settles when the engine has loaded.
+ */
+export function createLockApi(makeEngine, document) {
+  /** Spec 3.2.1 step 3 and 3.2.2 step 2: the error of a call from a document that is not fully active. */
+  const inactive = (operation) =>
+    document != null && !isFullyActive(document)
+      ? domException(`Failed to execute '${operation}' on 'LockManager': The document is not active.`, 'InvalidStateError')
+      : null;
   const clientId = newClientId();
   let engine = null;
   let loadError = null;
@@ -511,6 +534,8 @@ export function createLockApi(makeEngine) {
         if (this !== locks) {
           throw new TypeError("Failed to execute 'query' on 'LockManager': Illegal invocation");
         }
+        const error = inactive('query');
+        if (error !== null) throw error;
         if (loadError !== null) throw loadError;
         const promise = new NativePromise(captureResolvers);
         submit(new QueryRecord(nextId++, capturedResolve, capturedReject));
@@ -562,6 +587,9 @@ export function createLockApi(makeEngine) {
         if (typeof callback !== 'function') {
           throw requestTypeError(`parameter ${argc === 2 ? 2 : 3} is not of type 'Function'.`);
         }
+        // Step 3 (after the WebIDL conversions, before every other step).
+        const error = inactive('request');
+        if (error !== null) throw error;
         // Steps 5 to 9.
         if (name.charCodeAt(0) === 0x2d) {
           throw requestNotSupported("Names cannot start with '-'.");
@@ -658,9 +686,11 @@ export function installLockApi(api, globalObject = theGlobal) {
   const { locks } = api;
   const prototype = Object.getPrototypeOf(navigator);
   const target = prototype !== null ? prototype : navigator; // Navigator.prototype or WorkerNavigator.prototype
+  // Its brand check: a Navigator of this global's realm. Not only `navigator` itself: Firefox gives a
+  // window whose frame was removed a new navigator object.
   const accessors = {
     get locks() {
-      if (this !== navigator) throw illegalInvocation();
+      if (this !== navigator && !isPrototypeOf.call(target, this)) throw illegalInvocation();
       return locks;
     },
   };

@@ -15,14 +15,22 @@ export function setDefaultWasmSource(wasmSource) {
   defaultWasmSource = wasmSource;
 }
 
-export function createWasmLockApi(wasmSource = defaultWasmSource) {
+// The glue's wasm instance, made once per realm whatever the number of APIs (a frame's, js/frames.js).
+let initialized = null;
+
+/**
+ * `globalObject`: the global of the context the API serves (default: this realm's); its engine uses that
+ * global's timers, storage and lifecycle events, and a window's document gates the calls (fully active).
+ */
+export function createWasmLockApi(wasmSource = defaultWasmSource, globalObject = theGlobal) {
   const api = createLockApi(async (clientId, sink) => {
-    await init(wasmSource === undefined ? undefined : { module_or_path: wasmSource });
-    const openLog = makeLogChannelFactory();
-    return new Engine(clientId, sink, undefined, makeDeputy(), openLog, theGlobal, openLog && openLog.wake);
-  });
+    if (initialized === null) initialized = init(wasmSource === undefined ? undefined : { module_or_path: wasmSource });
+    await initialized;
+    const openLog = makeLogChannelFactory(globalObject);
+    return new Engine(clientId, sink, undefined, makeDeputy(globalObject), openLog, globalObject, openLog && openLog.wake);
+  }, globalObject.document);
   return Object.assign({}, api, {
     /** Install as `navigator.locks`, `LockManager`, `Lock` where `navigator.locks` is missing. */
-    install: (globalObject = theGlobal) => installLockApi(api, globalObject),
+    install: (target = globalObject) => installLockApi(api, target),
   });
 }

@@ -169,14 +169,14 @@ const CLASSIC_OPTIONS = {
  * dist/weblocks.legacy.js: the classic script for engines without WebAssembly (or where a page's CSP
  * forbids compiling it), from the same sources: the wasm compiled to JavaScript by wasm2js
  * (scripts/embed_wasm_plugin.mjs) and run by js/legacy_webassembly.js, at ES2015 (async functions become
- * generators).
+ * generators), with UTF-8 in JavaScript where the engine has no TextEncoder (js/legacy_text.js).
  */
 async function bundleLegacy() {
   await esbuild.build({
     ...CLASSIC_OPTIONS,
     outfile: legacyOut,
     target: 'es2015',
-    inject: [path.join(root, 'js', 'legacy_webassembly.js')],
+    inject: [path.join(root, 'js', 'legacy_webassembly.js'), path.join(root, 'js', 'legacy_text.js')],
     plugins: [embedCompressedWasm({ legacy: true })],
   });
   const text = fs.readFileSync(legacyOut, 'utf8');

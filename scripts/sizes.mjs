@@ -2,7 +2,8 @@
 // current build (pkg/, dist/: run `npm run build` first). Prints a Markdown table.
 //   - ESM package, unbundled: every module `import 'weblocks'` pulls in (as published), plus the wasm;
 //   - ESM package, bundled: the same modules as one minified bundle (esbuild --minify), plus the wasm;
-//   - classic script: dist/weblocks.polyfill.js, one file with the wasm embedded.
+//   - classic script: dist/weblocks.polyfill.js, one file with the wasm embedded;
+//   - legacy build: dist/weblocks.legacy.js, the same with the wasm compiled to JavaScript.
 // `--check`: exit 1 if the classic script is over its budget (CLASSIC_BUDGET_GZIP, issue 4: < 40 KB gzipped).
 // `--features`: also what each part of the wasm costs (issue 6): builds the wasm once per cargo feature set
 // (a few minutes) and prints, per feature, the bytes it adds to pkg/weblocks_bg.wasm.
@@ -55,7 +56,7 @@ async function minifiedBundle() {
 
 /** Rows `{ what, raw, gzip }` of the three ways; each group ends with its total. */
 export async function measureSizes() {
-  for (const file of ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'dist/weblocks.polyfill.js']) {
+  for (const file of ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'dist/weblocks.polyfill.js', 'dist/weblocks.legacy.js']) {
     if (!fs.existsSync(path.join(root, file))) throw new Error(`${file} is missing: run \`npm run build\` first`);
   }
   const wasm = measure(read('pkg/weblocks_bg.wasm'));
@@ -64,11 +65,13 @@ export async function measureSizes() {
   const unbundled = [...modules, { what: 'pkg/weblocks_bg.wasm', ...wasm }];
   const bundled = [{ what: 'JS bundle', ...measure(await minifiedBundle()) }, { what: 'pkg/weblocks_bg.wasm', ...wasm }];
   const classic = measure(read('dist/weblocks.polyfill.js'));
+  const legacy = measure(read('dist/weblocks.legacy.js'));
   return {
     groups: [
       { title: "ESM package, unbundled (the modules of `import 'weblocks'` as published)", rows: unbundled, total: sum(unbundled) },
       { title: 'ESM package, bundled and minified by the app (esbuild --minify)', rows: bundled, total: sum(bundled) },
       { title: 'Classic script dist/weblocks.polyfill.js (one file, wasm embedded)', rows: [{ what: 'dist/weblocks.polyfill.js', ...classic }], total: classic },
+      { title: 'Legacy build dist/weblocks.legacy.js (one file, the core compiled to JavaScript)', rows: [{ what: 'dist/weblocks.legacy.js', ...legacy }], total: legacy },
     ],
     classic,
     wasm,

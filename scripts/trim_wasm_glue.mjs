@@ -3,7 +3,7 @@
 // `init({ module_or_path: promiseOfBytes })` (js/classic.js), so some of its paths can never run:
 //  - init's other inputs: a URL or string to fetch, a Response, the deprecated non-object parameter, the
 //    default URL (its Response/Request tests already fold away: build.mjs defines them as undefined); and
-//    its guard against running twice (js/wasm_lock_api.js calls it once per API, the script makes one);
+//    its guard against running twice (js/wasm_lock_api.js calls it once, whatever the number of APIs);
 //  - passStringToWasm0's branch for a missing `realloc` (every call passes the same malloc and realloc,
 //    which it now reads itself);
 //  - `Symbol.dispose` on Engine and LeaseOperation, which no code of the script disposes with `using`,
@@ -14,12 +14,12 @@
 //    Engine's life; with it goes the wasm's engine_free (the classic wasm keeps only the exports the glue
 //    uses: scripts/embed_wasm_plugin.mjs);
 //  - LeaseOperation's registry (js/lease_idb_store.js frees each operation it makes, in a `finally`), whose
-//    `free` then takes the pointer itself;
+//    `free` then takes the pointer itself; the closures' registry (checkClosuresOwned);
 //  - the freeing of Engine's constructor strings when passing one throws (it passes the script's own client
 //    id, and no scope).
-// What the engines of the support floor (ES2017, WebAssembly MVP) may lack keeps its fallback: a missing
-// FinalizationRegistry (Chrome 84, Safari 14.1), TextEncoder.encodeInto (Chrome 74, Safari 14.1), and
-// js_sys::global()'s lookups of `self`, `window` and `global` besides `globalThis` (Chrome 71).
+// What the engines of the support floor (ES2017, WebAssembly MVP) may lack keeps its fallback:
+// TextEncoder.encodeInto (Chrome 74, Safari 14.1); FinalizationRegistry (Chrome 84, Safari 14.1) is read
+// nowhere once its three registries are dropped.
 // And two shapes minifiers cannot shorten are rewritten: an import that may throw,
 // `function() { return handleError(function (a, b) {...}, arguments); }`, becomes `handleError((a, b) =>
 // {...})` (and handleError returns the catching wrapper, made once instead of a closure per call); the
@@ -27,7 +27,8 @@
 // `instanceof` check returns from its try/catch; a (pointer, length) pair stored for the wasm is one call;
 // the pointer property of the Rust objects' wrappers is `p`, and more such names are one letter; an
 // argument copied to a constant (`const v = getObject(arg0);`) is read directly; a string (or none) returned through
-// memory is one call too, of the value itself; a boolean (or none) for the wasm is one expression, a number
+// memory is one call too, of the value itself; a result or an error returned through memory (the lease
+// operations) is read by one helper; a boolean (or none) for the wasm is one expression, a number
 // (or none) one test and one DataView; sizes and pointers are not
 // multiplied or divided by 1; a Uint32Array copied out of memory is a copied view (no cached Uint32Array of
 // the memory to keep, and reset, for that one import); the DataView that stores a few returned values is
@@ -59,7 +60,7 @@ const EDITS = [
 `,
   },
   {
-    what: "init's guard against a second instantiation (the classic script initialises the glue once: its one API, js/wasm_lock_api.js)",
+    what: "init's guard against a second instantiation (js/wasm_lock_api.js initialises the glue once, whatever the number of APIs)",
     from: /^let __wbg_init_promise;\nasync function __wbg_init\(module_or_path\) \{\n[^]*?\n\}\n\nasync function __wbg_init_once\(\{ module_or_path \}\) \{\n/m,
     to: 'async function __wbg_init({ module_or_path }) {\n',
   },
@@ -108,6 +109,12 @@ const EDITS = [
     what: "LeaseOperation's free takes its pointer itself (its __destroy_into_raw has no other caller)",
     from: /^    __destroy_into_raw\(\) \{\n        const ptr = this\.__wbg_ptr;\n        this\.__wbg_ptr = 0;\n        return ptr;\n    \}\n    free\(\) \{\n        const ptr = this\.__destroy_into_raw\(\);\n/m,
     to: '    free() {\n        const ptr = this.__wbg_ptr;\n        this.__wbg_ptr = 0;\n',
+  },
+  {
+    what: "closures' FinalizationRegistry (every closure the wasm hands to JS is owned by Rust: see checkClosuresOwned)",
+    from: /^const CLOSURE_DTORS = [^;]*;\n|^ +CLOSURE_DTORS\.(?:register\(real, state, state\)|unregister\(state\));\n/gm,
+    to: '',
+    count: 3,
   },
   {
     what: "closures' reference count: `c`",
@@ -255,6 +262,29 @@ function getStringFromWasm0(`,
     count: 'any',
       },
   {
+    what: 'a result or an error returned through memory: one helper',
+    from: /^( +)try \{\n +const retptr = wasm\.__wbindgen_add_to_stack_pointer\(-16\) >>> 0;\n((?: +.*\n)*?) +var r0 = getDataViewMemory0\(\)\.getInt32\(retptr \+ 4 \* 0, true\);\n +var r1 = getDataViewMemory0\(\)\.getInt32\(retptr \+ 4, true\);\n +var r2 = getDataViewMemory0\(\)\.getInt32\(retptr \+ 4 \* 2, true\);\n +if \(r2\) \{\n +throw takeObject\(r1\);\n +\}\n +return (.*)\(r0\);\n +\} finally \{\n +wasm\.__wbindgen_add_to_stack_pointer\(16\);\n +\}$/gm,
+    to: '$1return $3(resultOf((retptr) => {\n$2$1}));',
+    count: 'any',
+  },
+  {
+    what: 'a result or an error returned through memory: the helper',
+    from: /^function getStringFromWasm0\(/m,
+    to: `function resultOf(call) {
+    const retptr = wasm.__wbindgen_add_to_stack_pointer(-16) >>> 0;
+    try {
+        call(retptr);
+        const view = getDataViewMemory0();
+        if (view.getInt32(retptr + 8, true)) throw takeObject(view.getInt32(retptr + 4, true));
+        return view.getInt32(retptr, true);
+    } finally {
+        wasm.__wbindgen_add_to_stack_pointer(16);
+    }
+}
+
+function getStringFromWasm0(`,
+  },
+  {
     what: 'the other imports as arrows',
     from: /^( {8}\w+): function\(([^)]*)\) \{$/gm,
     to: '$1: ($2) => {',
@@ -285,6 +315,20 @@ function checkLeaseOperationsFreed() {
   }
 }
 
+// The closures' FinalizationRegistry frees a Rust closure when JS collects its function, which matters
+// only for closures Rust gave away (`into_js_value`, `forget`): every closure of src/wasm/ is owned by Rust
+// (the coordination edge keeps its callbacks and drops them with it, which frees them), so the classic glue
+// drops the registry, and a closure given away fails the build here instead of leaking in the page.
+const WASM_DIR = path.join(JS_DIR, '..', 'src', 'wasm');
+
+function checkClosuresOwned() {
+  for (const file of fs.readdirSync(WASM_DIR).filter((name) => name.endsWith('.rs'))) {
+    if (/\binto_js_value\(|\.forget\(\)/.test(fs.readFileSync(path.join(WASM_DIR, file), 'utf8'))) {
+      throw new Error(`trim_wasm_glue: src/wasm/${file} gives a closure away (into_js_value or forget): the classic glue drops the closures' FinalizationRegistry`);
+    }
+  }
+}
+
 // The legacy build's memory is wasm2js's: growing it copies the memory into a new ArrayBuffer and leaves
 // the old one as it was (not detached, as a WebAssembly.Memory's is), so a cached view of the memory is
 // stale when its buffer is not the memory's current one.
@@ -304,6 +348,7 @@ export function trimGlue(glue, { legacy = false } = {}) {
   let out = glue;
   checkEngineMembersUnused();
   checkLeaseOperationsFreed();
+  checkClosuresOwned();
   const engine = /^export class Engine \{\n[^]*?\n\}\n/m.exec(out);
   if (engine === null) throw new Error('trim_wasm_glue: no Engine class in the glue');
   let trimmed = engine[0];

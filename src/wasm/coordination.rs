@@ -37,7 +37,7 @@ use crate::protocol::wire::{self, Value};
 use crate::protocol::{Effect, LIVE_KEY, LossReason, Node, live_record};
 
 use super::engine::{
-    EFFECT_GRANTED, EFFECT_NOT_AVAILABLE, EFFECT_SNAPSHOT, EFFECT_STOLEN, snapshot_to_js,
+    EFFECT_GRANTED, EFFECT_NOT_AVAILABLE, EFFECT_SNAPSHOT, EFFECT_STOLEN, call, snapshot_to_js,
 };
 
 /// The channel every weblocks context of an origin listens on; `scope` (tests) appends `:scope`.
@@ -69,7 +69,8 @@ fn global_function(global: &JsValue, name: &str) -> Option<Function> {
 
 /// The global's localStorage, if it exists and can be read (it throws when storage is disabled).
 fn local_storage(global: &JsValue) -> Option<Storage> {
-    let storage: Storage = global_property(global, "localStorage")?.dyn_into().ok()?;
+    // Not checked to be a Storage: reading it throws if it is not, and so it is not used.
+    let storage: Storage = global_property(global, "localStorage")?.unchecked_into();
     storage.get_item(LIVE_KEY).ok()?;
     Some(storage)
 }
@@ -310,9 +311,12 @@ impl Coordination {
         let global: EventTarget = self.global.clone().unchecked_into();
         if self.storage.is_some() {
             self.listen(&global, "storage", |this, event| {
-                let Some(event) = event.dyn_ref::<StorageEvent>() else {
+                // Only a StorageEvent has a `key` (a page may dispatch another event named `storage`,
+                // which must not read as a cleared storage): a lookup, not an instanceof import.
+                if !Reflect::has(event, &"key".into()).unwrap_or(false) {
                     return;
-                };
+                }
+                let event = event.unchecked_ref::<StorageEvent>();
                 let key = event.key();
                 // `key` is null when another context cleared the whole storage.
                 if key.is_none() || key.as_deref() == Some(this.storage_key.as_str()) {
@@ -330,7 +334,9 @@ impl Coordination {
             this.with_node(|n, t| n.pageshow(t, persisted));
         });
         if let Some(document) =
-            global_property(&self.global, "document").and_then(|d| d.dyn_into::<EventTarget>().ok())
+            // Not checked to be an EventTarget: listening to it would fail, and nothing be listened to.
+            global_property(&self.global, "document")
+                .map(JsCast::unchecked_into::<EventTarget>)
         {
             self.listen(&document, "freeze", |this, _| {
                 this.with_node(|n, t| n.freeze(t))
@@ -478,9 +484,8 @@ impl Coordination {
     /// Queues the next hop of the outbox's wait; false where no microtask can be queued.
     fn queue_flush(&self) -> bool {
         self.queue_microtask.as_ref().is_some_and(|queue| {
-            queue
-                .call1(&JsValue::NULL, self.flush_callback.as_ref())
-                .is_ok()
+            let u = &JsValue::UNDEFINED;
+            call(queue, &JsValue::NULL, self.flush_callback.as_ref(), u, u).is_ok()
         })
     }
 
@@ -514,7 +519,8 @@ impl Coordination {
         let incarnation = Some(message.sender.incarnation);
         if self.announced.replace(incarnation) != incarnation {
             let own = self.deputy_channel_name(&message.sender.client);
-            let _ = deputy.call3(
+            let _ = call(
+                deputy,
                 &JsValue::NULL,
                 &JsValue::from_str(&self.channel),
                 &JsValue::from_str(&own),
@@ -610,15 +616,20 @@ impl Coordination {
             if let Ok(f) = Reflect::get(channel, &method.into())
                 && let Some(f) = f.dyn_ref::<Function>()
             {
-                let _ = f.call0(channel);
+                let u = &JsValue::UNDEFINED;
+                let _ = call(f, channel, u, u, u);
             }
         }
     }
 
     fn notify(&self, kind: u32, id: u64, payload: &JsValue) {
-        let _ = self
-            .sink
-            .call3(&JsValue::NULL, &kind.into(), &(id as f64).into(), payload);
+        let _ = call(
+            &self.sink,
+            &JsValue::NULL,
+            &kind.into(),
+            &(id as f64).into(),
+            payload,
+        );
     }
 
     /// Arms the timer for `at`. A timer already armed to fire no later is kept: firing early only makes
@@ -639,7 +650,8 @@ impl Coordination {
         };
         let delay = at.saturating_sub(now()) as f64;
         let callback: &JsValue = self.timer_callback.as_ref();
-        if let Ok(handle) = set_timeout.call2(&JsValue::NULL, callback, &delay.into()) {
+        let u = &JsValue::UNDEFINED;
+        if let Ok(handle) = call(set_timeout, &JsValue::NULL, callback, &delay.into(), u) {
             self.timer.set(Some((handle, at)));
         }
     }
@@ -652,7 +664,8 @@ impl Coordination {
 
     fn cancel_timer(&self, handle: &JsValue) {
         if let Some(clear) = &self.clear_timeout {
-            let _ = clear.call1(&JsValue::NULL, handle);
+            let u = &JsValue::UNDEFINED;
+            let _ = call(clear, &JsValue::NULL, handle, u, u);
         }
     }
 
@@ -668,7 +681,8 @@ impl Coordination {
             channel.close();
         }
         if let Some(deputy) = &self.deputy {
-            let _ = deputy.call0(&JsValue::NULL);
+            let u = &JsValue::UNDEFINED;
+            let _ = call(deputy, &JsValue::NULL, u, u, u);
         }
         while let Some((target, kind, closure)) = self.listeners.borrow_mut().pop() {
             let _ = target.remove_event_listener_with_callback_and_bool(
@@ -689,11 +703,16 @@ fn open_channels(
     header: &Array,
 ) -> Option<Channels> {
     if let Some(open) = open_channel {
-        let log: Channel = open
-            .call2(&JsValue::NULL, &JsValue::from_str(name), header)
-            .ok()
-            .filter(|c| c.is_object())?
-            .unchecked_into();
+        let log: Channel = call(
+            open,
+            &JsValue::NULL,
+            &JsValue::from_str(name),
+            header,
+            &JsValue::UNDEFINED,
+        )
+        .ok()
+        .filter(|c| c.is_object())?
+        .unchecked_into();
         return Some(Channels {
             tx: log.clone().unchecked_into(),
             rx: log,

@@ -161,7 +161,8 @@ impl Engine {
             Backend::Origin(c) => c.with_node(|n, t| n.query(t, query_id as u64)),
             Backend::Alone(manager) => {
                 let snapshot = snapshot_to_js(&manager.snapshot_lock_state());
-                let _ = self.sink.call3(
+                let _ = call(
+                    &self.sink,
                     &JsValue::NULL,
                     &EFFECT_SNAPSHOT.into(),
                     &query_id.into(),
@@ -226,6 +227,20 @@ fn origin_backend(
     None
 }
 
+/// `f.call(this, a, b, c)`. Every call of a JS function from the edge goes through this one binding, so
+/// the glue and the wasm hold one import instead of one per number of arguments; a function given fewer
+/// arguments gets `undefined` for the others, which none of them (the sink, the deputy, timers,
+/// `queueMicrotask`, `openChannel`, `ref`/`unref`) tells apart from a missing argument.
+pub(super) fn call(
+    f: &Function,
+    this: &JsValue,
+    a: &JsValue,
+    b: &JsValue,
+    c: &JsValue,
+) -> Result<JsValue, JsValue> {
+    f.call3(this, a, b, c)
+}
+
 fn deliver(sink: &Function, decisions: &[Decision]) {
     for d in decisions {
         let (kind, id) = match *d {
@@ -233,7 +248,13 @@ fn deliver(sink: &Function, decisions: &[Decision]) {
             Decision::NotAvailable(id) => (EFFECT_NOT_AVAILABLE, id),
             Decision::Stolen(id) => (EFFECT_STOLEN, id),
         };
-        let _ = sink.call2(&JsValue::NULL, &kind.into(), &(id as f64).into());
+        let _ = call(
+            sink,
+            &JsValue::NULL,
+            &kind.into(),
+            &(id as f64).into(),
+            &JsValue::UNDEFINED,
+        );
     }
 }
 

@@ -143,7 +143,8 @@ test('page on file://: the build loads from a file URL and installs', { timeout:
   await page.close();
 });
 
-test('dedicated worker: importScripts installs the polyfill; request and query work', { timeout: 30_000 }, async () => {
+/** The report of a dedicated worker of the fixture that loads `build` (a URL path) with importScripts. */
+async function dedicatedWorkerReport(build) {
   const page = await openPage(browser);
   await page.goto(server.url + fixtures + 'build_smoke.html');
   const report = await page.evaluate(
@@ -154,12 +155,17 @@ test('dedicated worker: importScripts installs the polyfill; request and query w
         worker.onmessage = (e) => resolve(e.data);
         worker.postMessage('run');
       }),
-    workerPath,
+    `/${fixtures}build_smoke_worker.js?polyfill=${encodeURIComponent(build)}`,
   );
-  assertInstalled(report);
-  assert.equal(report.shape.navigatorLocks.get, 'function get locks/0');
   assert.deepEqual(page.errors, []);
   await page.close();
+  return report;
+}
+
+test('dedicated worker: importScripts installs the polyfill; request and query work', { timeout: 30_000 }, async () => {
+  const report = await dedicatedWorkerReport(polyfillPath);
+  assertInstalled(report);
+  assert.equal(report.shape.navigatorLocks.get, 'function get locks/0');
 });
 
 test('shared worker: importScripts installs the polyfill; request and query work', { timeout: 30_000 }, async () => {
@@ -213,22 +219,7 @@ test('legacy build, page without WebAssembly: installs with native shapes; reque
 });
 
 test('legacy build, dedicated worker: importScripts installs the polyfill; request and query work', { timeout: 30_000 }, async () => {
-  const page = await openPage(browser);
-  await page.goto(server.url + fixtures + 'build_smoke.html');
-  const url = `/${fixtures}build_smoke_worker.js?polyfill=${encodeURIComponent(legacyPath)}`;
-  const report = await page.evaluate(
-    (src) =>
-      new Promise((resolve, reject) => {
-        const worker = new Worker(src);
-        worker.onerror = (e) => reject(new Error(`worker error: ${e.message}`));
-        worker.onmessage = (e) => resolve(e.data);
-        worker.postMessage('run');
-      }),
-    url,
-  );
-  assertInstalled(report);
-  assert.deepEqual(page.errors, []);
-  await page.close();
+  assertInstalled(await dedicatedWorkerReport(legacyPath));
 });
 
 test("page whose CSP forbids compiling wasm: the classic script's engine cannot load, the legacy build works", { timeout: 30_000 }, async () => {

@@ -4,10 +4,11 @@
 //   cases: tests/web_cases.js bundled as a script that defines the global `weblocksCases`,
 //   names: the cases to run, in order; caseTimeoutMs: how long one may take;
 //   hideWebAssembly: whether the context has no WebAssembly (`--no-expose-wasm` hides it from Node 10 on,
-//     not in Node 8.17: it is also deleted from the context).
+//     not in Node 8.17: it is also deleted from the context);
+//   noTextCoding: whether the context has no TextEncoder and TextDecoder (as Safari 10.0).
 // Each case runs in a fresh vm context shaped like a dedicated worker of the engine's era: `self`,
 // `navigator` (a WorkerNavigator without `locks`), timers, `console`, `atob`, `crypto.getRandomValues`,
-// TextEncoder and TextDecoder (Chrome 38), and the engine's own builtins (WebAssembly where it has it,
+// TextEncoder and TextDecoder (Chrome 38; unless noTextCoding), and the engine's own builtins (WebAssembly where it has it,
 // Promise, typed arrays...); no `globalThis`, `queueMicrotask`, `AbortController`, `EventTarget`,
 // `MessageChannel`, `BroadcastChannel`, IndexedDB, localStorage or DOMException. The build is loaded
 // there as a classic script, and must install `navigator.locks`, `LockManager` and `Lock`; the case then
@@ -50,8 +51,6 @@ function makeContext(warnings) {
     clearTimeout: clearTimeout,
     setInterval: setInterval,
     clearInterval: clearInterval,
-    TextEncoder: TextEncoderHere,
-    TextDecoder: TextDecoderHere,
     atob: (text) => Buffer.from(String(text), 'base64').toString('binary'),
     crypto: {
       getRandomValues: (array) => {
@@ -66,6 +65,10 @@ function makeContext(warnings) {
       error: (message) => warnings.push('error: ' + String(message)),
     },
   };
+  if (!config.noTextCoding) {
+    sandbox.TextEncoder = TextEncoderHere;
+    sandbox.TextDecoder = TextDecoderHere;
+  }
   const context = vm.createContext(sandbox);
   // The navigator's prototype is of the context's realm: the polyfill defines `locks` there.
   vm.runInContext(
@@ -115,6 +118,7 @@ print({
     node: process.version,
     v8: process.versions.v8,
     webAssembly: vm.runInContext('typeof WebAssembly', makeContext([])),
+    textEncoder: vm.runInContext('typeof TextEncoder', makeContext([])),
   },
 });
 

@@ -6,7 +6,7 @@
 // cases of tests/web_cases.js there, one context per case:
 //  - dist/weblocks.polyfill.js (the classic script, WebAssembly MVP) in every engine that has WebAssembly;
 //  - dist/weblocks.legacy.js (the same core compiled to JS) in every engine, with WebAssembly hidden
-//    (`--no-expose-wasm`; Node 6 has none).
+//    (`--no-expose-wasm`; Node 6 has none), and in Node 6 without TextEncoder and TextDecoder too.
 // Each case is a test named after its engine, build and case. The cases that cannot run on one context's
 // polyfill are listed below with the reason, and every other case of tests/web_cases.js runs.
 //
@@ -75,12 +75,12 @@ test('every case not listed as not run here runs, and the list names only real c
 });
 
 /** Runs the harness in `engine` on `build`; returns its output lines, parsed. */
-function runHarness(engine, build, nodeFlags) {
+function runHarness(engine, build, nodeFlags, noTextCoding) {
   const binary = path.join(oldNodeDir, engine.node, 'node');
   assert.ok(fs.existsSync(binary), `${binary} is missing: run scripts/setup.sh`);
   const config = path.join(work, `${engine.node}-${path.basename(build)}.json`);
   const hideWebAssembly = nodeFlags.includes('--no-expose-wasm');
-  fs.writeFileSync(config, JSON.stringify({ build, cases: casesScript, names: toRun, caseTimeoutMs: CASE_TIMEOUT_MS, hideWebAssembly }));
+  fs.writeFileSync(config, JSON.stringify({ build, cases: casesScript, names: toRun, caseTimeoutMs: CASE_TIMEOUT_MS, hideWebAssembly, noTextCoding }));
   const result = spawnSync(binary, [...nodeFlags, path.join(here, 'harness.cjs'), config], {
     encoding: 'utf8',
     timeout: (toRun.length * CASE_TIMEOUT_MS) + 60_000,
@@ -94,11 +94,11 @@ function runHarness(engine, build, nodeFlags) {
 }
 
 /** One test per case of `build` in `engine`, from one run of the harness. */
-function testBuild(engine, build, nodeFlags, label) {
+function testBuild(engine, build, nodeFlags, label, noTextCoding = false) {
   const title = `node ${engine.node} (V8 ${engine.v8}, Chrome ${engine.chrome}), ${label}`;
   let run;
   const results = () => {
-    run ??= runHarness(engine, path.join(root, build), nodeFlags);
+    run ??= runHarness(engine, path.join(root, build), nodeFlags, noTextCoding);
     return run;
   };
   test(`${title}: the engine is the one expected`, () => {
@@ -108,6 +108,7 @@ function testBuild(engine, build, nodeFlags, label) {
     assert.ok(lines[0].engine.v8.startsWith(engine.v8), lines[0].engine.v8);
     // What the cases' contexts have.
     assert.equal(lines[0].engine.webAssembly, nodeFlags.includes('--no-expose-wasm') || !engine.wasm ? 'undefined' : 'object');
+    assert.equal(lines[0].engine.textEncoder, noTextCoding ? 'undefined' : 'function');
   });
   for (const name of toRun) {
     test(`${title}: ${name}`, () => {
@@ -121,5 +122,8 @@ function testBuild(engine, build, nodeFlags, label) {
 
 for (const engine of engines) {
   if (engine.wasm) testBuild(engine, 'dist/weblocks.polyfill.js', [], 'classic script (WebAssembly)');
-  testBuild(engine, 'dist/weblocks.legacy.js', ['--no-expose-wasm'], 'legacy build, no WebAssembly');
+  // In the oldest engine, also without TextEncoder and TextDecoder, as Safari 10.0.
+  const noTextCoding = engine === engines[0];
+  const label = `legacy build, no WebAssembly${noTextCoding ? ', no TextEncoder' : ''}`;
+  testBuild(engine, 'dist/weblocks.legacy.js', ['--no-expose-wasm'], label, noTextCoding);
 }
