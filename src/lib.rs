@@ -4,6 +4,7 @@
 //! - [`protocol`]: the coordination protocol that makes every context of an origin share one lock
 //!   manager (issue 3), as a sans-I/O state machine; see `docs/PROTOCOL.md`.
 //! - [`lease`]: leases, offline pessimistic locks that outlive a page load (an extension; `docs/LEASES.md`).
+//! - [`memory_copy`]: the wasm's `memcpy` and `memmove`.
 //! - [`sequence_map`]: a sorted map for keys that come in order and leave from the front.
 //! - [`snapshot_transfer`]: the form in which a `query()` snapshot crosses from the wasm to JS.
 //! - [`sorted_vec`]: ordered map and set kept as sorted vectors, far smaller in the wasm than std's.
@@ -14,6 +15,7 @@
 
 #[cfg(feature = "leases")]
 pub mod lease;
+pub mod memory_copy;
 #[cfg(feature = "coordination")]
 pub mod protocol;
 pub mod scheduler;

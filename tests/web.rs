@@ -36,6 +36,7 @@ fn env() -> JsValue {
                 None,
                 None,
                 js_sys::global().into(),
+                None,
             ))
         });
     let env = Object::new();
