@@ -1,0 +1,32 @@
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+use weblocks_lease_server::config::Config;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let config = Config::parse();
+    if let Err(why) = config.check() {
+        eprintln!("weblocks-lease-server: {why}");
+        return ExitCode::from(2);
+    }
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if config.log_format == "json" {
+        logs.json().init();
+    } else {
+        logs.init();
+    }
+    let secret = std::env::var("WEBLOCKS_LEASE_SECRET").unwrap_or_default();
+    match weblocks_lease_server::server::run(config, secret.into_bytes()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(why) => {
+            tracing::error!(error = %why, "cannot serve");
+            ExitCode::FAILURE
+        }
+    }
+}
