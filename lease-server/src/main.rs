@@ -13,9 +13,11 @@ async fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // Colours only for a person at a terminal: a log file or collector gets plain text.
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     if config.log_format == "json" {
         logs.json().init();
     } else {
