@@ -1,5 +1,6 @@
 // `npm run build`: the release wasm + ESM glue in pkg/ (cargo, wasm-bindgen, npm's wasm-opt), then the
-// classic-script polyfill dist/weblocks.polyfill.js (esbuild: one IIFE, wasm embedded, global `weblocks`).
+// classic-script polyfill dist/weblocks.polyfill.js (esbuild: one IIFE, wasm embedded, global `weblocks`)
+// and its add-on dist/weblocks.lease-server.js (the lease service's store, added to that global).
 // `node scripts/build.mjs --bundle-only` skips the wasm build and rebundles the existing pkg/.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -14,6 +15,7 @@ import { iifeExports } from './iife_exports_plugin.mjs';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const bundleOnly = process.argv.includes('--bundle-only');
 const classicOut = path.join(root, 'dist', 'weblocks.polyfill.js');
+const classicLeaseServerOut = path.join(root, 'dist', 'weblocks.lease-server.js');
 
 function fail(message) {
   console.error(`build: ${message}`);
@@ -173,6 +175,21 @@ function hoistEmbeddedWasm(text) {
   return `${prologue}var ${HOISTED_WASM}=${blob[1]};${rest.slice(prologue.length)}`;
 }
 
+/** The classic add-on with the lease service's store (js/classic_lease_server.js): a plain IIFE. */
+async function bundleClassicLeaseServer() {
+  await esbuild.build({
+    entryPoints: [path.join(root, 'js', 'classic_lease_server.js')],
+    outfile: classicLeaseServerOut,
+    bundle: true,
+    format: 'iife',
+    platform: 'neutral',
+    target: 'es2022',
+    minify: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+  });
+}
+
 function sizes(file) {
   const data = fs.readFileSync(path.join(root, file));
   const gzip = zlib.gzipSync(data, { level: 9 }).length;
@@ -184,5 +201,8 @@ if (isMain) {
   if (!bundleOnly) buildWasm();
   if (!fs.existsSync(path.join(root, 'pkg', 'weblocks_bg.wasm'))) fail('pkg/weblocks_bg.wasm is missing: run the full build');
   await bundleClassic();
-  for (const file of ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'dist/weblocks.polyfill.js']) console.log(`build: ${sizes(file)}`);
+  await bundleClassicLeaseServer();
+  for (const file of ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'dist/weblocks.polyfill.js', 'dist/weblocks.lease-server.js']) {
+    console.log(`build: ${sizes(file)}`);
+  }
 }
