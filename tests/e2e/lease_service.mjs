@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from './server.mjs';
+import { mintToken as mintWith } from '../../scripts/dev_lease_backend.mjs';
 
 export const serviceBinary = path.join(repoRoot, 'target', 'debug', 'weblocks-lease-server');
 
@@ -23,39 +24,51 @@ export function buildLeaseService() {
   built = true;
 }
 
+// Instances still running when this process exits (a test that failed or timed out) go with it.
+const running = new Set();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
 /** A random secret of 64 hex digits. */
 export const newSecret = () => crypto.randomBytes(32).toString('hex');
 
-const base64url = (value) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
-
 /**
- * An HS256 JWT for `sub`, valid for `expiresIn` seconds (negative: already expired). `header` and the
- * signing secret can be overridden to forge tokens.
+ * An HS256 JWT for `sub`, valid for `expiresIn` seconds (negative: already expired); `header` may be
+ * forged. The demo's dev backend mints the same way (scripts/dev_lease_backend.mjs).
  */
-export function mintToken(secret, { sub, name = sub, perms = [], expiresIn = 600, header = { alg: 'HS256', typ: 'JWT' }, claims = {} }) {
-  const payload = { sub, name, perms, exp: Math.floor(Date.now() / 1000) + expiresIn, ...claims };
-  const signed = `${base64url(header)}.${base64url(payload)}`;
-  return `${signed}.${crypto.createHmac('sha256', secret).update(signed).digest('base64url')}`;
+export function mintToken(secret, { sub, name = sub, perms = [], expiresIn = 600, header }) {
+  return mintWith(secret, { sub, name, perms }, { expiresIn, header });
 }
 
 /**
- * Start an instance on `database` (`sqlite:PATH` or a postgres URL); resolves once it listens, with
+ * Start an instance on `database` (`sqlite:PATH` or a postgres URL), of the debug build unless `binary`
+ * names another; resolves once it listens, with
  * `{ url, pid, logs(), stop(), kill(), exited }`. `stop` sends SIGTERM and resolves with the exit code;
  * `kill` sends SIGKILL.
  */
-export async function startLeaseService({ database, secret, origins = [], minTtlMs = 100, maxTtlMs, args = [], env = {} }) {
-  buildLeaseService();
+export async function startLeaseService({ database, secret, origins = [], minTtlMs = 100, maxTtlMs, args = [], env = {}, binary }) {
+  if (binary === undefined) buildLeaseService();
   const flags = ['--listen', '127.0.0.1:0', '--database', database, '--min-ttl-ms', String(minTtlMs), ...args];
   if (maxTtlMs !== undefined) flags.push('--max-ttl-ms', String(maxTtlMs));
   if (origins.length > 0) flags.push('--origins', origins.join(','));
-  const child = spawn(serviceBinary, flags, {
+  const child = spawn(binary ?? serviceBinary, flags, {
     env: { PATH: process.env.PATH, RUST_LOG: 'info', WEBLOCKS_LEASE_SECRET: secret, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  running.add(child);
   let output = '';
-  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
+  const exited = new Promise((resolve) =>
+    child.once('exit', (code, signal) => {
+      running.delete(child);
+      resolve(code ?? signal);
+    }),
+  );
   const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the lease service did not start in 30 s:\n${output}`)), 30_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL'); // never leave a process behind
+      reject(new Error(`the lease service did not start in 30 s:\n${output}`));
+    }, 30_000);
     child.stderr.setEncoding('utf8');
     child.stderr.on('data', (text) => {
       output += text;
