@@ -124,17 +124,23 @@ function buildWasm() {
   bindgenAndOptimize(cargoBuildWasm({ env }), path.join(root, 'pkg'), { env });
 }
 
+/** What both classic files are: one minified IIFE each, for the same browsers. */
+const classicIife = {
+  bundle: true,
+  format: 'iife',
+  platform: 'neutral',
+  target: 'es2022', // private fields and `#x in obj` (Chrome 91, Firefox 90, Safari 15)
+  minify: true,
+  legalComments: 'none',
+  logLevel: 'warning',
+};
+
 async function bundleClassic() {
   await esbuild.build({
+    ...classicIife,
     entryPoints: [path.join(root, 'js', 'classic.js')],
     outfile: classicOut,
-    bundle: true,
-    format: 'iife',
     globalName: 'weblocks',
-    platform: 'neutral',
-    target: 'es2022', // private fields and `#x in obj` (Chrome 91, Firefox 90, Safari 15)
-    minify: true,
-    legalComments: 'none',
     // The wasm embedded LZMA-compressed (scripts/embed_wasm_plugin.mjs); the global made by shorter code
     // than esbuild's (scripts/iife_exports_plugin.mjs).
     plugins: [embedCompressedWasm(), iifeExports()],
@@ -146,7 +152,6 @@ async function bundleClassic() {
     // `process` reads as undefined too: js/lock_api.js's Node-only paths (IN_NODE) fold away; a page's
     // own `process` shim is not Node either.
     define: { 'import.meta.url': 'undefined', Response: 'undefined', Request: 'undefined', process: 'undefined' },
-    logLevel: 'warning',
   });
   const text = fs.readFileSync(classicOut, 'utf8');
   if (text.includes('import.meta')) fail('the classic build still mentions import.meta');
@@ -175,18 +180,12 @@ function hoistEmbeddedWasm(text) {
   return `${prologue}var ${HOISTED_WASM}=${blob[1]};${rest.slice(prologue.length)}`;
 }
 
-/** The classic add-on with the lease service's store (js/classic_lease_server.js): a plain IIFE. */
+/** The classic add-on with the lease service's store (js/classic_lease_server.js). */
 async function bundleClassicLeaseServer() {
   await esbuild.build({
+    ...classicIife,
     entryPoints: [path.join(root, 'js', 'classic_lease_server.js')],
     outfile: classicLeaseServerOut,
-    bundle: true,
-    format: 'iife',
-    platform: 'neutral',
-    target: 'es2022',
-    minify: true,
-    legalComments: 'none',
-    logLevel: 'warning',
   });
 }
 

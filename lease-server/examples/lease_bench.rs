@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use weblocks::lease::{Operation, Token};
 use weblocks_lease_server::config::Database;
 use weblocks_lease_server::events::Events;
-use weblocks_lease_server::lease_row::{Holder, LeaseRequest, Reply};
+use weblocks_lease_server::lease_row::{Grant, Holder, LeaseRequest, Reply};
 use weblocks_lease_server::store::Store;
 
 #[derive(Parser)]
@@ -178,8 +178,15 @@ fn random_token() -> Token {
 }
 
 async fn store_cycle(store: &Store, client: usize, key: &str) {
-    let request = LeaseRequest::try_lock("bench", key, 60_000.0, random_token(), holder(client))
-        .expect("a valid request");
+    let request = LeaseRequest::grant(
+        Grant::TryLock,
+        "bench",
+        key,
+        60_000.0,
+        random_token(),
+        holder(client),
+    )
+    .expect("a valid request");
     let Ok(Reply::Acquired { lock_id, .. }) = store.run(request, 3_600_000.0).await else {
         panic!("tryLock failed on a free key");
     };

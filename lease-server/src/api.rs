@@ -10,13 +10,13 @@ use axum::extract::State;
 use axum::response::sse::{KeepAlive, Sse};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use weblocks::lease::{LeaseKey, Operation, Token};
+use weblocks::lease::{LeaseError, LeaseKey, Operation, Token};
 
 use crate::api_error::ApiError;
 use crate::bus::Topic;
 use crate::extract::{JsonBody, QueryArgs};
 use crate::identity::Identity;
-use crate::lease_row::{LeaseRequest, Reply};
+use crate::lease_row::{Grant, LeaseRequest, Reply};
 use crate::limits::check_key_part;
 use crate::server::AppState;
 use crate::stream::change_stream;
@@ -69,15 +69,7 @@ pub async fn try_lock(
     identity: Identity,
     JsonBody(body): JsonBody<KeyAndTtl>,
 ) -> Result<Json<Value>, ApiError> {
-    let ttl_ms = checked_key_and_ttl(&state, &body)?;
-    let request = LeaseRequest::try_lock(
-        &body.lease_type,
-        &body.id,
-        ttl_ms,
-        fresh_token()?,
-        identity.holder,
-    )?;
-    run(&state, request).await
+    grant(&state, identity, &body, Grant::TryLock).await
 }
 
 /// `POST /v1/takeOver {type, id, ttlMs}`: as tryLock, whoever holds the key; needs the `takeover` (or
@@ -92,15 +84,7 @@ pub async fn take_over(
             "taking over a lease needs the `takeover` permission".into(),
         ));
     }
-    let ttl_ms = checked_key_and_ttl(&state, &body)?;
-    let request = LeaseRequest::take_over(
-        &body.lease_type,
-        &body.id,
-        ttl_ms,
-        fresh_token()?,
-        identity.holder,
-    )?;
-    run(&state, request).await
+    grant(&state, identity, &body, Grant::TakeOver).await
 }
 
 /// `POST /v1/checkLock {lockId}` → the lease, while it is live.
@@ -109,8 +93,7 @@ pub async fn check_lock(
     identity: Identity,
     JsonBody(body): JsonBody<LockIdOnly>,
 ) -> Result<Json<Value>, ApiError> {
-    let operation = Operation::check(&body.lock_id)?;
-    run(&state, LeaseRequest::on_lock_id(operation, identity.holder)).await
+    on_lock_id(&state, identity, Operation::check(&body.lock_id)).await
 }
 
 /// `POST /v1/releaseLock {lockId}` → `{}`.
@@ -119,8 +102,7 @@ pub async fn release_lock(
     identity: Identity,
     JsonBody(body): JsonBody<LockIdOnly>,
 ) -> Result<Json<Value>, ApiError> {
-    let operation = Operation::release(&body.lock_id)?;
-    run(&state, LeaseRequest::on_lock_id(operation, identity.holder)).await
+    on_lock_id(&state, identity, Operation::release(&body.lock_id)).await
 }
 
 /// `POST /v1/extendLockExpiration {lockId, incMs}` → the lease with its new expiry (capped at the
@@ -130,8 +112,41 @@ pub async fn extend_lock_expiration(
     identity: Identity,
     JsonBody(body): JsonBody<LockIdAndIncrement>,
 ) -> Result<Json<Value>, ApiError> {
-    let operation = Operation::extend(&body.lock_id, body.inc_ms)?;
-    run(&state, LeaseRequest::on_lock_id(operation, identity.holder)).await
+    on_lock_id(
+        &state,
+        identity,
+        Operation::extend(&body.lock_id, body.inc_ms),
+    )
+    .await
+}
+
+async fn grant(
+    state: &AppState,
+    identity: Identity,
+    body: &KeyAndTtl,
+    kind: Grant,
+) -> Result<Json<Value>, ApiError> {
+    check_key_part("type", &body.lease_type)?;
+    check_key_part("id", &body.id)?;
+    let ttl_ms = state.limits.ttls.check(body.ttl_ms)?;
+    let request = LeaseRequest::grant(
+        kind,
+        &body.lease_type,
+        &body.id,
+        ttl_ms,
+        fresh_token()?,
+        identity.holder,
+    )?;
+    run(state, request).await
+}
+
+/// An operation the core built from a lockId (or refused to: a malformed one is an InvalidArgument).
+async fn on_lock_id(
+    state: &AppState,
+    identity: Identity,
+    operation: Result<Operation, LeaseError>,
+) -> Result<Json<Value>, ApiError> {
+    run(state, LeaseRequest::on_lock_id(operation?, identity.holder)).await
 }
 
 /// `GET /v1/list[?type=T][&limit=N]` → `{leases: [{type, id, holder, acquiredAt, expiresAt, fence}], now}`:
@@ -201,12 +216,6 @@ pub async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
 }
 
-fn checked_key_and_ttl(state: &AppState, body: &KeyAndTtl) -> Result<f64, ApiError> {
-    check_key_part("type", &body.lease_type)?;
-    check_key_part("id", &body.id)?;
-    state.limits.ttls.check(body.ttl_ms)
-}
-
 /// A type on its own (a list filter, a type's stream), checked as a lease's would be.
 fn checked_type(lease_type: &str) -> Result<&str, ApiError> {
     check_key_part("type", lease_type)?;
@@ -217,11 +226,8 @@ fn checked_type(lease_type: &str) -> Result<&str, ApiError> {
 /// 128 bits from the operating system's generator, for a new lease's token.
 fn fresh_token() -> Result<Token, ApiError> {
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|e| {
-        ApiError::from(weblocks::lease::LeaseError::Storage(format!(
-            "no randomness: {e}"
-        )))
-    })?;
+    getrandom::fill(&mut bytes)
+        .map_err(|e| ApiError::from(LeaseError::Storage(format!("no randomness: {e}"))))?;
     Ok(Token::from_random_bytes(bytes))
 }
 

@@ -80,6 +80,13 @@ pub enum Action {
     TakeOver(TakeOver),
 }
 
+/// The two ways to be granted a lease.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Grant {
+    TryLock,
+    TakeOver,
+}
+
 /// An action, who asks, and for a grant the token the new lockId will carry.
 #[derive(Clone, Debug)]
 pub struct LeaseRequest {
@@ -90,27 +97,27 @@ pub struct LeaseRequest {
 }
 
 impl LeaseRequest {
-    /// `tryLock`: the new lease gets the fresh `token`.
-    pub fn try_lock(
+    /// `tryLock` or `takeOver` on (type, id): the new lease gets the fresh `token`.
+    pub fn grant(
+        kind: Grant,
         lease_type: &str,
         id: &str,
         ttl_ms: f64,
         token: Token,
         requester: Holder,
     ) -> Result<LeaseRequest, LeaseError> {
-        let operation = Operation::try_lock(lease_type, id, ttl_ms, digest(token))?;
-        Ok(Self::grant(Action::Operation(operation), token, requester))
-    }
-
-    pub fn take_over(
-        lease_type: &str,
-        id: &str,
-        ttl_ms: f64,
-        token: Token,
-        requester: Holder,
-    ) -> Result<LeaseRequest, LeaseError> {
-        let take_over = TakeOver::new(lease_type, id, ttl_ms, digest(token))?;
-        Ok(Self::grant(Action::TakeOver(take_over), token, requester))
+        let stored = digest(token);
+        let action = match kind {
+            Grant::TryLock => {
+                Action::Operation(Operation::try_lock(lease_type, id, ttl_ms, stored)?)
+            }
+            Grant::TakeOver => Action::TakeOver(TakeOver::new(lease_type, id, ttl_ms, stored)?),
+        };
+        Ok(LeaseRequest {
+            action,
+            requester,
+            grant_token: Some(token),
+        })
     }
 
     /// `checkLock`, `releaseLock` or `extendLockExpiration`, built by the core from the lockId text; the
@@ -123,14 +130,6 @@ impl LeaseRequest {
             action: Action::Operation(operation),
             requester,
             grant_token: None,
-        }
-    }
-
-    fn grant(action: Action, token: Token, requester: Holder) -> LeaseRequest {
-        LeaseRequest {
-            action,
-            requester,
-            grant_token: Some(token),
         }
     }
 
@@ -373,15 +372,26 @@ mod tests {
         }
     }
 
+    /// `name`'s request of `kind` on Order 1 for `ttl_ms`, with token `n`.
+    fn on_order(kind: Grant, ttl_ms: f64, n: u8, name: &str) -> LeaseRequest {
+        LeaseRequest::grant(kind, "Order", "1", ttl_ms, token(n), user(name)).unwrap()
+    }
+
     fn on_lock_id(lock_id: &str, build: fn(&str) -> Result<Operation, LeaseError>) -> LeaseRequest {
         LeaseRequest::on_lock_id(build(lock_id).unwrap(), user("Alice"))
     }
 
     #[test]
     fn a_grant_numbers_the_lease_names_its_holder_and_keeps_only_a_digest() {
-        let request =
-            LeaseRequest::try_lock("domain.Article", "10", 60_000.0, token(7), user("Alice"))
-                .unwrap();
+        let request = LeaseRequest::grant(
+            Grant::TryLock,
+            "domain.Article",
+            "10",
+            60_000.0,
+            token(7),
+            user("Alice"),
+        )
+        .unwrap();
         let plan = plan(&request, None, T0, 41, DAY).unwrap();
         let (lock_id, row) = granted(&plan);
         assert_eq!(lock_id, format!("domain.Article/10/{}", "07".repeat(16)));
@@ -403,10 +413,9 @@ mod tests {
 
     #[test]
     fn a_conflict_names_the_live_holder_and_a_check_needs_the_real_token() {
-        let alice =
-            LeaseRequest::try_lock("Order", "1", 60_000.0, token(1), user("Alice")).unwrap();
+        let alice = on_order(Grant::TryLock, 60_000.0, 1, "Alice");
         let (alice_id, row) = granted(&plan(&alice, None, T0, 0, DAY).unwrap());
-        let bob = LeaseRequest::try_lock("Order", "1", 60_000.0, token(2), user("Bob")).unwrap();
+        let bob = on_order(Grant::TryLock, 60_000.0, 2, "Bob");
         let refusal = plan(&bob, Some(&row), T0 + 10.0, 1, DAY).unwrap_err();
         assert_eq!(refusal.error.code(), "AlreadyLocked");
         let holder = refusal.holder.unwrap();
@@ -437,10 +446,9 @@ mod tests {
 
     #[test]
     fn a_take_over_revokes_the_live_holder_who_is_then_told_revoked() {
-        let alice =
-            LeaseRequest::try_lock("Order", "1", 60_000.0, token(1), user("Alice")).unwrap();
+        let alice = on_order(Grant::TryLock, 60_000.0, 1, "Alice");
         let (alice_id, alice_row) = granted(&plan(&alice, None, T0, 0, DAY).unwrap());
-        let bob = LeaseRequest::take_over("Order", "1", 30_000.0, token(2), user("Bob")).unwrap();
+        let bob = on_order(Grant::TakeOver, 30_000.0, 2, "Bob");
         let taken = plan(&bob, Some(&alice_row), T0 + 5.0, 1, DAY).unwrap();
         assert_eq!(taken.change.as_ref().unwrap().kind, ChangeKind::TakenOver);
         let (_, bob_row) = granted(&taken);
@@ -464,7 +472,7 @@ mod tests {
 
     #[test]
     fn extension_is_capped_at_the_maximum_ttl_and_release_reports_its_fence() {
-        let alice = LeaseRequest::try_lock("Order", "1", 1000.0, token(1), user("Alice")).unwrap();
+        let alice = on_order(Grant::TryLock, 1000.0, 1, "Alice");
         let (id, row) = granted(&plan(&alice, None, T0, 4, DAY).unwrap());
         let extend =
             LeaseRequest::on_lock_id(Operation::extend(&id, 60_000.0).unwrap(), user("Alice"));

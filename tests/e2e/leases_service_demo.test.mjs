@@ -12,6 +12,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from './server.mjs';
 import { launchChromium } from './browser.mjs';
+import { openForm as openFormAt, waitForState } from './edit_form.mjs';
 import { startLeaseService, newSecret, temporarySqlite } from './lease_service.mjs';
 import { devLeaseBackend } from '../../scripts/dev_lease_backend.mjs';
 
@@ -39,18 +40,16 @@ after(async () => {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function openForm(context, query, beforeLoad = () => {}) {
-  const page = await context.newPage();
-  beforeLoad(page);
-  page.errors = [];
-  page.on('pageerror', (e) => page.errors.push(`pageerror: ${e.message}`));
-  await page.goto(`${web.url}www/edit-form.html?${query}`);
-  return page;
-}
+const openForm = (context, query, beforeLoad) => openFormAt(web.url, context, query, beforeLoad);
 
-async function waitForState(page, state, timeout = 5000) {
-  await page.waitForSelector(`#status[data-state="${state}"]`, { timeout });
-  return page.textContent('#status');
+/** Run `body(aliceContext, bobContext)` in two fresh browser contexts (two profiles), closed afterwards. */
+async function asAliceAndBob(body) {
+  const contexts = [await browser.newContext(), await browser.newContext()];
+  try {
+    await body(...contexts);
+  } finally {
+    await Promise.all(contexts.map((context) => context.close()));
+  }
 }
 
 const article = async (id) => (await fetch(`${web.url}dev/articles/${id}`)).json();
@@ -58,8 +57,7 @@ const hourMinute = (page, ms) => page.evaluate((ms) => new Date(ms).toLocaleTime
 const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 test('bob sees who edits since when; he takes over and alice’s page turns read-only within a second', async () => {
-  const [aliceContext, bobContext] = [await browser.newContext(), await browser.newContext()];
-  try {
+  await asAliceAndBob(async (aliceContext, bobContext) => {
     const alice = await openForm(aliceContext, 'user=alice&article=10&ttl=2000&every=400');
     assert.match(await waitForState(alice, 'editing'), /You are editing article 10/);
     assert.match(await alice.textContent('#user'), /Signed in as alice/);
@@ -94,15 +92,11 @@ test('bob sees who edits since when; he takes over and alice’s page turns read
     assert.match(await waitForState(bob, 'saved'), /Saved, and the lease is released: another user can edit/);
     assert.deepEqual([(await article('10')).title, (await article('10')).savedBy], ['Edited by bob', 'bob']);
     assert.deepEqual([...alice.errors, ...bob.errors], []);
-  } finally {
-    await aliceContext.close();
-    await bobContext.close();
-  }
+  });
 });
 
 test('alice closes without saving: the change stream tells bob, who edits once her lease expires', async () => {
-  const [aliceContext, bobContext] = [await browser.newContext(), await browser.newContext()];
-  try {
+  await asAliceAndBob(async (aliceContext, bobContext) => {
     const query = 'article=11&ttl=1500&every=300';
     const alice = await openForm(aliceContext, `user=alice&${query}`);
     await waitForState(alice, 'editing');
@@ -128,15 +122,11 @@ test('alice closes without saving: the change stream tells bob, who edits once h
     );
     assert.equal((await article('11')).savedAt, null, 'alice saved nothing');
     assert.deepEqual(bob.errors, []);
-  } finally {
-    await aliceContext.close();
-    await bobContext.close();
-  }
+  });
 });
 
 test('a save with an expired or a taken-over lease fails with a clear message and overwrites nothing', async () => {
-  const [aliceContext, bobContext] = [await browser.newContext(), await browser.newContext()];
-  try {
+  await asAliceAndBob(async (aliceContext, bobContext) => {
     const stale = await openForm(aliceContext, 'user=alice&article=12&ttl=800&every=200');
     await waitForState(stale, 'editing');
     await stale.click('#pause');
@@ -159,8 +149,5 @@ test('a save with an expired or a taken-over lease fails with a clear message an
     await alice.click('#save');
     assert.match(await waitForState(alice, 'save-failed'), /^Not saved: bob took over this article at \d\d:\d\d\. Nothing was overwritten/);
     assert.equal((await article('13')).savedAt, null);
-  } finally {
-    await aliceContext.close();
-    await bobContext.close();
-  }
+  });
 });
