@@ -7,7 +7,10 @@
 // instance over HTTP. Target: the service reaches at least half the store's cycles/s. Then 10,000 change
 // streams are opened on a SQLite instance, and its resident memory is read before and after.
 //
-//   node bench/lease_service.mjs [--clients=64] [--seconds=5] [--streams=10000] [--out=FILE]
+// Each pair of runs is repeated (--repeat, default 3), alternating store and service, and the table shows
+// the medians: the machine is shared, and one run can land in another program's busy second.
+//
+//   node bench/lease_service.mjs [--clients=64] [--seconds=5] [--repeat=3] [--streams=10000] [--out=FILE]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,6 +26,7 @@ const option = (name, fallback) => {
 const clients = Number(option('clients', 64));
 const seconds = Number(option('seconds', 5));
 const streamCount = Number(option('streams', 10_000));
+const repeat = Number(option('repeat', 3));
 
 const log = (line) => console.error(`bench:leases: ${line}`);
 log('cargo build --profile server -p weblocks-lease-server --bin weblocks-lease-server --example lease_bench');
@@ -40,19 +44,52 @@ const token = mintToken(secret, { sub: 'bench', name: 'bench' });
 // A log line per request would be the service's own bottleneck; the start-up line is still logged.
 const quiet = { RUST_LOG: 'warn,weblocks_lease_server::server=info' };
 
-async function both(name, database, makeFresh) {
-  log(`${name}: the store alone`);
-  const store = run(['store', `--database=${await makeFresh()}`]);
-  log(`${name}: the service`);
-  const service = await startLeaseService({ database: await makeFresh(), secret, binary, env: quiet, args: ['--pg-pool', String(clients)] });
-  try {
-    return { database: name, store, service: run(['service', `--url=${service.url}`, `--token=${token}`]) };
-  } finally {
-    await service.stop();
+/**
+ * `repeat` rounds of: each store variant alone, then the service, each on a fresh database. Returns the
+ * medians per variant and for the service, and the service ÷ store ratios of each round.
+ */
+async function compare(name, makeFresh, variants) {
+  const rounds = [];
+  for (let r = 1; r <= repeat; r++) {
+    const round = { stores: {} };
+    for (const { label, args } of variants) {
+      log(`${name} ${r}/${repeat}: ${label}`);
+      round.stores[label] = run(['store', `--database=${await makeFresh()}`, ...args]);
+    }
+    log(`${name} ${r}/${repeat}: the service`);
+    const service = await startLeaseService({ database: await makeFresh(), secret, binary, env: quiet });
+    try {
+      round.service = run(['service', `--url=${service.url}`, `--token=${token}`, `--pid=${service.pid}`]);
+    } finally {
+      await service.stop();
+    }
+    rounds.push(round);
   }
+  const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  const summary = (pick) =>
+    Object.fromEntries(['cyclesPerSecond', 'p50Ms', 'p99Ms', 'selfCpuUs', 'otherCpuUs'].map((k) => [k, median(rounds.map((round) => pick(round)[k] ?? 0))]));
+  return {
+    database: name,
+    stores: variants.map(({ label }) => ({
+      label,
+      ...summary((round) => round.stores[label]),
+      ratios: rounds.map((round) => round.service.cyclesPerSecond / round.stores[label].cyclesPerSecond),
+    })),
+    service: summary((round) => round.service),
+    rounds,
+  };
 }
 
-const results = { date: new Date().toISOString(), commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim(), cpus: os.cpus().length, loadAverageAtStart: os.loadavg(), clients, seconds, runs: [] };
+const results = {
+  date: new Date().toISOString(),
+  commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim(),
+  cpus: os.cpus().length,
+  loadAverageAtStart: os.loadavg(),
+  clients,
+  seconds,
+  repeat,
+  runs: [],
+};
 
 const sqliteFiles = [];
 const freshSqlite = () => {
@@ -62,7 +99,12 @@ const freshSqlite = () => {
 };
 const cluster = await startPostgres();
 try {
-  results.runs.push(await both('SQLite', 'sqlite', freshSqlite));
+  results.runs.push(
+    await compare('SQLite', freshSqlite, [
+      { label: 'the database, one transaction per operation', args: ['--group=1'] },
+      { label: "the service's store (grouped commits), no HTTP", args: [] },
+    ]),
+  );
   // Each PostgreSQL run gets a database of its own.
   let databases = 0;
   const freshPostgres = () => {
@@ -70,7 +112,7 @@ try {
     cluster.psql(`CREATE DATABASE ${name}`);
     return cluster.url.replace(/\/postgres$/, `/${name}`);
   };
-  results.runs.push(await both('PostgreSQL', 'postgres', freshPostgres));
+  results.runs.push(await compare('PostgreSQL', freshPostgres, [{ label: "the service's store, no HTTP", args: [] }]));
 
   log(`${streamCount} change streams on one SQLite instance`);
   const service = await startLeaseService({ database: freshSqlite(), secret, binary, env: quiet });
@@ -88,13 +130,22 @@ try {
 results.loadAverageAtEnd = os.loadavg();
 
 const number = (n, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-console.log(`\n## Lease service, ${clients} clients, tryLock + releaseLock cycles (${results.date.slice(0, 10)}, commit ${results.commit}, ${results.cpus} CPUs)\n`);
-console.log('| database | through | cycles/s | p50 | p99 | service ÷ store (target ≥ 0.5) |');
+console.log(
+  `\n## Lease service, ${clients} clients, tryLock + releaseLock cycles, median of ${repeat} (${results.date.slice(0, 10)}, commit ${results.commit}, ${results.cpus} CPUs)\n`,
+);
+console.log('| database | through | cycles/s | p50 | p99 | CPU per cycle |');
 console.log('| --- | --- | ---: | ---: | ---: | ---: |');
-for (const { database, store, service } of results.runs) {
-  const ratio = service.cyclesPerSecond / store.cyclesPerSecond;
-  console.log(`| ${database} | the store alone (the ceiling) | ${number(store.cyclesPerSecond)} | ${number(store.p50Ms, 2)} ms | ${number(store.p99Ms, 2)} ms | |`);
-  console.log(`| ${database} | the service (HTTP, JSON, JWT) | ${number(service.cyclesPerSecond)} | ${number(service.p50Ms, 2)} ms | ${number(service.p99Ms, 2)} ms | ${number(ratio, 2)} ${ratio >= 0.5 ? '✓' : '✗'} |`);
+const row = (database, label, m, cpu) => `| ${database} | ${label} | ${number(m.cyclesPerSecond)} | ${number(m.p50Ms, 1)} ms | ${number(m.p99Ms, 1)} ms | ${cpu} |`;
+for (const { database, stores, service } of results.runs) {
+  for (const store of stores) console.log(row(database, store.label, store, `${number(store.selfCpuUs)} µs`));
+  console.log(row(database, '**the service** (HTTP, JSON, JWT)', service, `${number(service.otherCpuUs)} µs + the clients' ${number(service.selfCpuUs)} µs`));
+}
+console.log('\nThe service ÷ each ceiling (target ≥ 0.5), median, and per round:\n');
+for (const { database, stores, service } of results.runs) {
+  for (const store of stores) {
+    const ratio = service.cyclesPerSecond / store.cyclesPerSecond;
+    console.log(`- ${database}, ${store.label}: ${number(ratio, 2)} ${ratio >= 0.5 ? '✓' : '✗'} (${store.ratios.map((r) => number(r, 2)).join(', ')})`);
+  }
 }
 const s = results.streams;
 console.log(

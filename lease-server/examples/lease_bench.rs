@@ -27,7 +27,7 @@ use weblocks::lease::{Operation, Token};
 use weblocks_lease_server::config::Database;
 use weblocks_lease_server::events::Events;
 use weblocks_lease_server::lease_row::{Grant, Holder, LeaseRequest, Reply};
-use weblocks_lease_server::store::Store;
+use weblocks_lease_server::store::{Store, StoreOptions};
 
 #[derive(Parser)]
 struct Args {
@@ -46,12 +46,21 @@ enum Command {
     Store {
         #[arg(long)]
         database: Database,
+        /// PostgreSQL connections (the service's default).
+        #[arg(long, default_value_t = 16)]
+        pool: usize,
+        /// SQLite: the most operations committed together (the service's default; 1: each alone).
+        #[arg(long, default_value_t = 256)]
+        group: usize,
     },
     Service {
         #[arg(long)]
         url: String,
         #[arg(long)]
         token: String,
+        /// The service's process, to report its CPU time per cycle.
+        #[arg(long)]
+        pid: Option<u32>,
     },
     Streams {
         #[arg(long)]
@@ -67,19 +76,31 @@ enum Command {
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
+/// The service's allocator (src/main.rs), so that the store alone runs the same code as in the service.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
     let result = match &args.command {
-        Command::Store { database } => {
+        Command::Store {
+            database,
+            pool,
+            group,
+        } => {
             let (events, _expiries) = Events::new();
+            let options = StoreOptions {
+                pg_pool: *pool,
+                sqlite_group: *group,
+            };
             let store = Arc::new(
-                Store::open(database, Arc::new(events), args.clients)
+                Store::open(database, Arc::new(events), options)
                     .await
                     .expect("open the database"),
             );
             let shared = Arc::clone(&store);
-            let cycles = measure(&args, move |client, key| {
+            let cycles = measure(&args, None, move |client, key| {
                 let store = Arc::clone(&shared);
                 async move { store_cycle(&store, client, &key).await }
             })
@@ -87,10 +108,10 @@ async fn main() {
             store.close().await;
             cycles
         }
-        Command::Service { url, token } => {
+        Command::Service { url, token, pid } => {
             let http = http_client();
             let (url, token) = (Arc::new(url.clone()), Arc::new(token.clone()));
-            measure(&args, move |_, key| {
+            measure(&args, *pid, move |_, key| {
                 let (http, url, token) = (http.clone(), Arc::clone(&url), Arc::clone(&token));
                 async move { service_cycle(&http, &url, &token, &key).await }
             })
@@ -112,8 +133,20 @@ fn http_client() -> HttpClient {
         .build_http()
 }
 
-/// Run `clients` tasks doing `cycle` on their own key for the warm-up, then the measured time.
-async fn measure<F, Fut>(args: &Args, cycle: F) -> Value
+/// CPU time (user + system) a process has used, in seconds, from /proc (`self` or a pid).
+fn cpu_seconds(process: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{process}/stat")).expect("a /proc stat");
+    // Fields 14 and 15 (utime, stime), counted after the command name, which is in parentheses.
+    let after_name = &stat[stat.rfind(')').expect("a command name") + 2..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks: f64 =
+        fields[11].parse::<f64>().unwrap_or(0.0) + fields[12].parse::<f64>().unwrap_or(0.0);
+    ticks / 100.0 // USER_HZ: 100 on Linux
+}
+
+/// Run `clients` tasks doing `cycle` on their own key for the warm-up, then the measured time. Reports
+/// this process's CPU time per cycle (`selfCpuUs`) and, given a `pid`, that process's (`otherCpuUs`).
+async fn measure<F, Fut>(args: &Args, pid: Option<u32>, cycle: F) -> Value
 where
     F: Fn(usize, String) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = ()> + Send,
@@ -143,11 +176,15 @@ where
         })
         .collect();
     tokio::time::sleep(Duration::from_secs(1)).await;
+    let other = pid.map(|pid| pid.to_string());
+    let cpu = || (cpu_seconds("self"), other.as_deref().map(cpu_seconds));
     measuring.store(true, Ordering::Relaxed);
+    let (self_before, other_before) = cpu();
     let started = Instant::now();
     tokio::time::sleep(Duration::from_secs_f64(args.seconds)).await;
     measuring.store(false, Ordering::Relaxed);
     let elapsed = started.elapsed().as_secs_f64();
+    let (self_after, other_after) = cpu();
     stop.store(true, Ordering::Relaxed);
     let mut latencies = Vec::new();
     for task in tasks {
@@ -155,12 +192,15 @@ where
     }
     latencies.sort_by(f64::total_cmp);
     let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+    let per_cycle_us = |seconds: f64| seconds / latencies.len() as f64 * 1e6;
     json!({
         "clients": args.clients,
         "cycles": latencies.len(),
         "cyclesPerSecond": latencies.len() as f64 / elapsed,
         "p50Ms": at(0.50),
         "p99Ms": at(0.99),
+        "selfCpuUs": per_cycle_us(self_after - self_before),
+        "otherCpuUs": other_before.zip(other_after).map(|(before, after)| per_cycle_us(after - before)),
     })
 }
 

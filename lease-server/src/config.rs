@@ -10,6 +10,7 @@ use clap::Parser;
 use weblocks::lease::key::MAX_TTL_MS;
 
 use crate::limits::TtlBounds;
+use crate::store::StoreOptions;
 
 /// Where the `locks` table lives.
 #[derive(Clone, Debug)]
@@ -79,6 +80,11 @@ pub struct Config {
     #[arg(long, env = "WEBLOCKS_LEASE_PG_POOL", default_value_t = 16)]
     pub pg_pool: usize,
 
+    /// SQLite: the most operations committed together, in one transaction and one disk flush (1: each
+    /// operation commits alone).
+    #[arg(long, env = "WEBLOCKS_LEASE_SQLITE_GROUP", default_value_t = 256)]
+    pub sqlite_group: usize,
+
     /// Log format: `text` or `json` (one object per line). The level comes from `RUST_LOG` (default info).
     #[arg(long, env = "WEBLOCKS_LEASE_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -110,10 +116,20 @@ impl Config {
                 ));
             }
         }
-        if self.max_body_bytes < 256 || self.pg_pool == 0 {
-            return Err("--max-body-bytes must be at least 256 and --pg-pool at least 1".into());
+        if self.max_body_bytes < 256 || self.pg_pool == 0 || self.sqlite_group == 0 {
+            return Err(
+                "--max-body-bytes must be at least 256, --pg-pool and --sqlite-group at least 1"
+                    .into(),
+            );
         }
         Ok(())
+    }
+
+    pub fn store_options(&self) -> StoreOptions {
+        StoreOptions {
+            pg_pool: self.pg_pool,
+            sqlite_group: self.sqlite_group,
+        }
     }
 
     pub fn ttl_bounds(&self) -> TtlBounds {
@@ -143,6 +159,15 @@ mod tests {
         );
         let config = parse(&["--database", "postgres://u@127.0.0.1:5433/leases"]).unwrap();
         assert!(matches!(config.database, Database::Postgres(_)));
+        let socket = parse(&[
+            "--database",
+            "postgres:///leases?host=/var/run/postgresql&user=leases",
+        ])
+        .unwrap();
+        match socket.database {
+            Database::Postgres(config) => assert_eq!(config.get_hosts().len(), 1),
+            other => panic!("{other:?}"),
+        }
         assert!(parse(&["--database", "mysql://x"]).is_err());
         assert!(parse(&["--database", "sqlite:"]).is_err());
     }

@@ -5,6 +5,12 @@ use clap::Parser;
 use tracing_subscriber::EnvFilter;
 use weblocks_lease_server::config::Config;
 
+/// mimalloc rather than glibc's malloc: a third of the service's own time under load went to glibc's
+/// allocator (its arenas, locks and consolidation) and mimalloc is made for many threads allocating small
+/// objects.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let config = Config::parse();

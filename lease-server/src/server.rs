@@ -93,7 +93,14 @@ pub async fn run(config: Config, secret: Vec<u8>) -> Result<(), String> {
     })?;
     let (events, expiry_requests) = Events::new();
     let events = Arc::new(events);
-    let store = Arc::new(Store::open(&config.database, Arc::clone(&events), config.pg_pool).await?);
+    let store = Arc::new(
+        Store::open(
+            &config.database,
+            Arc::clone(&events),
+            config.store_options(),
+        )
+        .await?,
+    );
     let database = store
         .health()
         .await

@@ -41,18 +41,29 @@ pub enum Store {
     Postgres(PostgresStore),
 }
 
+/// How a store uses its database.
+#[derive(Clone, Copy, Debug)]
+pub struct StoreOptions {
+    /// PostgreSQL: connections in the pool.
+    pub pg_pool: usize,
+    /// SQLite: the most operations committed together (1: each in a transaction of its own).
+    pub sqlite_group: usize,
+}
+
 impl Store {
     /// Open the database, creating the tables if they are missing.
     pub async fn open(
         database: &Database,
         events: Arc<Events>,
-        pool_size: usize,
+        options: StoreOptions,
     ) -> Result<Store, String> {
         Ok(match database {
-            Database::Sqlite(path) => Store::Sqlite(SqliteStore::open(path, events).await?),
-            Database::Postgres(config) => {
-                Store::Postgres(PostgresStore::open((**config).clone(), events, pool_size).await?)
+            Database::Sqlite(path) => {
+                Store::Sqlite(SqliteStore::open(path, events, options.sqlite_group).await?)
             }
+            Database::Postgres(config) => Store::Postgres(
+                PostgresStore::open((**config).clone(), events, options.pg_pool).await?,
+            ),
         })
     }
 
