@@ -18,10 +18,12 @@ port=${PORT:-8080}
 lease_port=${LEASE_PORT:-8787}
 WEBLOCKS_LEASE_SECRET=$(node -e "console.log(require('node:crypto').randomBytes(32).toString('hex'))")
 export WEBLOCKS_LEASE_SECRET
+origins="http://$host:$port,http://localhost:$port"
+[ "$host" = 127.0.0.1 ] || origins="$origins,http://127.0.0.1:$port"
 target/server/weblocks-lease-server \
   --listen "$host:$lease_port" \
   --database "sqlite:${LEASE_DB:-weblocks-leases.sqlite3}" \
-  --origins "${ORIGINS:-http://$host:$port,http://localhost:$port,http://127.0.0.1:$port}" &
+  --origins "${ORIGINS:-$origins}" &
 lease_service=$!
 trap 'kill "$lease_service" 2>/dev/null; wait "$lease_service" 2>/dev/null' EXIT
 node scripts/serve.mjs --host "$host" --port "$port" --lease-port "$lease_port"
