@@ -9,3 +9,5 @@ export const { locks, LockManager, Lock, clientId, ready, install } = createWasm
 // Leases (an extension, docs/LEASES.md): locks that outlive a page load, kept in IndexedDB.
 export { LockError, createLeases } from './leases.js';
 export const leases = createWasmLeases(() => ready);
+// The same API over the lease service, between users: `createLeases(serverLeaseStore({ url, token }))`.
+export { serverLeaseStore } from './lease_server_store.js';

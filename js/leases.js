@@ -8,7 +8,9 @@
 //     checkLock(lockId)                  -> { type, id, expiresAt }
 //     releaseLock(lockId)                -> undefined
 //     extendLockExpiration(lockId, incMs)-> { type, id, expiresAt }
-//     list()                             -> [{ type, id, expiresAt }]   (live leases only, never a token)
+//     list(type?)                        -> [{ type, id, expiresAt }]   (live leases only, never a token)
+//     takeOver(type, id, ttlMs)          -> { lockId, ... }   optional (the lease service's store)
+//     watch(type, id, onChange, options) -> stop()            optional, synchronous
 //   }
 //
 // A store rejects with an object whose `name` is 'LockError' and whose `code` is one of LOCK_ERROR_CODES;
@@ -30,16 +32,23 @@ export const LOCK_ERROR_CODES = Object.freeze([
   'NotFound', //        no lease for this lockId (released, or expired over a day ago)
   'Expired', //         the lease of this lockId has expired (see `expiresAt`); nobody took it over yet
   'TakenOver', //       the lease expired or was released, and someone else holds (type, id) now
-  'StorageError', //    the store failed (IndexedDB unavailable, aborted transaction...)
+  'Revoked', //         lease service: the lease was live when a holder allowed to took it over (takeOver)
+  'Unauthorized', //    lease service: no token, or one that does not verify (forged, expired)
+  'Forbidden', //       lease service: the token lacks the permission (takeOver needs `takeover`)
+  'StorageError', //    the store failed (IndexedDB unavailable, aborted transaction, service unreachable...)
 ]);
 
-/** Why a lease operation failed: `name` is 'LockError', `code` is one of LOCK_ERROR_CODES. */
+/**
+ * Why a lease operation failed: `name` is 'LockError', `code` is one of LOCK_ERROR_CODES. The lease
+ * service adds, when another lease holds the key, its `holder` (`{ sub, name }`) and `acquiredAt`.
+ */
 export class LockError extends Error {
-  constructor(code, message, { expiresAt, cause } = {}) {
+  constructor(code, message, { expiresAt, holder, acquiredAt, cause } = {}) {
     super(message, cause === undefined ? undefined : { cause });
     this.name = 'LockError';
     this.code = code;
     if (expiresAt !== undefined) this.expiresAt = expiresAt;
+    if (holder !== undefined) Object.assign(this, { holder, acquiredAt });
   }
 }
 
@@ -52,7 +61,7 @@ function messageOf(e) {
 function toLockError(e) {
   if (e instanceof LockError) return e;
   if (e != null && e.name === 'LockError' && LOCK_ERROR_CODES.includes(e.code)) {
-    return new LockError(e.code, e.message, { expiresAt: e.expiresAt });
+    return new LockError(e.code, e.message, e);
   }
   return new LockError('StorageError', `lease storage failed: ${messageOf(e)}`, { cause: e });
 }
@@ -95,8 +104,22 @@ export function createLeases(store) {
     },
     /** Move a live lease's expiry `incMs` later; resolves with `{ type, id, expiresAt }`. */
     extendLockExpiration: (lockId, incMs) => call('extendLockExpiration', lockId, incMs),
-    /** The live leases, `[{ type, id, expiresAt }]` (no tokens), for a "being edited elsewhere" UI. */
-    list: () => call('list'),
+    /** The live leases, `[{ type, id, expiresAt }]` (no tokens), for a "being edited elsewhere" UI; the
+     *  lease service's store takes a type to list only its leases. */
+    list: (type) => call('list', type),
+    /** Lease service: take the lease on (type, id) whoever holds it (the token needs the `takeover`
+     *  permission); resolves with the lockId. The replaced holder's next check or extend fails with `Revoked`. */
+    async takeOver(type, id, { ttlMs = DEFAULT_TTL_MS } = {}) {
+      return (await call('takeOver', type, id, ttlMs)).lockId;
+    },
+    /** Lease service: `onChange(change)` for each change of (type, id), or of any key of `type` when `id` is
+     *  null, starting with the current state; `onError(lockError)` if the stream cannot be opened. Returns `stop`. */
+    watch(type, id, onChange, { onError } = {}) {
+      let stop;
+      const failed = (e) => onError && onError(toLockError(e));
+      const watching = call('watch', type, id, onChange, { onError: failed }).then((s) => (stop = s), failed);
+      return () => watching.then(() => stop && stop());
+    },
     /**
      * Extend the lease every `everyMs` while this page is open; stops on `pagehide`, on `stop()`, or when an
      * extension fails (then `onLost(lockError)` is called). Returns `stop`. Each extension adds the time

@@ -1,5 +1,6 @@
 // `npm run build`: the release wasm + ESM glue in pkg/ (cargo, wasm-bindgen, npm's wasm-opt), then the
-// classic-script polyfill dist/weblocks.polyfill.js (esbuild: one IIFE, wasm embedded, global `weblocks`).
+// classic-script polyfill dist/weblocks.polyfill.js (esbuild: one IIFE, wasm embedded, global `weblocks`)
+// and its add-on dist/weblocks.lease-server.js (the lease service's store, added to that global).
 // `node scripts/build.mjs --bundle-only` skips the wasm build and rebundles the existing pkg/.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -16,6 +17,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const bundleOnly = process.argv.includes('--bundle-only');
 const classicOut = path.join(root, 'dist', 'weblocks.polyfill.js');
 const legacyOut = path.join(root, 'dist', 'weblocks.legacy.js');
+const classicLeaseServerOut = path.join(root, 'dist', 'weblocks.lease-server.js');
 
 function fail(message) {
   console.error(`build: ${message}`);
@@ -145,15 +147,22 @@ function buildWasm() {
   bindgenAndOptimize(cargoBuildWasm({ env }), path.join(root, 'pkg'), { env });
 }
 
-/** The esbuild options the classic script and the legacy build share: one IIFE, global `weblocks`. */
-const CLASSIC_OPTIONS = {
-  entryPoints: [path.join(root, 'js', 'classic.js')],
+/** What every classic file is: one minified IIFE, at the support floor's syntax (ES2017). */
+const IIFE = {
   bundle: true,
   format: 'iife',
-  globalName: 'weblocks',
   platform: 'neutral',
   minify: true,
   legalComments: 'none',
+  logLevel: 'warning',
+  target: 'es2017', // every shipped JS file is ES2017 (tests/e2e/shipped_files.test.mjs)
+};
+
+/** The esbuild options the classic script and the legacy build share: global `weblocks`. */
+const CLASSIC_OPTIONS = {
+  ...IIFE,
+  entryPoints: [path.join(root, 'js', 'classic.js')],
+  globalName: 'weblocks',
   mangleProps: /^[a-z][a-zA-Z0-9]*_$/, // properties named `word_` are internal (js/lock_api.js): one letter here
   // The glue's default wasm URL (import.meta.url) is never used here: classic.js passes the bytes. For
   // the same reason its fetch/Response paths are dead (-0.24 KB gzipped): `Response` and `Request` read
@@ -162,7 +171,6 @@ const CLASSIC_OPTIONS = {
   // `process` reads as undefined too: js/lock_api.js's Node-only paths (IN_NODE) fold away; a page's
   // own `process` shim is not Node either.
   define: { 'import.meta.url': 'undefined', Response: 'undefined', Request: 'undefined', process: 'undefined' },
-  logLevel: 'warning',
 };
 
 /**
@@ -187,7 +195,6 @@ async function bundleClassic() {
   await esbuild.build({
     ...CLASSIC_OPTIONS,
     outfile: classicOut,
-    target: 'es2017', // the support floor: every shipped JS file is ES2017 (tests/e2e/shipped_files.test.mjs)
     // The wasm embedded LZMA-compressed (scripts/embed_wasm_plugin.mjs); the global made by shorter code
     // than esbuild's (scripts/iife_exports_plugin.mjs).
     plugins: [embedCompressedWasm(), iifeExports()],
@@ -219,6 +226,16 @@ function hoistEmbeddedWasm(text) {
   return `${prologue}var ${HOISTED_WASM}=${blob[1]};${rest.slice(prologue.length)}`;
 }
 
+/** The classic add-on with the lease service's store (js/classic_lease_server.js). */
+/** dist/weblocks.lease-server.js: the add-on that gives the classic script's global `serverLeaseStore`. */
+async function bundleClassicLeaseServer() {
+  await esbuild.build({
+    ...IIFE,
+    entryPoints: [path.join(root, 'js', 'classic_lease_server.js')],
+    outfile: classicLeaseServerOut,
+  });
+}
+
 function sizes(file) {
   const data = fs.readFileSync(path.join(root, file));
   const gzip = zlib.gzipSync(data, { level: 9 }).length;
@@ -231,7 +248,8 @@ if (isMain) {
   if (!fs.existsSync(path.join(root, 'pkg', 'weblocks_bg.wasm'))) fail('pkg/weblocks_bg.wasm is missing: run the full build');
   await bundleClassic();
   await bundleLegacy();
-  for (const file of ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'dist/weblocks.polyfill.js', 'dist/weblocks.legacy.js']) {
+  await bundleClassicLeaseServer();
+  for (const file of ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'dist/weblocks.polyfill.js', 'dist/weblocks.legacy.js', 'dist/weblocks.lease-server.js']) {
     console.log(`build: ${sizes(file)}`);
   }
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Idempotent set-up for a fresh Debian machine (root): browsers, Rust wasm toolchain, npm dev tools.
-# Every step checks before it installs, so a second run takes seconds. See ../shared/TOOLCHAIN.md.
+# Idempotent set-up for a fresh Debian machine (root): browsers, Rust wasm toolchain, npm dev tools,
+# PostgreSQL and sqlite3 for the lease service's tests. Every step checks before it installs, so a second
+# run takes seconds. See ../shared/TOOLCHAIN.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +20,10 @@ missing_pkgs=()
 [ -x /usr/bin/WebKitWebDriver ] || missing_pkgs+=(webkit2gtk-driver)
 command -v Xvfb >/dev/null || missing_pkgs+=(xvfb)
 command -v xz >/dev/null || missing_pkgs+=(xz-utils) # the classic build LZMA-compresses the wasm it embeds
+# The lease service's tests: a throwaway PostgreSQL cluster (Debian's server), and sqlite3 to read its
+# SQLite table from outside. The service itself compiles SQLite in.
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing_pkgs+=(postgresql)
+command -v sqlite3 >/dev/null || missing_pkgs+=(sqlite3)
 if [ ${#missing_pkgs[@]} -gt 0 ]; then
   say "apt-get install ${missing_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets up the machine (idempotent) and runs every test: lint, host tests, release build, browser tests in
-# Chromium and Firefox, the builds in old JavaScript engines, end-to-end tests. Ends with one summary line "N passed, M failed".
+# Chromium and Firefox, the builds in old JavaScript engines, end-to-end tests (the lease service's among them,
+# each starting and stopping its own service instances and PostgreSQL cluster). Ends with one summary line
+# "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
@@ -19,10 +21,12 @@ step() {
   fi
 }
 
-step fmt cargo fmt --check
-step clippy-host cargo clippy --all-targets -- -D warnings
+# --workspace: the weblocks crate and the lease service (lease-server/); `cargo test` also builds the
+# service's debug binary, which the e2e tests of the service start.
+step fmt cargo fmt --all --check
+step clippy-host cargo clippy --workspace --all-targets -- -D warnings
 step clippy-wasm cargo clippy --target wasm32-unknown-unknown --lib -- -D warnings
-step cargo-test cargo test
+step cargo-test cargo test --workspace
 step build npm run build
 export WASM_BINDGEN_TEST_TIMEOUT=120  # the runner's budget for a whole test binary (default 20 s)
 step wasm-chrome wasm-pack test --headless --chrome --mode no-install

@@ -1,104 +1,198 @@
 // The seed's edit-form scenario with leases: take the lease when the form is shown (tryLock), keep it alive
 // while the page is open (keepAlive), check it when saving (checkLock) and release it after the save
-// (releaseLock). A tab that cannot get the lease says the article is being edited elsewhere and retries.
-// Articles are kept in localStorage (the demo's "database"); the lease in IndexedDB via weblocks.
-import { leases } from '../js/index.js';
+// (releaseLock). A page that cannot get the lease says who is editing and gets it once it is free.
+//
+// Two settings, one story:
+// - in this browser (the default): the lease in IndexedDB (weblocks' default store), the article in
+//   localStorage. Open the page in two tabs; a waiting tab tries again every `retry` ms.
+// - between users (`?user=alice`): the lease in the lease service (createLeases(serverLeaseStore(...))),
+//   the article in the demo's DEV-ONLY backend (scripts/dev_lease_backend.mjs), which also mints the
+//   user's token and checks the lease before it saves. Open it as alice and as bob in two browser
+//   profiles. The page watches the article's lease: a waiting user is told as soon as it is released or
+//   expires, and an editor whose lease is taken over turns read-only at once. bob may take over.
+import { leases as browserLeases, createLeases, serverLeaseStore } from '../js/index.js';
 
 const params = new URLSearchParams(location.search);
 const articleId = params.get('article') ?? '10';
 const ttlMs = Number(params.get('ttl') ?? 30_000);
 const everyMs = Number(params.get('every') ?? ttlMs / 3); // 0: no keep-alive
 const retryMs = Number(params.get('retry') ?? 1000);
+const userName = params.get('user');
 const LEASE_TYPE = 'domain.Article';
-const articleKey = `weblocks-demo:article:${articleId}`;
-const lockIdKey = `weblocks-demo:lockId:${articleId}`; // per tab: a reload resumes its own lease
 
 const $ = (id) => document.getElementById(id);
 let lockId = null;
+let fence = null;
 let stopKeepAlive = () => {};
 let retryTimer = 0;
 
 const time = (ms) => new Date(ms).toLocaleTimeString();
+// "10:02": 24-hour, whatever the locale's habit.
+const hourMinute = (ms) => new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+const defaultArticle = () => ({ title: `Article ${articleId}`, body: 'Edit me.', savedAt: null });
 
 function show(state, message) {
   $('status').dataset.state = state;
   $('status').textContent = message;
   // After a failed save or a lost lease the text stays reachable (to copy it); saving just fails again.
+  // A lease taken over by someone else makes the form read-only.
   $('fields').disabled = !['editing', 'save-failed', 'lost'].includes(state);
+  $('take-over').hidden = !(state === 'locked' && site.mayTakeOver);
 }
 
-function loadArticle() {
-  const stored = JSON.parse(localStorage.getItem(articleKey) ?? 'null');
-  return stored ?? { title: `Article ${articleId}`, body: 'Edit me.', savedAt: null };
+/** In this browser: the lease in IndexedDB, the article in localStorage. */
+function inThisBrowser() {
+  const articleKey = `weblocks-demo:article:${articleId}`;
+  addEventListener('storage', (e) => e.key === articleKey && showSaved());
+  return {
+    leases: browserLeases,
+    lockIdKey: `weblocks-demo:lockId:${articleId}`,
+    mayTakeOver: false,
+    loadArticle: async () => JSON.parse(localStorage.getItem(articleKey) ?? 'null') ?? defaultArticle(),
+    async saveArticle(article) {
+      await browserLeases.checkLock(lockId); // the seed: check the lease before changing anything
+      localStorage.setItem(articleKey, JSON.stringify({ ...article, savedAt: Date.now() }));
+    },
+    lockedMessage: (e) =>
+      `Article ${articleId} is being edited elsewhere (lease until ${time(e.expiresAt)}). ` +
+      'You can edit it once it is saved there, or once that lease expires.',
+    waitForLease: () => {
+      retryTimer = setTimeout(takeLease, retryMs);
+    },
+  };
 }
 
-function showSaved() {
-  const { title, savedAt } = loadArticle();
-  $('saved').textContent = savedAt ? `“${title}”, saved at ${time(savedAt)}` : 'never saved';
+/** Between users: the lease service, and the dev backend for the token and the article. */
+async function betweenUsers(name) {
+  const minted = await (await fetch(`/dev/token?user=${encodeURIComponent(name)}`)).json();
+  if (!minted.token) throw new Error(minted.error?.message ?? 'no token');
+  const leases = createLeases(serverLeaseStore({ url: params.get('service') ?? minted.service, token: minted.token }));
+  const article = `/dev/articles/${encodeURIComponent(articleId)}`;
+  let latest = null; // the last change the stream reported
+  document.title = `${minted.user.name}: ${document.title}`;
+  $('user').textContent = `Signed in as ${minted.user.name} (a dev-only token). `;
+  leases.watch(LEASE_TYPE, articleId, (change) => {
+    latest = change;
+    const state = $('status').dataset.state;
+    if (state === 'locked' && change.lease === null) {
+      show('locked', `The lease of article ${articleId} ${change.kind === 'expired' ? 'expired' : 'was released'}: taking it…`);
+      takeLease();
+    } else if (state === 'locked') {
+      show('locked', site.lockedMessage({ holder: change.lease.holder, acquiredAt: change.lease.acquiredAt }));
+    } else if (lockId !== null && change.lease !== null && change.fence > fence && ['editing', 'lost'].includes(state)) {
+      stopKeepAlive();
+      show(
+        'taken-over',
+        `${change.lease.holder.name} took over article ${articleId} at ${hourMinute(change.lease.acquiredAt)}. ` +
+          'This form is read-only now; your changes were not saved.',
+      );
+    }
+    if (change.kind !== 'extended') showSaved();
+  });
+  return {
+    leases,
+    lockIdKey: `weblocks-demo:lockId:${name}:${articleId}`,
+    mayTakeOver: minted.user.perms.some((p) => p === 'takeover' || p === 'admin'),
+    loadArticle: async () => (await fetch(article)).json(),
+    async saveArticle({ title, body }) {
+      // The backend checks the lease with the service (and its fencing number) before it writes.
+      const response = await fetch(article, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${minted.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ title, body, lockId }),
+      });
+      const answer = await response.json();
+      if (!response.ok) throw Object.assign(new Error(answer.error.message), answer.error);
+    },
+    lockedMessage: (e) =>
+      `Article ${articleId} is being edited by ${e.holder.name} since ${hourMinute(e.acquiredAt)}. ` +
+      (minted.user.perms.length > 0 ? 'You may take it over.' : 'You can edit it once it is saved there, or once that lease expires.'),
+    // The stream says when the lease is free; if it already said so, the conflict raced with that: retry.
+    waitForLease: () => {
+      if (latest?.lease === null) retryTimer = setTimeout(takeLease, retryMs);
+    },
+  };
 }
 
-function startEditing(id, expiresAt) {
+const site = userName ? await betweenUsers(userName) : inThisBrowser();
+const { leases } = site;
+
+async function showSaved() {
+  const { title, savedAt, savedBy } = await site.loadArticle();
+  $('saved').textContent = savedAt ? `“${title}”, saved at ${time(savedAt)}${savedBy ? ` by ${savedBy}` : ''}` : 'never saved';
+}
+
+async function startEditing(id, info) {
   lockId = id;
-  sessionStorage.setItem(lockIdKey, id);
-  const { title, body } = loadArticle();
+  fence = info.fence ?? null;
+  sessionStorage.setItem(site.lockIdKey, id);
+  const { title, body } = await site.loadArticle();
   $('title').value = title;
   $('body').value = body;
-  show('editing', `You are editing article ${articleId}. Your lease runs until ${time(expiresAt)}` +
+  show('editing', `You are editing article ${articleId}. Your lease runs until ${time(info.expiresAt)}` +
     (everyMs > 0 ? ` and is extended every ${everyMs / 1000} s while this page is open.` : ' (no keep-alive).'));
   if (everyMs > 0) {
     stopKeepAlive = leases.keepAlive(id, {
       everyMs,
-      onLost: (e) => show('lost', `Your lease was lost (${e.code}): ${e.message}. Your changes cannot be saved.`),
+      onLost: (e) => $('status').dataset.state === 'editing' && show('lost', `Your lease was lost (${e.code}): ${e.message}. Your changes cannot be saved.`),
     });
   }
 }
 
 async function takeLease() {
   clearTimeout(retryTimer);
-  const resumed = sessionStorage.getItem(lockIdKey);
+  const resumed = sessionStorage.getItem(site.lockIdKey);
   if (resumed) {
     // This tab held the lease before a reload: resume it if it is still ours and live.
     const info = await leases.checkLock(resumed).catch(() => null);
-    if (info) return startEditing(resumed, info.expiresAt);
-    sessionStorage.removeItem(lockIdKey);
+    if (info) return startEditing(resumed, info);
+    sessionStorage.removeItem(site.lockIdKey);
   }
   try {
     const id = await leases.tryLock(LEASE_TYPE, articleId, { ttlMs });
-    startEditing(id, (await leases.checkLock(id)).expiresAt);
+    await startEditing(id, await leases.checkLock(id));
   } catch (e) {
     if (e.code !== 'AlreadyLocked') return show('error', `Could not take the lease (${e.code}): ${e.message}`);
-    show('locked', `Article ${articleId} is being edited elsewhere (lease until ${time(e.expiresAt)}). ` +
-      'You can edit it once it is saved there, or once that lease expires.');
-    retryTimer = setTimeout(takeLease, retryMs);
+    show('locked', site.lockedMessage(e));
+    site.waitForLease();
+  }
+}
+
+async function takeOver() {
+  try {
+    const id = await leases.takeOver(LEASE_TYPE, articleId, { ttlMs });
+    await startEditing(id, await leases.checkLock(id));
+  } catch (e) {
+    show('error', `Could not take over (${e.code}): ${e.message}`);
   }
 }
 
 async function save(event) {
   event.preventDefault();
   try {
-    await leases.checkLock(lockId); // the seed: check the lease before changing anything
+    await site.saveArticle({ title: $('title').value, body: $('body').value });
   } catch (e) {
     stopKeepAlive();
     const why = {
       Expired: `your edit lease expired at ${time(e.expiresAt)}`,
       TakenOver: 'your edit lease expired and someone else is editing this article now',
+      Revoked: `${e.holder?.name ?? 'someone'} took over this article at ${hourMinute(e.acquiredAt)}`,
       NotFound: 'your edit lease no longer exists',
     }[e.code] ?? `the lease check failed (${e.code}: ${e.message})`;
     show('save-failed', `Not saved: ${why}. Nothing was overwritten; copy your text and reload to try again.`);
     return;
   }
-  localStorage.setItem(articleKey, JSON.stringify({ title: $('title').value, body: $('body').value, savedAt: Date.now() }));
   stopKeepAlive();
   await leases.releaseLock(lockId).catch(() => {});
-  sessionStorage.removeItem(lockIdKey);
-  show('saved', 'Saved, and the lease is released: another tab can edit the article now.');
+  sessionStorage.removeItem(site.lockIdKey);
+  show('saved', `Saved, and the lease is released: ${userName ? 'another user' : 'another tab'} can edit the article now.`);
   showSaved();
 }
 
 async function cancel() {
   stopKeepAlive();
   await leases.releaseLock(lockId).catch(() => {});
-  sessionStorage.removeItem(lockIdKey);
+  sessionStorage.removeItem(site.lockIdKey);
   show('cancelled', 'Cancelled without saving; the lease is released.');
 }
 
@@ -109,23 +203,24 @@ function pause() {
 }
 
 async function refreshLeases() {
-  const rows = (await leases.list().catch(() => [])).map(({ type, id, expiresAt }) => {
+  const listed = await (userName ? leases.list(LEASE_TYPE) : leases.list()).catch(() => []);
+  const rows = listed.map(({ type, id, expiresAt, holder }) => {
     const tr = document.createElement('tr');
-    for (const text of [type, id, `${Math.max(0, (expiresAt - Date.now()) / 1000).toFixed(1)} s`]) {
+    for (const text of [type, id, holder?.name ?? 'this browser', `${Math.max(0, (expiresAt - Date.now()) / 1000).toFixed(1)} s`]) {
       tr.append(Object.assign(document.createElement('td'), { textContent: text }));
     }
     return tr;
   });
-  if (!rows.length) rows.push(Object.assign(document.createElement('tr'), { innerHTML: '<td class="empty" colspan="3">none</td>' }));
+  if (!rows.length) rows.push(Object.assign(document.createElement('tr'), { innerHTML: '<td class="empty" colspan="4">none</td>' }));
   $('leases').tBodies[0].replaceChildren(...rows);
-  showSaved();
 }
 
 $('article-id').textContent = articleId;
 $('form').addEventListener('submit', save);
 $('cancel').addEventListener('click', cancel);
 $('pause').addEventListener('click', pause);
-addEventListener('storage', (e) => e.key === articleKey && showSaved());
+$('take-over').addEventListener('click', takeOver);
+showSaved();
 refreshLeases();
 setInterval(refreshLeases, 1000);
 takeLease();

@@ -18,6 +18,9 @@ pub enum LeaseError {
     /// The lease of this `LockId` expired or was released, and another holder now has a lease on the same
     /// (type, id). The stale `LockId` can neither check, extend nor release it.
     TakenOver,
+    /// The lease of this `LockId` was live when another holder took it over (`takeOver`, which a store
+    /// grants only to callers allowed to); the `LockId` can neither check, extend nor release the new lease.
+    Revoked,
     /// The store failed (IndexedDB unavailable, quota, a corrupt record...). Only stores raise it.
     Storage(String),
 }
@@ -31,6 +34,7 @@ impl LeaseError {
             LeaseError::NotFound => "NotFound",
             LeaseError::Expired { .. } => "Expired",
             LeaseError::TakenOver => "TakenOver",
+            LeaseError::Revoked => "Revoked",
             LeaseError::Storage(_) => "StorageError",
         }
     }
@@ -56,6 +60,9 @@ impl LeaseError {
             LeaseError::NotFound => "no such lease (released, or expired long ago)".into(),
             LeaseError::Expired { .. } => "the lease has expired".into(),
             LeaseError::TakenOver => "the lease was taken over by another holder".into(),
+            LeaseError::Revoked => {
+                "the lease was taken over by another holder while it was live".into()
+            }
             LeaseError::Storage(why) => "lease storage failed: ".to_owned() + why,
         }
     }

@@ -14,6 +14,8 @@
 //! - [`record`]: what a store keeps per key, and the public view of it (never the token).
 //! - [`operation`]: the four operations and their decisions; [`error`]: why one failed.
 //! - [`store`]: the [`LeaseStore`] seam, an in-memory store, and [`Leases`], which runs operations on a store.
+//! - [`take_over`]: `takeOver`, a grant whoever holds the key, for stores shared between users (the lease
+//!   service); its replaced holder is told `Revoked`.
 //!
 //! In the browser, the wasm edge (`src/wasm/lease_operation.rs`) hands validated operations to the
 //! IndexedDB store (`js/lease_idb_store.js`), which calls [`Operation::decide`] inside one `readwrite`
@@ -25,6 +27,7 @@ pub mod lock_id;
 pub mod operation;
 pub mod record;
 pub mod store;
+pub mod take_over;
 pub mod token;
 
 pub use error::LeaseError;
@@ -33,6 +36,7 @@ pub use lock_id::LockId;
 pub use operation::{Decision, Operation, Outcome, Write, list_live};
 pub use record::{LeaseInfo, LeaseRecord};
 pub use store::{LeaseStore, Leases, MemoryLeaseStore};
+pub use take_over::{TakeOver, revoked_or};
 pub use token::Token;
 
 #[cfg(all(test, not(target_arch = "wasm32")))]

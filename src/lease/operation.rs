@@ -24,7 +24,8 @@ pub enum Operation {
     /// Remove the lease of this `LockId` (live or expired, as long as nobody took it over).
     Release(LockId),
     /// Push the expiry of a live lease `inc_ms` later (the seed: `expiration + inc`), capped at
-    /// [`MAX_TTL_MS`] from now (so any positive `inc_ms` is accepted).
+    /// [`MAX_TTL_MS`] from now, or a store's lower bound ([`Operation::decide_within`]), so any positive
+    /// `inc_ms` is accepted.
     Extend { lock_id: LockId, inc_ms: f64 },
 }
 
@@ -98,6 +99,18 @@ impl Operation {
         current: Option<&LeaseRecord>,
         now_ms: f64,
     ) -> Result<Decision, LeaseError> {
+        self.decide_within(current, now_ms, MAX_TTL_MS)
+    }
+
+    /// [`Self::decide`] for a store that bounds how long a lease may have left lower than
+    /// [`MAX_TTL_MS`]: an extension is capped at `max_left_ms` from now (the ttl of a new lease is the
+    /// store's to check before building the operation).
+    pub fn decide_within(
+        &self,
+        current: Option<&LeaseRecord>,
+        now_ms: f64,
+        max_left_ms: f64,
+    ) -> Result<Decision, LeaseError> {
         match self {
             Operation::TryLock { key, ttl_ms, token } => {
                 if let Some(held) = current.filter(|r| !r.is_expired(now_ms)) {
@@ -106,18 +119,7 @@ impl Operation {
                     });
                 }
                 // An expired record is replaced here: that is the lazy clean-up of its key.
-                let record = LeaseRecord {
-                    key: key.clone(),
-                    token: *token,
-                    expires_at_ms: now_ms + ttl_ms,
-                };
-                Ok(Decision {
-                    outcome: Outcome::Acquired {
-                        lock_id: record.lock_id(),
-                        info: record.info(),
-                    },
-                    write: Write::Put(record),
-                })
+                Ok(grant(key, *token, now_ms + ttl_ms))
             }
             Operation::Check(lock_id) => {
                 let record = live(held_by(current, lock_id)?, now_ms)?;
@@ -135,7 +137,8 @@ impl Operation {
             }
             Operation::Extend { lock_id, inc_ms } => {
                 let record = live(held_by(current, lock_id)?, now_ms)?;
-                let expires_at_ms = (record.expires_at_ms + inc_ms).min(now_ms + MAX_TTL_MS);
+                let expires_at_ms =
+                    (record.expires_at_ms + inc_ms).min(now_ms + max_left_ms.min(MAX_TTL_MS));
                 let extended = LeaseRecord {
                     expires_at_ms,
                     ..record.clone()
@@ -149,7 +152,24 @@ impl Operation {
     }
 }
 
-/// The record if it belongs to `lock_id`: `NotFound` without one, `TakenOver` if it has another token.
+/// A new lease on `key`: the decision of a successful tryLock or takeOver.
+pub(crate) fn grant(key: &LeaseKey, token: Token, expires_at_ms: f64) -> Decision {
+    let record = LeaseRecord {
+        key: key.clone(),
+        token,
+        expires_at_ms,
+    };
+    Decision {
+        outcome: Outcome::Acquired {
+            lock_id: record.lock_id(),
+            info: record.info(),
+        },
+        write: Write::Put(record),
+    }
+}
+
+/// The record if it belongs to `lock_id`: `NotFound` without one, `TakenOver` if it has another token
+/// (which a store that offers takeOver refines with [`super::take_over::revoked_or`]).
 fn held_by<'a>(
     current: Option<&'a LeaseRecord>,
     lock_id: &LockId,

@@ -12,6 +12,7 @@ use super::key::LeaseKey;
 use super::lock_id::LockId;
 use super::operation::{Operation, Outcome, Write, list_live};
 use super::record::{LeaseInfo, LeaseRecord};
+use super::take_over::TakeOver;
 use super::token::Token;
 use crate::sorted_vec::SortedMap;
 
@@ -86,10 +87,26 @@ impl<S: LeaseStore> Leases<S> {
         token: Token,
         now_ms: f64,
     ) -> Result<LockId, LeaseError> {
-        match self.run(&Operation::try_lock(lease_type, id, ttl_ms, token)?, now_ms)? {
-            Outcome::Acquired { lock_id, .. } => Ok(lock_id),
-            other => unreachable!("tryLock decided {other:?}"),
+        acquired_lock_id(self.run(&Operation::try_lock(lease_type, id, ttl_ms, token)?, now_ms)?)
+    }
+
+    /// Take the lease on (type, id) whoever holds it. This store keeps no memory of what it revoked, so
+    /// the replaced holder hears `TakenOver` here (a store that keeps it refines that with `revoked_or`).
+    pub fn take_over(
+        &mut self,
+        lease_type: &str,
+        id: &str,
+        ttl_ms: f64,
+        token: Token,
+        now_ms: f64,
+    ) -> Result<LockId, LeaseError> {
+        let take_over = TakeOver::new(lease_type, id, ttl_ms, token)?;
+        let current = self.store.get(&take_over.key)?;
+        let (decision, _revoked) = take_over.decide(current.as_ref(), now_ms);
+        if let Write::Put(record) = decision.write {
+            self.store.put(record)?;
         }
+        acquired_lock_id(decision.outcome)
     }
 
     pub fn check_lock(&mut self, lock_id: &str, now_ms: f64) -> Result<LeaseInfo, LeaseError> {
@@ -116,6 +133,13 @@ impl<S: LeaseStore> Leases<S> {
             self.store.delete(key)?;
         }
         Ok(live)
+    }
+}
+
+fn acquired_lock_id(outcome: Outcome) -> Result<LockId, LeaseError> {
+    match outcome {
+        Outcome::Acquired { lock_id, .. } => Ok(lock_id),
+        other => unreachable!("tryLock/takeOver decided {other:?}"),
     }
 }
 

@@ -146,6 +146,30 @@ fn extend_is_capped_at_the_maximum_ttl_from_now() {
 }
 
 #[test]
+fn decide_within_caps_an_extension_at_a_store_s_lower_bound() {
+    let mut l = leases();
+    let a = l
+        .try_lock("Order", "1", 1000.0, token(1), T0)
+        .unwrap()
+        .to_string();
+    let held = l.store().records().unwrap().remove(0);
+    let extend = Operation::extend(&a, 60_000.0).unwrap();
+    let expiry = |decision: Decision| match decision.write {
+        Write::Put(record) => record.expires_at_ms,
+        other => panic!("{other:?}"),
+    };
+    let capped = extend.decide_within(Some(&held), T0 + 100.0, 5000.0);
+    assert_eq!(expiry(capped.unwrap()), T0 + 5100.0);
+    let under = Operation::extend(&a, 10.0).unwrap();
+    let uncapped = under.decide_within(Some(&held), T0 + 100.0, 5000.0);
+    assert_eq!(expiry(uncapped.unwrap()), T0 + 1010.0);
+    // A bound over the core's own maximum is no bound: MAX_TTL_MS still holds.
+    let huge = Operation::extend(&a, 1e15).unwrap();
+    let core_cap = huge.decide_within(Some(&held), T0, 2.0 * MAX_TTL_MS);
+    assert_eq!(expiry(core_cap.unwrap()), T0 + MAX_TTL_MS);
+}
+
+#[test]
 fn check_and_extend_fail_on_unknown_released_and_expired_leases() {
     let mut l = leases();
     let a = l
@@ -419,9 +443,80 @@ fn a_failed_operation_writes_nothing() {
     );
 }
 
+#[test]
+fn take_over_replaces_a_live_lease_and_revokes_its_token() {
+    let alice = Operation::try_lock("domain.Article", "10", 60_000.0, token(1)).unwrap();
+    let held = match alice.decide(None, T0).unwrap().write {
+        Write::Put(record) => record,
+        other => panic!("{other:?}"),
+    };
+    let take_over = TakeOver::new("domain.Article", "10", 30_000.0, token(2)).unwrap();
+    let (decision, revoked) = take_over.decide(Some(&held), T0 + 5.0);
+    assert_eq!(revoked, Some(token(1)), "alice's live lease is revoked");
+    let bob = match decision.write {
+        Write::Put(record) => record,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!((bob.token, bob.expires_at_ms), (token(2), T0 + 30_005.0));
+    assert!(
+        matches!(decision.outcome, Outcome::Acquired { lock_id, .. } if lock_id == bob.lock_id())
+    );
+    // Alice's every operation now finds bob's lease: the core says TakenOver, which `revoked_or` turns
+    // into Revoked for her token only.
+    let alice_id = held.lock_id();
+    for op in [
+        Operation::check(&alice_id.to_text()).unwrap(),
+        Operation::release(&alice_id.to_text()).unwrap(),
+        Operation::extend(&alice_id.to_text(), 1000.0).unwrap(),
+    ] {
+        let error = op.decide(Some(&bob), T0 + 6.0).unwrap_err();
+        assert_eq!(error, LeaseError::TakenOver);
+        assert_eq!(revoked_or(error, &alice_id, revoked), LeaseError::Revoked);
+    }
+    assert_eq!(LeaseError::Revoked.code(), "Revoked");
+    let carol_id = LockId {
+        key: key("domain.Article", "10"),
+        token: token(3),
+    };
+    assert_eq!(
+        revoked_or(LeaseError::TakenOver, &carol_id, revoked),
+        LeaseError::TakenOver
+    );
+    assert_eq!(
+        revoked_or(LeaseError::NotFound, &alice_id, revoked),
+        LeaseError::NotFound
+    );
+}
+
+#[test]
+fn take_over_of_a_free_or_expired_key_revokes_nothing() {
+    let take_over = TakeOver::new("Order", "1", 1000.0, token(2)).unwrap();
+    assert_eq!(take_over.decide(None, T0).1, None);
+    let expired = LeaseRecord {
+        key: key("Order", "1"),
+        token: token(1),
+        expires_at_ms: T0,
+    };
+    let (decision, revoked) = take_over.decide(Some(&expired), T0);
+    assert_eq!(
+        revoked, None,
+        "a lapsed holder hears TakenOver, as after a tryLock"
+    );
+    assert!(matches!(decision.write, Write::Put(r) if r.expires_at_ms == T0 + 1000.0));
+    assert!(matches!(
+        TakeOver::new("Order", "", 1000.0, token(4)),
+        Err(LeaseError::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        TakeOver::new("Order", "1", MAX_TTL_MS + 1.0, token(4)),
+        Err(LeaseError::InvalidArgument(_))
+    ));
+}
+
 #[derive(Clone, Debug)]
 enum Step {
     TryLock { key: u8, ttl: u16 },
+    TakeOver { key: u8, ttl: u16 },
     Check { lease: u8 },
     Release { lease: u8 },
     Extend { lease: u8, inc: u16 },
@@ -432,6 +527,7 @@ enum Step {
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         (0u8..2, 1u16..300).prop_map(|(key, ttl)| Step::TryLock { key, ttl }),
+        (0u8..2, 1u16..300).prop_map(|(key, ttl)| Step::TakeOver { key, ttl }),
         any::<u8>().prop_map(|lease| Step::Check { lease }),
         any::<u8>().prop_map(|lease| Step::Release { lease }),
         (any::<u8>(), 1u16..300).prop_map(|(lease, inc)| Step::Extend { lease, inc }),
@@ -455,6 +551,10 @@ proptest! {
                     if let Ok(id) = l.try_lock("T", &key.to_string(), f64::from(ttl), token(n as u8), now) {
                         issued.push((key, id.to_string()));
                     }
+                }
+                Step::TakeOver { key, ttl } => {
+                    let id = l.take_over("T", &key.to_string(), f64::from(ttl), token(n as u8), now).unwrap();
+                    issued.push((key, id.to_string()));
                 }
                 Step::Check { lease } => { if let Some(id) = pick(lease) { let _ = l.check_lock(&id, now); } }
                 Step::Release { lease } => { if let Some(id) = pick(lease) { let _ = l.release_lock(&id, now); } }

@@ -15,6 +15,11 @@ impl Token {
         Token(bytes)
     }
 
+    /// The 16 bytes (for a store that keeps only a digest of the token).
+    pub fn bytes(&self) -> [u8; 16] {
+        self.0
+    }
+
     /// Parse 32 lowercase hex digits (the output of [`Token::to_hex`]).
     pub fn parse_hex(text: &str) -> Option<Token> {
         let digits = text.as_bytes();

@@ -7,6 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from './server.mjs';
 import { launchChromium, shareServerAndChromium } from './browser.mjs';
+import { openForm as openFormAt, waitForState } from './edit_form.mjs';
 
 let server;
 let browser;
@@ -17,19 +18,7 @@ shareServerAndChromium((s, b) => {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function openForm(context, query) {
-  const page = await context.newPage();
-  page.errors = [];
-  page.on('pageerror', (e) => page.errors.push(`pageerror: ${e.message}`));
-  await page.goto(`${server.url}www/edit-form.html?${query}`);
-  return page;
-}
-
-/** Wait until the status says `state` (within `timeout` ms); returns its message. */
-async function waitForState(page, state, timeout = 5000) {
-  await page.waitForSelector(`#status[data-state="${state}"]`, { timeout });
-  return page.textContent('#status');
-}
+const openForm = (context, query) => openFormAt(server.url, context, query);
 
 const state = (page) => page.getAttribute('#status', 'data-state');
 const storedArticle = (page, id) => page.evaluate((id) => JSON.parse(localStorage.getItem(`weblocks-demo:article:${id}`)), id);

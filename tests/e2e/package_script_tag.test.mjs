@@ -1,7 +1,9 @@
 // The classic script as a no-build user gets it: dist/weblocks.polyfill.js from the packed package
 // (reachable through `exports` as 'weblocks/classic' and 'weblocks/dist/weblocks.polyfill.js'), loaded
 // with a <script> tag in headless Chromium (tests/fixtures/apps/script_tag/index.html):
-// - it defines exactly one global, `weblocks`, holding the same names as the ESM entry's exports;
+// - it defines exactly one global, `weblocks`, holding the same names as the ESM entry's exports, but the
+//   lease service's store (`serverLeaseStore`), which its add-on dist/weblocks.lease-server.js (also in the
+//   package) puts there when loaded after it;
 // - with the native API present it leaves it alone, and `weblocks.locks` (the ponyfill) works;
 // - with the native API removed it also installs `navigator.locks`, `LockManager` and `Lock`;
 // - it is one self-contained file: no other request (the wasm is embedded, LZMA-compressed);
@@ -34,10 +36,15 @@ function nodeInApp(expression) {
 
 before(async () => {
   app = makeApp('script_tag');
-  resolved = nodeInApp("['weblocks/classic', 'weblocks/dist/weblocks.polyfill.js'].map((s) => import.meta.resolve(s))");
+  resolved = nodeInApp(
+    "['weblocks/classic', 'weblocks/dist/weblocks.polyfill.js', 'weblocks/dist/weblocks.lease-server.js'].map((s) => import.meta.resolve(s))",
+  );
   esmExports = nodeInApp("Object.keys(await import('weblocks')).sort()");
-  const classicFile = path.relative(app.dir, fileURLToPath(resolved[0]));
-  server = await startServer({ root: app.dir, routes: { '/vendor/weblocks.polyfill.js': classicFile } });
+  const [classicFile, , addOnFile] = resolved.map((url) => path.relative(app.dir, fileURLToPath(url)));
+  server = await startServer({
+    root: app.dir,
+    routes: { '/vendor/weblocks.polyfill.js': classicFile, '/vendor/weblocks.lease-server.js': addOnFile },
+  });
   browser = await launchChromium();
 });
 
@@ -49,7 +56,7 @@ after(async () => {
 
 test("exports: 'weblocks/classic' and 'weblocks/dist/weblocks.polyfill.js' are the packed classic build", () => {
   const expected = path.join(app.dir, 'node_modules', 'weblocks', 'dist', 'weblocks.polyfill.js');
-  assert.deepEqual(resolved.map((url) => fileURLToPath(url)), [expected, expected]);
+  assert.deepEqual(resolved.slice(0, 2).map((url) => fileURLToPath(url)), [expected, expected]);
 });
 
 /** Load the fixture page (`search`: its query string); returns its report, the responses and errors. */
@@ -83,10 +90,30 @@ test('native API present: exactly one global `weblocks` with the ESM exports; na
   assert.equal(report.nativeRemoved, false);
   assert.deepEqual(report.globalsAdded, ['weblocks']);
   assert.equal(report.navigatorLocks, 'native');
-  assert.deepEqual(report.weblocksKeys, esmExports, 'the global holds the same names as the ESM entry');
+  assert.deepEqual(
+    report.weblocksKeys,
+    esmExports.filter((name) => name !== 'serverLeaseStore'),
+    'the global holds the same names as the ESM entry, but the add-on’s',
+  );
   assert.deepEqual(report.exercise, expectedReport);
   assertOneSelfContainedFile(responses);
   assert.deepEqual(errors, []);
+});
+
+test('the lease service add-on, loaded after the classic script, completes the global', { timeout: 30_000 }, async () => {
+  const context = await browser.newContext();
+  try {
+    const page = await openPage(context);
+    await page.goto(server.url + 'index.html');
+    await page.waitForFunction(() => window.pageReport !== undefined, undefined, { timeout: 10_000 });
+    await page.addScriptTag({ url: '/vendor/weblocks.lease-server.js' });
+    const keys = await page.evaluate(() => Object.keys(weblocks).sort());
+    assert.deepEqual(keys, esmExports, 'the same names as the ESM entry');
+    assert.equal(await page.evaluate(() => typeof weblocks.createLeases(weblocks.serverLeaseStore({ url: '/', token: 't' })).takeOver), 'function');
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await context.close();
+  }
 });
 
 test('native API removed: installs navigator.locks, LockManager, Lock, plus the one global `weblocks`', { timeout: 30_000 }, async () => {

@@ -36,7 +36,7 @@ test('SSR: import in Node, locks work within the process, the process exits by i
   const elapsed = Date.now() - started;
 
   assert.equal(report.resolved, 'js/index_node.js', 'Node takes the `node` export condition');
-  assert.deepEqual(report.exports, ['Lock', 'LockError', 'LockManager', 'clientId', 'createLeases', 'install', 'leases', 'locks', 'ready']);
+  assert.deepEqual(report.exports, ['Lock', 'LockError', 'LockManager', 'clientId', 'createLeases', 'install', 'leases', 'locks', 'ready', 'serverLeaseStore']);
   // Exclusive (FIFO, ifAvailable), shared, query, steal and abort within the process.
   assert.deepEqual(report.exercise, expectedReport);
 

@@ -23,13 +23,15 @@ const mimeTypes = {
  * Start serving `root` (default: the repository root).
  * `routes` maps extra URL paths to file paths (relative to `root`), e.g. to serve one file under a
  * second path; `headers` maps URL paths to more response headers (e.g. a Content-Security-Policy).
- * Returns `{ url, port, close }`; `url` ends with '/'.
+ * `handle(req, res)`, if given, is asked first and answers the requests it resolves true for (the demo's
+ * dev-only backend). Returns `{ url, port, close }`; `url` ends with '/'.
  */
-export async function startServer({ root = repoRoot, routes = {}, headers: extraHeaders = {}, host = '127.0.0.1', port = 0 } = {}) {
+export async function startServer({ root = repoRoot, routes = {}, headers: extraHeaders = {}, host = '127.0.0.1', port = 0, handle } = {}) {
   const base = path.resolve(root);
   const server = http.createServer(async (req, res) => {
     const headers = { 'cache-control': 'no-store' };
     try {
+      if (handle && (await handle(req, res))) return;
       const pathname = decodeURIComponent(new URL(req.url, 'http://x').pathname);
       const routed = routes[pathname] ?? pathname;
       const relative = routed.endsWith('/') ? routed + 'index.html' : routed;

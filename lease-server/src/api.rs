@@ -1,0 +1,245 @@
+//! The HTTP/JSON API: the seed's four operations, `takeOver`, `list`, a change stream, and `/health`.
+//! Every request but `/health` needs a verified token ([`Identity`]); a lockId is the capability for
+//! `checkLock`, `releaseLock` and `extendLockExpiration`. Every failure is a typed JSON error
+//! ([`ApiError`]) and writes nothing.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::sse::{KeepAlive, Sse};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use weblocks::lease::{LeaseError, LeaseKey, Operation, Token};
+
+use crate::api_error::ApiError;
+use crate::bus::Topic;
+use crate::extract::{JsonBody, QueryArgs};
+use crate::identity::Identity;
+use crate::lease_row::{Grant, LeaseRequest, Reply};
+use crate::limits::check_key_part;
+use crate::server::AppState;
+use crate::stream::change_stream;
+
+/// `list`'s default and largest page.
+const LIST_DEFAULT: usize = 1000;
+const LIST_MAX: usize = 10_000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KeyAndTtl {
+    #[serde(rename = "type")]
+    lease_type: String,
+    id: String,
+    ttl_ms: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LockIdOnly {
+    lock_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LockIdAndIncrement {
+    lock_id: String,
+    inc_ms: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    #[serde(rename = "type")]
+    lease_type: Option<String>,
+    limit: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchQuery {
+    #[serde(rename = "type")]
+    lease_type: String,
+    id: Option<String>,
+}
+
+/// `POST /v1/tryLock {type, id, ttlMs}` → `{lockId, type, id, holder, acquiredAt, expiresAt, fence}`.
+pub async fn try_lock(
+    State(state): State<AppState>,
+    identity: Identity,
+    JsonBody(body): JsonBody<KeyAndTtl>,
+) -> Result<Json<Value>, ApiError> {
+    grant(&state, identity, &body, Grant::TryLock).await
+}
+
+/// `POST /v1/takeOver {type, id, ttlMs}`: as tryLock, whoever holds the key; needs the `takeover` (or
+/// `admin`) permission. The replaced holder's next check or extend fails with `Revoked`.
+pub async fn take_over(
+    State(state): State<AppState>,
+    identity: Identity,
+    JsonBody(body): JsonBody<KeyAndTtl>,
+) -> Result<Json<Value>, ApiError> {
+    if !identity.may_take_over {
+        return Err(ApiError::Forbidden(
+            "taking over a lease needs the `takeover` permission".into(),
+        ));
+    }
+    grant(&state, identity, &body, Grant::TakeOver).await
+}
+
+/// `POST /v1/checkLock {lockId}` → the lease, while it is live.
+pub async fn check_lock(
+    State(state): State<AppState>,
+    identity: Identity,
+    JsonBody(body): JsonBody<LockIdOnly>,
+) -> Result<Json<Value>, ApiError> {
+    on_lock_id(&state, identity, Operation::check(&body.lock_id)).await
+}
+
+/// `POST /v1/releaseLock {lockId}` → `{}`.
+pub async fn release_lock(
+    State(state): State<AppState>,
+    identity: Identity,
+    JsonBody(body): JsonBody<LockIdOnly>,
+) -> Result<Json<Value>, ApiError> {
+    on_lock_id(&state, identity, Operation::release(&body.lock_id)).await
+}
+
+/// `POST /v1/extendLockExpiration {lockId, incMs}` → the lease with its new expiry (capped at the
+/// maximum ttl from now).
+pub async fn extend_lock_expiration(
+    State(state): State<AppState>,
+    identity: Identity,
+    JsonBody(body): JsonBody<LockIdAndIncrement>,
+) -> Result<Json<Value>, ApiError> {
+    on_lock_id(
+        &state,
+        identity,
+        Operation::extend(&body.lock_id, body.inc_ms),
+    )
+    .await
+}
+
+async fn grant(
+    state: &AppState,
+    identity: Identity,
+    body: &KeyAndTtl,
+    kind: Grant,
+) -> Result<Json<Value>, ApiError> {
+    check_key_part("type", &body.lease_type)?;
+    check_key_part("id", &body.id)?;
+    let ttl_ms = state.limits.ttls.check(body.ttl_ms)?;
+    let request = LeaseRequest::grant(
+        kind,
+        &body.lease_type,
+        &body.id,
+        ttl_ms,
+        fresh_token()?,
+        identity.holder,
+    )?;
+    run(state, request).await
+}
+
+/// An operation the core built from a lockId (or refused to: a malformed one is an InvalidArgument).
+async fn on_lock_id(
+    state: &AppState,
+    identity: Identity,
+    operation: Result<Operation, LeaseError>,
+) -> Result<Json<Value>, ApiError> {
+    run(state, LeaseRequest::on_lock_id(operation?, identity.holder)).await
+}
+
+/// `GET /v1/list[?type=T][&limit=N]` → `{leases: [{type, id, holder, acquiredAt, expiresAt, fence}], now}`:
+/// the live leases, never a lockId.
+pub async fn list(
+    State(state): State<AppState>,
+    _identity: Identity,
+    QueryArgs(query): QueryArgs<ListQuery>,
+) -> Result<Json<Value>, ApiError> {
+    if let Some(lease_type) = &query.lease_type {
+        checked_type(lease_type)?;
+    }
+    let limit = query.limit.unwrap_or(LIST_DEFAULT);
+    if !(1..=LIST_MAX).contains(&limit) {
+        return Err(ApiError::Invalid(format!(
+            "limit must be between 1 and {LIST_MAX}"
+        )));
+    }
+    let (leases, now) = state.store.list(query.lease_type, limit).await?;
+    Ok(Json(json!({ "leases": leases, "now": now })))
+}
+
+/// `GET /v1/events?type=T[&id=I]`: server-sent events named `lease`, one per change of (type, id), or of
+/// any key of the type, each `{kind, type, id, fence, lease, now}`. The first is the current state (for
+/// a type: one per live lease).
+pub async fn watch(
+    State(state): State<AppState>,
+    _identity: Identity,
+    QueryArgs(query): QueryArgs<WatchQuery>,
+) -> Result<
+    Sse<
+        impl futures_util::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>,
+    >,
+    ApiError,
+> {
+    let topic = match query.id {
+        Some(id) => {
+            check_key_part("type", &query.lease_type)?;
+            check_key_part("id", &id)?;
+            Topic::Key(LeaseKey::new(query.lease_type, id)?)
+        }
+        None => Topic::Type(checked_type(&query.lease_type)?.to_owned()),
+    };
+    // Subscribe before reading the state: a change committed in between is then both in the state and in
+    // the stream, never in neither (the stream drops what is not news).
+    let subscription = state.events.bus.subscribe(topic.clone());
+    let snapshot = state.store.snapshot(&topic).await?;
+    for change in snapshot.iter().filter(|change| change.lease.is_some()) {
+        state.events.time_expiry(change.clone());
+    }
+    let stream = change_stream(subscription, snapshot, state.shutdown.clone());
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+/// `GET /health` → `{status: "ok", database}` while the database answers (and, with PostgreSQL, this
+/// instance listens for changes); else 503 with a `StorageError`.
+pub async fn health(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let database = state.store.health().await?;
+    Ok(Json(json!({ "status": "ok", "database": database })))
+}
+
+pub async fn no_such_endpoint() -> ApiError {
+    ApiError::NoSuchEndpoint
+}
+
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}
+
+/// A type on its own (a list filter, a type's stream), checked as a lease's would be.
+fn checked_type(lease_type: &str) -> Result<&str, ApiError> {
+    check_key_part("type", lease_type)?;
+    LeaseKey::new(lease_type, "-")?;
+    Ok(lease_type)
+}
+
+/// 128 bits from the operating system's generator, for a new lease's token.
+fn fresh_token() -> Result<Token, ApiError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| ApiError::from(LeaseError::Storage(format!("no randomness: {e}"))))?;
+    Ok(Token::from_random_bytes(bytes))
+}
+
+async fn run(state: &AppState, request: LeaseRequest) -> Result<Json<Value>, ApiError> {
+    let reply = state.store.run(request, state.limits.ttls.max_ms).await?;
+    Ok(Json(match reply {
+        Reply::Acquired { lock_id, lease } => {
+            let mut body = json!(lease);
+            body["lockId"] = json!(lock_id);
+            body
+        }
+        Reply::Held(lease) => json!(lease),
+        Reply::Released => json!({}),
+    }))
+}

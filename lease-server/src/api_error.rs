@@ -1,0 +1,201 @@
+//! Every way a request can fail, as the typed JSON error the client gets:
+//! `{"error": {"code", "message", ...}}`, with the HTTP status of its code. Nothing else ever reaches a
+//! client: no stack trace, no database message (those go to the log).
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use weblocks::lease::LeaseError;
+
+use crate::lease_row::{LeaseView, Refusal};
+
+#[derive(Debug)]
+pub enum ApiError {
+    /// A lease operation refused by the core (or a store failure), with the live lease on the key.
+    Lease(Box<Refusal>),
+    /// 400 `InvalidArgument`: a body that is not JSON or not the expected shape, a bad query, a value
+    /// outside the service's limits.
+    Invalid(String),
+    /// 413 `PayloadTooLarge`.
+    TooLarge { limit: usize },
+    /// 401 `Unauthorized`: no token, or one that does not verify.
+    Unauthorized(String),
+    /// 403 `Forbidden`: the token lacks the permission the request needs.
+    Forbidden(String),
+    /// 404 `NoSuchEndpoint`.
+    NoSuchEndpoint,
+    /// 405 `MethodNotAllowed`.
+    MethodNotAllowed,
+    /// 500 `InternalError`: a bug (a handler panicked); the service stays up.
+    Internal,
+}
+
+impl From<LeaseError> for ApiError {
+    fn from(error: LeaseError) -> ApiError {
+        ApiError::Lease(Box::new(Refusal {
+            error,
+            holder: None,
+        }))
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(refusal: Refusal) -> ApiError {
+        ApiError::Lease(Box::new(refusal))
+    }
+}
+
+impl ApiError {
+    /// The error's name (JS sees it as `LockError.code`) and its HTTP status.
+    pub fn code_and_status(&self) -> (&'static str, StatusCode) {
+        match self {
+            ApiError::Lease(refusal) => (refusal.error.code(), lease_status(&refusal.error)),
+            ApiError::Invalid(_) => ("InvalidArgument", StatusCode::BAD_REQUEST),
+            ApiError::TooLarge { .. } => ("PayloadTooLarge", StatusCode::PAYLOAD_TOO_LARGE),
+            ApiError::Unauthorized(_) => ("Unauthorized", StatusCode::UNAUTHORIZED),
+            ApiError::Forbidden(_) => ("Forbidden", StatusCode::FORBIDDEN),
+            ApiError::NoSuchEndpoint => ("NoSuchEndpoint", StatusCode::NOT_FOUND),
+            ApiError::MethodNotAllowed => ("MethodNotAllowed", StatusCode::METHOD_NOT_ALLOWED),
+            ApiError::Internal => ("InternalError", StatusCode::INTERNAL_SERVER_ERROR),
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            // A store's message may quote SQL or the database's words: the client gets the code only.
+            ApiError::Lease(refusal) if matches!(refusal.error, LeaseError::Storage(_)) => {
+                "lease storage failed (details in the service's log)".into()
+            }
+            ApiError::Lease(refusal) => refusal.error.message(),
+            ApiError::Invalid(why) => format!("invalid argument: {why}"),
+            ApiError::TooLarge { limit } => format!("the request body is over {limit} bytes"),
+            ApiError::Unauthorized(why) => format!("unauthorized: {why}"),
+            ApiError::Forbidden(why) => format!("forbidden: {why}"),
+            ApiError::NoSuchEndpoint => "no such endpoint".into(),
+            ApiError::MethodNotAllowed => "method not allowed on this endpoint".into(),
+            ApiError::Internal => "internal error (details in the service's log)".into(),
+        }
+    }
+
+    /// The JSON body: `{"error": {"code", "message"}}`, plus for a lease error on a held key the live
+    /// lease's `holder`, `acquiredAt`, `fence`, and `expiresAt` where the core gives one.
+    pub fn body(&self) -> Value {
+        let (code, _) = self.code_and_status();
+        let mut error = json!({ "code": code, "message": self.message() });
+        if let ApiError::Lease(refusal) = self {
+            if let Some(expires_at) = refusal.error.expires_at_ms() {
+                error["expiresAt"] = json!(expires_at);
+            }
+            if let Some(LeaseView {
+                holder,
+                acquired_at,
+                expires_at,
+                fence,
+                ..
+            }) = refusal.holder.as_deref()
+            {
+                error["holder"] = json!(holder);
+                error["acquiredAt"] = json!(acquired_at);
+                error["expiresAt"] = json!(expires_at);
+                error["fence"] = json!(fence);
+            }
+        }
+        json!({ "error": error })
+    }
+}
+
+/// Lease errors: a conflict is 409; every "you do not hold this lease" (never had it, it expired, someone
+/// else has it now) is 403; a store failure is 503.
+fn lease_status(error: &LeaseError) -> StatusCode {
+    match error {
+        LeaseError::InvalidArgument(_) => StatusCode::BAD_REQUEST,
+        LeaseError::AlreadyLocked { .. } => StatusCode::CONFLICT,
+        LeaseError::NotFound
+        | LeaseError::Expired { .. }
+        | LeaseError::TakenOver
+        | LeaseError::Revoked => StatusCode::FORBIDDEN,
+        LeaseError::Storage(_) => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (_, status) = self.code_and_status();
+        if let ApiError::Lease(refusal) = &self
+            && let LeaseError::Storage(why) = &refusal.error
+        {
+            tracing::error!(error = %why, "lease storage failed");
+        }
+        let mut response = (status, Json(self.body())).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lease_row::Holder;
+
+    #[test]
+    fn a_conflict_carries_the_holder_and_since_when() {
+        let refusal = Refusal {
+            error: LeaseError::AlreadyLocked {
+                expires_at_ms: 2000.0,
+            },
+            holder: Some(Box::new(LeaseView {
+                lease_type: "Order".into(),
+                id: "1".into(),
+                holder: Holder {
+                    sub: "alice".into(),
+                    name: "Alice".into(),
+                },
+                acquired_at: 1000.0,
+                expires_at: 2000.0,
+                fence: 7,
+            })),
+        };
+        let error = ApiError::from(refusal);
+        assert_eq!(
+            error.code_and_status(),
+            ("AlreadyLocked", StatusCode::CONFLICT)
+        );
+        assert_eq!(
+            error.body(),
+            json!({ "error": {
+                "code": "AlreadyLocked", "message": "already locked by another holder",
+                "expiresAt": 2000.0, "holder": { "sub": "alice", "name": "Alice" }, "acquiredAt": 1000.0, "fence": 7,
+            }})
+        );
+    }
+
+    #[test]
+    fn statuses_and_a_store_failure_s_details_stay_in_the_log() {
+        for (error, code, status) in [
+            (LeaseError::NotFound, "NotFound", 403),
+            (LeaseError::TakenOver, "TakenOver", 403),
+            (LeaseError::Revoked, "Revoked", 403),
+            (LeaseError::Expired { expires_at_ms: 1.0 }, "Expired", 403),
+            (
+                LeaseError::InvalidArgument("x".into()),
+                "InvalidArgument",
+                400,
+            ),
+        ] {
+            assert_eq!(
+                ApiError::from(error).code_and_status(),
+                (code, StatusCode::from_u16(status).unwrap())
+            );
+        }
+        let storage = ApiError::from(LeaseError::Storage(
+            "relation \"locks\" does not exist".into(),
+        ));
+        assert_eq!(storage.code_and_status().1, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(!storage.body().to_string().contains("relation"));
+    }
+}

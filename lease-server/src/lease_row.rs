@@ -1,0 +1,531 @@
+//! One row of the `locks` table and what an operation does to it: the core's decision (`weblocks::lease`)
+//! turned into the row write, the reply and the change event. Pure, shared by both databases: a store
+//! reads the row, the database's clock and the key's last fencing number in one transaction, calls
+//! [`plan`], and carries out its [`RowWrite`] in that same transaction.
+//!
+//! Two things the core does not keep, the service adds here:
+//! - who holds a lease and since when (`holder`, `acquired_at_ms`), shown to other users;
+//! - a **fencing number** per grant: the key's previous number plus one. Numbers only grow per (type, id),
+//!   even across releases (the store keeps the last one in a table of its own), so an application that
+//!   stores the number with each write can refuse a write from a holder whose lease was taken over.
+//!
+//! The table never holds a usable lockId: it keeps a digest of each token ([`digest`]), and every lockId
+//! a request brings is digested before it is compared.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use weblocks::lease::{
+    Decision, LeaseError, LeaseKey, LeaseRecord, LockId, Operation, Outcome, TakeOver, Token,
+    Write, revoked_or,
+};
+
+/// The user holding a lease, from the token of the request that took it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Holder {
+    pub sub: String,
+    pub name: String,
+}
+
+/// One row of `locks`: the core's record (token digested) and what the service adds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeaseRow {
+    pub record: LeaseRecord,
+    /// The digest of the token this lease revoked by taking it over while it was live.
+    pub revoked: Option<Token>,
+    pub holder: Holder,
+    pub acquired_at_ms: f64,
+    pub fence: i64,
+}
+
+/// A lease as anyone may see it: never its token.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaseView {
+    #[serde(rename = "type")]
+    pub lease_type: String,
+    pub id: String,
+    pub holder: Holder,
+    pub acquired_at: f64,
+    pub expires_at: f64,
+    pub fence: i64,
+}
+
+impl LeaseRow {
+    pub fn view(&self) -> LeaseView {
+        LeaseView {
+            lease_type: self.record.key.lease_type().to_owned(),
+            id: self.record.key.id().to_owned(),
+            holder: self.holder.clone(),
+            acquired_at: self.acquired_at_ms,
+            expires_at: self.record.expires_at_ms,
+            fence: self.fence,
+        }
+    }
+}
+
+/// The digest kept in the table for a token: the first 128 bits of its SHA-256. Tokens are 128 random
+/// bits, so the digest is as unguessable, and knowing it does not give the token back.
+pub fn digest(token: Token) -> Token {
+    let hash = Sha256::digest(token.bytes());
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&hash[..16]);
+    Token::from_random_bytes(bytes)
+}
+
+/// What a request asks of one key.
+#[derive(Clone, Debug)]
+pub enum Action {
+    /// One of the seed's four operations; a lockId's token is already digested.
+    Operation(Operation),
+    TakeOver(TakeOver),
+}
+
+/// The two ways to be granted a lease.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Grant {
+    TryLock,
+    TakeOver,
+}
+
+/// An action, who asks, and for a grant the token the new lockId will carry.
+#[derive(Clone, Debug)]
+pub struct LeaseRequest {
+    pub action: Action,
+    pub requester: Holder,
+    /// The token the lockId of a grant carries (its digest is in the action).
+    pub grant_token: Option<Token>,
+}
+
+impl LeaseRequest {
+    /// `tryLock` or `takeOver` on (type, id): the new lease gets the fresh `token`.
+    pub fn grant(
+        kind: Grant,
+        lease_type: &str,
+        id: &str,
+        ttl_ms: f64,
+        token: Token,
+        requester: Holder,
+    ) -> Result<LeaseRequest, LeaseError> {
+        let stored = digest(token);
+        let action = match kind {
+            Grant::TryLock => {
+                Action::Operation(Operation::try_lock(lease_type, id, ttl_ms, stored)?)
+            }
+            Grant::TakeOver => Action::TakeOver(TakeOver::new(lease_type, id, ttl_ms, stored)?),
+        };
+        Ok(LeaseRequest {
+            action,
+            requester,
+            grant_token: Some(token),
+        })
+    }
+
+    /// `checkLock`, `releaseLock` or `extendLockExpiration`, built by the core from the lockId text; the
+    /// lockId's token is replaced by its digest, which is what the table holds.
+    pub fn on_lock_id(mut operation: Operation, requester: Holder) -> LeaseRequest {
+        if let Some(lock_id) = lock_id_of(&mut operation) {
+            lock_id.token = digest(lock_id.token);
+        }
+        LeaseRequest {
+            action: Action::Operation(operation),
+            requester,
+            grant_token: None,
+        }
+    }
+
+    pub fn key(&self) -> &LeaseKey {
+        match &self.action {
+            Action::Operation(operation) => operation.key(),
+            Action::TakeOver(take_over) => &take_over.key,
+        }
+    }
+
+    /// Whether the action may create a lease (and so the key's fencing row).
+    pub fn grants(&self) -> bool {
+        self.grant_token.is_some()
+    }
+
+    /// Whether the action only reads (a `checkLock`): a store may run it as one plain read.
+    pub fn reads_only(&self) -> bool {
+        matches!(self.action, Action::Operation(Operation::Check(_)))
+    }
+}
+
+fn lock_id_of(operation: &mut Operation) -> Option<&mut LockId> {
+    match operation {
+        Operation::Check(lock_id)
+        | Operation::Release(lock_id)
+        | Operation::Extend { lock_id, .. } => Some(lock_id),
+        Operation::TryLock { .. } => None,
+    }
+}
+
+/// What the requester is told on success.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    Acquired { lock_id: String, lease: LeaseView },
+    Held(LeaseView),
+    Released,
+}
+
+/// The row change that makes a decision true.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RowWrite {
+    Nothing,
+    /// Insert or replace the key's row, and record `row.fence` as the key's last fencing number.
+    Grant(LeaseRow),
+    /// Move the expiry of the key's row.
+    Extend {
+        key: LeaseKey,
+        expires_at_ms: f64,
+    },
+    Delete(LeaseKey),
+}
+
+/// A successful operation: the reply, the write, and the change others are told of (none for a check).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub reply: Reply,
+    pub write: RowWrite,
+    pub change: Option<crate::change::Change>,
+}
+
+/// A failed operation (it writes nothing): the core's error, refined to `Revoked` where that applies, and
+/// the live lease that holds the key, if any (a conflict shows its holder and since when).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Refusal {
+    pub error: LeaseError,
+    pub holder: Option<Box<LeaseView>>,
+}
+
+/// Decide `request` given the key's current row, the database's time, the key's last fencing number, and
+/// the longest a lease may have left (the configured maximum ttl).
+pub fn plan(
+    request: &LeaseRequest,
+    current: Option<&LeaseRow>,
+    now_ms: f64,
+    last_fence: i64,
+    max_left_ms: f64,
+) -> Result<Plan, Refusal> {
+    use crate::change::{Change, ChangeKind};
+    let record = current.map(|row| &row.record);
+    let (decision, revoked) = match &request.action {
+        Action::TakeOver(take_over) => take_over.decide(record, now_ms),
+        Action::Operation(operation) => {
+            let decision = operation.decide_within(record, now_ms, max_left_ms);
+            (
+                decision.map_err(|e| refusal(e, operation, current, now_ms))?,
+                None,
+            )
+        }
+    };
+    let Decision { outcome, write } = decision;
+    let plan = match (outcome, write) {
+        (Outcome::Acquired { lock_id, .. }, Write::Put(record)) => {
+            let kind = if revoked.is_some() {
+                ChangeKind::TakenOver
+            } else {
+                ChangeKind::Acquired
+            };
+            let row = LeaseRow {
+                record,
+                revoked,
+                holder: request.requester.clone(),
+                acquired_at_ms: now_ms,
+                fence: last_fence + 1,
+            };
+            let token = request.grant_token.expect("a grant carries its token");
+            let lock_id = LockId { token, ..lock_id };
+            Plan {
+                reply: Reply::Acquired {
+                    lock_id: lock_id.to_text(),
+                    lease: row.view(),
+                },
+                change: Some(Change::held(kind, &row, now_ms)),
+                write: RowWrite::Grant(row),
+            }
+        }
+        (Outcome::Held(_), Write::Put(record)) => {
+            let row = LeaseRow {
+                record,
+                ..current.expect("an extension extends a row").clone()
+            };
+            Plan {
+                reply: Reply::Held(row.view()),
+                change: Some(Change::held(ChangeKind::Extended, &row, now_ms)),
+                write: RowWrite::Extend {
+                    key: row.record.key.clone(),
+                    expires_at_ms: row.record.expires_at_ms,
+                },
+            }
+        }
+        (Outcome::Held(_), Write::Nothing) => Plan {
+            reply: Reply::Held(current.expect("a check reads a row").view()),
+            write: RowWrite::Nothing,
+            change: None,
+        },
+        (Outcome::Released, Write::Delete(key)) => {
+            let fence = current.expect("a release deletes a row").fence;
+            Plan {
+                reply: Reply::Released,
+                change: Some(Change::ended(ChangeKind::Released, &key, fence, now_ms)),
+                write: RowWrite::Delete(key),
+            }
+        }
+        (outcome, write) => unreachable!("the core decided {outcome:?} with {write:?}"),
+    };
+    Ok(plan)
+}
+
+fn refusal(
+    error: LeaseError,
+    operation: &Operation,
+    current: Option<&LeaseRow>,
+    now_ms: f64,
+) -> Refusal {
+    let error = match operation {
+        Operation::Check(lock_id)
+        | Operation::Release(lock_id)
+        | Operation::Extend { lock_id, .. } => {
+            revoked_or(error, lock_id, current.and_then(|row| row.revoked))
+        }
+        Operation::TryLock { .. } => error,
+    };
+    let holder = current
+        .filter(|row| !row.record.is_expired(now_ms))
+        .map(|row| Box::new(row.view()));
+    Refusal { error, holder }
+}
+
+/// The columns of a `locks` row as both databases return them (all `None` when the key has no row).
+pub struct RowColumns {
+    pub lockid: Option<String>,
+    pub expiration_time: Option<f64>,
+    pub holder_sub: Option<String>,
+    pub holder_name: Option<String>,
+    pub acquired_time: Option<f64>,
+    pub fence: Option<i64>,
+    pub revoked_lockid: Option<String>,
+}
+
+impl RowColumns {
+    /// The row of `key`, `None` if it has none; a row that does not decode is a storage error.
+    pub fn into_row(self, key: &LeaseKey) -> Result<Option<LeaseRow>, LeaseError> {
+        let Some(lockid) = self.lockid else {
+            return Ok(None);
+        };
+        let corrupt = || LeaseError::Storage(format!("a corrupt row in locks for {key:?}"));
+        let revoked = match self.revoked_lockid {
+            Some(hex) => Some(Token::parse_hex(&hex).ok_or_else(corrupt)?),
+            None => None,
+        };
+        match (
+            self.expiration_time,
+            self.holder_sub,
+            self.holder_name,
+            self.acquired_time,
+            self.fence,
+        ) {
+            (Some(expires_at_ms), Some(sub), Some(name), Some(acquired_at_ms), Some(fence)) => {
+                Ok(Some(LeaseRow {
+                    record: LeaseRecord {
+                        key: key.clone(),
+                        token: Token::parse_hex(&lockid).ok_or_else(corrupt)?,
+                        expires_at_ms,
+                    },
+                    revoked,
+                    holder: Holder { sub, name },
+                    acquired_at_ms,
+                    fence,
+                }))
+            }
+            _ => Err(corrupt()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::change::ChangeKind;
+
+    const T0: f64 = 1_700_000_000_000.0;
+    const DAY: f64 = 86_400_000.0;
+
+    fn user(name: &str) -> Holder {
+        Holder {
+            sub: name.to_lowercase(),
+            name: name.to_owned(),
+        }
+    }
+
+    fn token(n: u8) -> Token {
+        Token::from_random_bytes([n; 16])
+    }
+
+    fn granted(plan: &Plan) -> (String, LeaseRow) {
+        match (&plan.reply, &plan.write) {
+            (Reply::Acquired { lock_id, .. }, RowWrite::Grant(row)) => {
+                (lock_id.clone(), row.clone())
+            }
+            other => panic!("not a grant: {other:?}"),
+        }
+    }
+
+    /// `name`'s request of `kind` on Order 1 for `ttl_ms`, with token `n`.
+    fn on_order(kind: Grant, ttl_ms: f64, n: u8, name: &str) -> LeaseRequest {
+        LeaseRequest::grant(kind, "Order", "1", ttl_ms, token(n), user(name)).unwrap()
+    }
+
+    fn on_lock_id(lock_id: &str, build: fn(&str) -> Result<Operation, LeaseError>) -> LeaseRequest {
+        LeaseRequest::on_lock_id(build(lock_id).unwrap(), user("Alice"))
+    }
+
+    #[test]
+    fn a_grant_numbers_the_lease_names_its_holder_and_keeps_only_a_digest() {
+        let request = LeaseRequest::grant(
+            Grant::TryLock,
+            "domain.Article",
+            "10",
+            60_000.0,
+            token(7),
+            user("Alice"),
+        )
+        .unwrap();
+        let plan = plan(&request, None, T0, 41, DAY).unwrap();
+        let (lock_id, row) = granted(&plan);
+        assert_eq!(lock_id, format!("domain.Article/10/{}", "07".repeat(16)));
+        assert_eq!(row.fence, 42, "the key's last number plus one");
+        assert_eq!(row.holder, user("Alice"));
+        assert_eq!(
+            (row.acquired_at_ms, row.record.expires_at_ms),
+            (T0, T0 + 60_000.0)
+        );
+        assert_eq!(row.record.token, digest(token(7)));
+        assert_ne!(
+            row.record.token,
+            token(7),
+            "the table never holds the token itself"
+        );
+        let change = plan.change.unwrap();
+        assert_eq!((change.kind, change.fence), (ChangeKind::Acquired, 42));
+    }
+
+    #[test]
+    fn a_conflict_names_the_live_holder_and_a_check_needs_the_real_token() {
+        let alice = on_order(Grant::TryLock, 60_000.0, 1, "Alice");
+        let (alice_id, row) = granted(&plan(&alice, None, T0, 0, DAY).unwrap());
+        let bob = on_order(Grant::TryLock, 60_000.0, 2, "Bob");
+        let refusal = plan(&bob, Some(&row), T0 + 10.0, 1, DAY).unwrap_err();
+        assert_eq!(refusal.error.code(), "AlreadyLocked");
+        let holder = refusal.holder.unwrap();
+        assert_eq!(
+            (holder.holder.name.as_str(), holder.acquired_at),
+            ("Alice", T0)
+        );
+
+        let check = on_lock_id(&alice_id, Operation::check);
+        assert_eq!(
+            plan(&check, Some(&row), T0 + 10.0, 1, DAY).unwrap().reply,
+            Reply::Held(row.view())
+        );
+        // The digest, presented as if it were the token (what a reader of the table would try), fails.
+        let from_table = LockId {
+            key: row.record.key.clone(),
+            token: row.record.token,
+        }
+        .to_text();
+        let forged = on_lock_id(&from_table, Operation::check);
+        assert_eq!(
+            plan(&forged, Some(&row), T0 + 10.0, 1, DAY)
+                .unwrap_err()
+                .error,
+            LeaseError::TakenOver
+        );
+    }
+
+    #[test]
+    fn a_take_over_revokes_the_live_holder_who_is_then_told_revoked() {
+        let alice = on_order(Grant::TryLock, 60_000.0, 1, "Alice");
+        let (alice_id, alice_row) = granted(&plan(&alice, None, T0, 0, DAY).unwrap());
+        let bob = on_order(Grant::TakeOver, 30_000.0, 2, "Bob");
+        let taken = plan(&bob, Some(&alice_row), T0 + 5.0, 1, DAY).unwrap();
+        assert_eq!(taken.change.as_ref().unwrap().kind, ChangeKind::TakenOver);
+        let (_, bob_row) = granted(&taken);
+        assert_eq!(
+            (bob_row.fence, bob_row.revoked),
+            (2, Some(digest(token(1))))
+        );
+        for build in [Operation::check, Operation::release] {
+            let refusal = plan(
+                &on_lock_id(&alice_id, build),
+                Some(&bob_row),
+                T0 + 6.0,
+                2,
+                DAY,
+            )
+            .unwrap_err();
+            assert_eq!(refusal.error, LeaseError::Revoked);
+            assert_eq!(refusal.holder.unwrap().holder.name, "Bob");
+        }
+    }
+
+    #[test]
+    fn extension_is_capped_at_the_maximum_ttl_and_release_reports_its_fence() {
+        let alice = on_order(Grant::TryLock, 1000.0, 1, "Alice");
+        let (id, row) = granted(&plan(&alice, None, T0, 4, DAY).unwrap());
+        let extend =
+            LeaseRequest::on_lock_id(Operation::extend(&id, 60_000.0).unwrap(), user("Alice"));
+        let extended = plan(&extend, Some(&row), T0 + 100.0, 5, 5000.0).unwrap();
+        assert_eq!(
+            extended.write,
+            RowWrite::Extend {
+                key: row.record.key.clone(),
+                expires_at_ms: T0 + 5100.0
+            }
+        );
+        assert_eq!(extended.change.unwrap().kind, ChangeKind::Extended);
+        let released = plan(
+            &on_lock_id(&id, Operation::release),
+            Some(&row),
+            T0 + 200.0,
+            5,
+            DAY,
+        )
+        .unwrap();
+        assert_eq!(released.write, RowWrite::Delete(row.record.key.clone()));
+        let change = released.change.unwrap();
+        assert_eq!(
+            (change.kind, change.fence, change.lease),
+            (ChangeKind::Released, 5, None)
+        );
+    }
+
+    #[test]
+    fn columns_decode_into_a_row_or_a_storage_error() {
+        let key = LeaseKey::new("Order", "1").unwrap();
+        let columns = |lockid: Option<&str>, fence: Option<i64>| RowColumns {
+            lockid: lockid.map(str::to_owned),
+            expiration_time: Some(T0),
+            holder_sub: Some("alice".into()),
+            holder_name: Some("Alice".into()),
+            acquired_time: Some(T0 - 5.0),
+            fence,
+            revoked_lockid: None,
+        };
+        assert_eq!(columns(None, None).into_row(&key).unwrap(), None);
+        let row = columns(Some(&"ab".repeat(16)), Some(3))
+            .into_row(&key)
+            .unwrap()
+            .unwrap();
+        assert_eq!((row.fence, row.record.expires_at_ms), (3, T0));
+        assert!(matches!(
+            columns(Some("zz"), Some(3)).into_row(&key),
+            Err(LeaseError::Storage(_))
+        ));
+        assert!(matches!(
+            columns(Some(&"ab".repeat(16)), None).into_row(&key),
+            Err(LeaseError::Storage(_))
+        ));
+    }
+}

@@ -1,0 +1,206 @@
+// The lease service (weblocks-lease-server) for the tests: built once per test process (debug build, the
+// one `cargo test --workspace` already made), started on a free port with a fresh secret, stopped by the
+// test (SIGTERM, or SIGKILL to crash it). Also: HS256 tokens minted as an application's backend would,
+// a small client that returns every answer's status and JSON, and dumps of the database's two tables.
+import { spawn, spawnSync, execFileSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { repoRoot } from './server.mjs';
+import { mintToken as mintWith } from '../../scripts/dev_lease_backend.mjs';
+
+export const serviceBinary = path.join(repoRoot, 'target', 'debug', 'weblocks-lease-server');
+
+let built = false;
+/** `cargo build` the service (a no-op when `cargo test --workspace` already built it). */
+export function buildLeaseService() {
+  if (built) return;
+  const cargo = spawnSync('cargo', ['build', '-p', 'weblocks-lease-server', '--bin', 'weblocks-lease-server'], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  if (cargo.status !== 0) throw new Error('cargo build -p weblocks-lease-server failed');
+  built = true;
+}
+
+// Instances still running when this process exits (a test that failed or timed out) go with it.
+const running = new Set();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+/** A random secret of 64 hex digits. */
+export const newSecret = () => crypto.randomBytes(32).toString('hex');
+
+/**
+ * An HS256 JWT for `sub`, valid for `expiresIn` seconds (negative: already expired); `header` may be
+ * forged. The demo's dev backend mints the same way (scripts/dev_lease_backend.mjs).
+ */
+export function mintToken(secret, { sub, name = sub, perms = [], expiresIn = 600, header }) {
+  return mintWith(secret, { sub, name, perms }, { expiresIn, header });
+}
+
+/**
+ * Start an instance on `database` (`sqlite:PATH` or a postgres URL), of the debug build unless `binary`
+ * names another; resolves once it listens, with
+ * `{ url, pid, logs(), stop(), kill(), exited }`. `stop` sends SIGTERM and resolves with the exit code;
+ * `kill` sends SIGKILL.
+ */
+export async function startLeaseService({ database, secret, origins = [], minTtlMs = 100, maxTtlMs, args = [], env = {}, binary }) {
+  if (binary === undefined) buildLeaseService();
+  const flags = ['--listen', '127.0.0.1:0', '--database', database, '--min-ttl-ms', String(minTtlMs), ...args];
+  if (maxTtlMs !== undefined) flags.push('--max-ttl-ms', String(maxTtlMs));
+  if (origins.length > 0) flags.push('--origins', origins.join(','));
+  const child = spawn(binary ?? serviceBinary, flags, {
+    env: { PATH: process.env.PATH, RUST_LOG: 'info', WEBLOCKS_LEASE_SECRET: secret, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  running.add(child);
+  let output = '';
+  const exited = new Promise((resolve) =>
+    child.once('exit', (code, signal) => {
+      running.delete(child);
+      resolve(code ?? signal);
+    }),
+  );
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL'); // never leave a process behind
+      reject(new Error(`the lease service did not start in 30 s:\n${output}`));
+    }, 30_000);
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (text) => {
+      output += text;
+      const listening = /listening address=(\S+)/.exec(output.replace(/\x1b\[[0-9;]*m/g, ''));
+      if (listening) {
+        clearTimeout(timer);
+        resolve(`http://${listening[1]}`);
+      }
+    });
+    exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`the lease service exited (${code}) before listening:\n${output}`));
+    });
+  });
+  const signalled = (signal) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    return exited;
+  };
+  return { url, pid: child.pid, logs: () => output, stop: () => signalled('SIGTERM'), kill: () => signalled('SIGKILL'), exited };
+}
+
+/** A client of the service at `url` acting with `token`: each call resolves with `{ status, body }`. */
+export function leaseClient(url, token) {
+  const call = async (method, pathname, body, headers = {}) => {
+    const response = await fetch(url + pathname, {
+      method,
+      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await response.text();
+    let json;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = { notJson: text };
+    }
+    return { status: response.status, body: json, headers: response.headers };
+  };
+  return {
+    call,
+    tryLock: (type, id, ttlMs = 60_000) => call('POST', '/v1/tryLock', { type, id, ttlMs }),
+    takeOver: (type, id, ttlMs = 60_000) => call('POST', '/v1/takeOver', { type, id, ttlMs }),
+    checkLock: (lockId) => call('POST', '/v1/checkLock', { lockId }),
+    releaseLock: (lockId) => call('POST', '/v1/releaseLock', { lockId }),
+    extend: (lockId, incMs) => call('POST', '/v1/extendLockExpiration', { lockId, incMs }),
+    list: (type) => call('GET', `/v1/list${type === undefined ? '' : `?type=${encodeURIComponent(type)}`}`),
+  };
+}
+
+/**
+ * Read a change stream (`/v1/events?…`) with `token`: `{ changes, next(predicate, timeoutMs), close() }`,
+ * where `changes` is every change received so far and `next` resolves with the first one (received or
+ * to come) matching `predicate` after those already consumed by earlier `next` calls.
+ */
+export async function watchChanges(url, token, query) {
+  const controller = new AbortController();
+  const response = await fetch(`${url}/v1/events?${new URLSearchParams(query)}`, {
+    headers: { authorization: `Bearer ${token}` },
+    signal: controller.signal,
+  });
+  if (!response.ok) throw new Error(`events: ${response.status} ${await response.text()}`);
+  const changes = [];
+  const waiters = new Set();
+  let consumed = 0;
+  let ended = false;
+  const settle = () => {
+    for (const waiter of waiters) {
+      const at = changes.findIndex((change, i) => i >= waiter.from && waiter.predicate(change));
+      if (at >= 0) {
+        waiters.delete(waiter);
+        consumed = Math.max(consumed, at + 1);
+        waiter.resolve(changes[at]);
+      } else if (ended) {
+        waiters.delete(waiter);
+        waiter.reject(new Error(`the stream ended; received: ${JSON.stringify(changes)}`));
+      }
+    }
+  };
+  (async () => {
+    const decoder = new TextDecoder();
+    let buffered = '';
+    try {
+      for await (const chunk of response.body) {
+        buffered += decoder.decode(chunk, { stream: true });
+        let end;
+        while ((end = buffered.indexOf('\n\n')) >= 0) {
+          const data = buffered.slice(0, end).split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
+          buffered = buffered.slice(end + 2);
+          if (data) changes.push({ ...JSON.parse(data), receivedAt: Date.now() });
+        }
+        settle();
+      }
+    } catch {
+      // aborted by close()
+    }
+    ended = true;
+    settle();
+  })();
+  return {
+    changes,
+    get ended() {
+      return ended;
+    },
+    next(predicate = () => true, timeoutMs = 5000) {
+      return new Promise((resolve, reject) => {
+        const waiter = { from: consumed, predicate, resolve, reject };
+        const timer = setTimeout(() => {
+          waiters.delete(waiter);
+          reject(new Error(`no matching change in ${timeoutMs} ms; received: ${JSON.stringify(changes)}`));
+        }, timeoutMs);
+        waiter.resolve = (value) => (clearTimeout(timer), resolve(value));
+        waiter.reject = (error) => (clearTimeout(timer), reject(error));
+        waiters.add(waiter);
+        settle();
+      });
+    },
+    close: () => controller.abort(),
+  };
+}
+
+/** A fresh SQLite database URL in a temporary directory, and a function that removes the directory. */
+export function temporarySqlite() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weblocks-leases-'));
+  const file = path.join(dir, 'leases.sqlite3');
+  return { url: `sqlite:${file}`, file, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Both tables of a SQLite database as JSON text, read by the `sqlite3` command (the service keeps running). */
+export function dumpSqlite(file) {
+  const query = (sql) => execFileSync('sqlite3', ['-json', file, sql], { encoding: 'utf8' }).trim() || '[]';
+  return {
+    locks: JSON.parse(query('SELECT * FROM locks ORDER BY type, id')),
+    fences: JSON.parse(query('SELECT * FROM lock_fences ORDER BY type, id')),
+  };
+}
