@@ -2,7 +2,7 @@
 //!
 //! - [`scheduler`]: the spec's lock manager (sections 2 and 4), pure and deterministic.
 //! - [`protocol`]: the coordination protocol that makes every context of an origin share one lock
-//!   manager (issue 3), as a sans-I/O state machine; see `docs/PROTOCOL.md`.
+//!   manager, as a sans-I/O state machine; see `docs/PROTOCOL.md`.
 //! - [`lease`]: leases, offline pessimistic locks that outlive a page load (an extension; `docs/LEASES.md`).
 //! - [`memory_copy`]: the wasm's `memcpy` and `memmove`.
 //! - [`sequence_map`]: a sorted map for keys that come in order and leave from the front.

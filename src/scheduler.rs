@@ -3,7 +3,7 @@
 //! It knows nothing of JS, promises or tasks: a [`LockRequest`] carries an id, the client that made it, a
 //! name and a mode, and every algorithm returns the [`Decision`]s the caller must carry out (invoke a
 //! callback with a lock, invoke it with `null`, reject a stolen lock's released promise). The same
-//! manager runs in a lone context (issue 2) and in the arbiter of an origin (the coordination protocol).
+//! manager runs in a lone context and in every replica of an origin (the coordination protocol).
 
 use crate::sequence_map::SequenceMap;
 use crate::sorted_vec::SortedMap;
@@ -13,7 +13,7 @@ use std::rc::Rc;
 pub type RequestId = u64;
 
 /// The spec's `LockMode`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LockMode {
     Exclusive,
     Shared,

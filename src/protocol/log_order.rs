@@ -44,11 +44,6 @@ pub(super) enum ReadEnd {
 }
 
 impl LogOrder {
-    /// A reader that has not started: what arrives is kept until [`LogOrder::start`].
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// The log's last key before this reader existed. A context starts reading before it posts its
     /// `Join` (the read's transaction is made first, so IndexedDB runs it first): everything from the
     /// `Join` on comes after `last`, and what came before reaches the context through a state transfer.
@@ -166,7 +161,7 @@ mod tests {
 
     #[test]
     fn hands_on_in_key_order_and_reads_across_a_missing_key() {
-        let mut order = LogOrder::new();
+        let mut order = LogOrder::default();
         let mut out = Vec::new();
         arrive(&mut order, 5, &mut out);
         order.start(3);
@@ -183,7 +178,7 @@ mod tests {
 
     #[test]
     fn entries_before_the_start_are_not_for_this_reader() {
-        let mut order = LogOrder::new();
+        let mut order = LogOrder::default();
         let mut out = Vec::new();
         arrive(&mut order, 2, &mut out);
         arrive(&mut order, 3, &mut out);
@@ -201,7 +196,7 @@ mod tests {
 
     #[test]
     fn one_read_at_a_time_and_one_more_if_asked_meanwhile() {
-        let mut order = LogOrder::new();
+        let mut order = LogOrder::default();
         assert_eq!(order.read_from(), None, "not started");
         order.start(0);
         assert_eq!(order.read_from(), Some(0));
@@ -216,7 +211,7 @@ mod tests {
 
     #[test]
     fn a_floor_past_the_position_is_a_gap() {
-        let mut order = LogOrder::new();
+        let mut order = LogOrder::default();
         let mut out = Vec::new();
         order.start(2);
         arrive(&mut order, 9, &mut out);
@@ -239,7 +234,7 @@ mod tests {
             count in 1u64..40,
             arrivals in proptest::collection::vec((0u64..45, any::<bool>()), 0..120),
         ) {
-            let mut order = LogOrder::new();
+            let mut order = LogOrder::default();
             let mut out = Vec::new();
             let mut started = false;
             for (key, read) in arrivals {

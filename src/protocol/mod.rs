@@ -1,21 +1,22 @@
-//! The coordination protocol that gives every context of an origin one lock manager (issue 3), as a
-//! sans-I/O state machine: a [`Node`] per JS context takes events (local calls, delivered messages,
-//! timers, storage changes, lifecycle) with the time passed in, and returns [`Effect`]s (post a
-//! message, write a storage key, set a timer, grant/reject locally). The design, its assumptions and
-//! the safety argument are in docs/PROTOCOL.md.
+//! The coordination protocol that gives every context of an origin one lock manager, as a sans-I/O state
+//! machine: a [`Participant`] per JS context takes events (local calls, delivered messages and log
+//! entries, timers, storage changes, lifecycle) with the time passed in, and gives [`Effect`]s (send
+//! messages, open or close channels, write a storage key, set a timer, grant or reject locally). The
+//! design, its assumptions and the safety argument are in docs/PROTOCOL.md.
 //!
 //! - [`wire`]: the versioned messages and their JS-friendly wire form (an array of numbers/strings).
-//! - [`replica`]: the replicated lock state every context derives from the channel's sequence.
-//! - [`node`]: one context: joining, the local requests, liveness checks, the storage hint.
+//! - [`replica`]: the replicated lock state every context derives from the order of messages.
+//! - [`participant`]: one context: joining, the local requests, liveness checks, the storage hint;
+//!   what the caller does after each call is in its module docs.
+//! - [`storage_hint`]: the localStorage key by which busy members tell joiners they are around.
+//! - `log_order`: the order of the log transport, restored from entries that arrive in any order.
 
 pub mod replica;
 pub mod wire;
 
-mod joining;
-pub mod live_record;
 mod log_order;
-mod node;
-mod synced;
+pub mod participant;
+pub mod storage_hint;
 
-pub use live_record::LIVE_KEY;
-pub use node::{Config, Effect, LossReason, Node, Transport, Wake};
+pub use participant::{Config, Effect, LossReason, Participant, Transport, Wake};
+pub use storage_hint::LIVE_KEY;

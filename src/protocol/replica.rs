@@ -112,6 +112,11 @@ impl Replica {
         self.complete
     }
 
+    /// The protocol version whose messages this replica applies.
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
     pub fn history(&self) -> &MessageId {
         &self.history
     }
@@ -240,7 +245,7 @@ impl Replica {
             _ => false,
         };
         match &msg.body {
-            Body::Join { need_state } => self.on_join(sender, *need_state, out),
+            Body::Join => self.on_join(sender, out),
             Body::Genesis => self.on_genesis(msg, out),
             Body::State(st) => self.on_state(st),
             Body::Leave => {
@@ -325,10 +330,10 @@ impl Replica {
     }
 
     /// Every joiner is pending until a member's State admits it, even one that rejoins with a complete
-    /// replica (`need_state` false: it keeps its replica and only needs the admission). Were a rejoin
+    /// replica (it builds its replica from the State all the same). Were a rejoin
     /// active at once, a lone member could not know that nobody else may order a request before its
     /// own (the lone member's fast path, docs/PROTOCOL.md).
-    fn on_join(&mut self, sender: &MemberKey, _need_state: bool, out: &mut Vec<Outcome>) {
+    fn on_join(&mut self, sender: &MemberKey, out: &mut Vec<Outcome>) {
         // A context is a member in one incarnation at most (every way in keeps it so: this one, a
         // Genesis keeping members, an import refusing two).
         let mut same_client = None;

@@ -163,8 +163,8 @@ pub struct StateTransfer {
 /// What a message says, after the header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Body {
-    /// The sender joins; `need_state` is false when it already holds a complete replica.
-    Join { need_state: bool },
+    /// The sender joins (it becomes a pending member, admitted by a `State` or its own valid `Genesis`).
+    Join,
     /// The sender found no live history and starts a new, empty one (if valid: see the replica).
     Genesis,
     /// A state transfer for pending members.
@@ -236,7 +236,7 @@ pub enum Decoded {
 
 fn kind_of(body: &Body) -> u32 {
     match body {
-        Body::Join { .. } => KIND_JOIN,
+        Body::Join => KIND_JOIN,
         Body::Genesis => KIND_GENESIS,
         Body::State(_) => KIND_STATE,
         Body::Request { .. } => KIND_REQUEST,
@@ -300,8 +300,7 @@ impl Encoder {
         self.member(&message.sender);
         self.push(message.seq);
         match &message.body {
-            Body::Join { need_state } => self.push(*need_state),
-            Body::Genesis | Body::Alive | Body::Leave => {}
+            Body::Join | Body::Genesis | Body::Alive | Body::Leave => {}
             Body::State(s) => {
                 self.message_id(&s.history);
                 self.message_id(&s.as_of);
@@ -367,15 +366,20 @@ pub fn encode(message: &Message) -> Vec<Value> {
     encode_versioned(message, PROTOCOL_VERSION)
 }
 
-/// Several messages of one sender, in order, as one channel message (the edge posts what a context
-/// sends within one task at once: one post and one delivery instead of several). A header like a
+/// Several messages of one sender, in order, as one channel message (the edge sends what a context
+/// queues within one task at once: one post and one delivery instead of several). A header like a
 /// message's (the first one's sender and sequence number, kind `Batch`), so that another version sees a
 /// message of this version; then each message's length and slots.
 pub fn encode_batch(messages: &[Message]) -> Vec<Value> {
+    encode_batch_versioned(messages, PROTOCOL_VERSION)
+}
+
+/// [`encode_batch`] for protocol `version` (tests simulate a deploy with two versions).
+pub fn encode_batch_versioned(messages: &[Message], version: u32) -> Vec<Value> {
     let first = &messages[0];
     let mut e = Encoder { out: Vec::new() };
     e.push(MAGIC);
-    e.push(PROTOCOL_VERSION);
+    e.push(version);
     e.push(KIND_BATCH);
     e.member(&first.sender);
     e.push(first.seq);
@@ -383,10 +387,18 @@ pub fn encode_batch(messages: &[Message]) -> Vec<Value> {
         // The message's length goes before it: a slot filled in once its slots are appended.
         let at = e.out.len();
         e.out.push(Value::Num(0.0));
-        e.message(m, PROTOCOL_VERSION);
+        e.message(m, version);
         e.out[at] = Value::from((e.out.len() - at - 1) as u64);
     }
     e.out
+}
+
+/// The channel message of what a context sends in one task: the message itself, or a batch of them.
+pub fn encode_transmit(messages: &[Message], version: u32) -> Vec<Value> {
+    match messages {
+        [one] => encode_versioned(one, version),
+        _ => encode_batch_versioned(messages, version),
+    }
 }
 
 /// The first slots of every carrier frame a context of protocol `version` sends (the key and the entry
@@ -633,9 +645,7 @@ pub fn decode_versioned(values: &[Value], version: u32) -> Option<Decoded> {
         });
     }
     let body = match kind {
-        KIND_JOIN => Body::Join {
-            need_state: c.bool(),
-        },
+        KIND_JOIN => Body::Join,
         KIND_GENESIS => Body::Genesis,
         KIND_STATE => Body::State(Box::new(decode_state(&mut c))),
         KIND_REQUEST => {
@@ -707,8 +717,7 @@ mod tests {
             mode,
         };
         vec![
-            Body::Join { need_state: true },
-            Body::Join { need_state: false },
+            Body::Join,
             Body::Genesis,
             Body::State(Box::new(StateTransfer {
                 history: MessageId {
@@ -827,7 +836,7 @@ mod tests {
 
     #[test]
     fn header_layout_is_frozen() {
-        let v = encode(&msg(Body::Join { need_state: true }));
+        let v = encode(&msg(Body::Join));
         assert_eq!(
             v,
             vec![
@@ -837,7 +846,6 @@ mod tests {
                 Value::Str("client-a".into()),
                 Value::Num(3.0),
                 Value::Num(17.0),
-                Value::Num(1.0),
             ]
         );
     }
@@ -919,7 +927,7 @@ mod tests {
 
     #[test]
     fn state_counts_cannot_exceed_the_message() {
-        let mut v = encode(&msg(sample_bodies().swap_remove(3)));
+        let mut v = encode(&msg(sample_bodies().swap_remove(2)));
         // The member count slot: header (6) + two message ids (6) + as_of_pos + next_gid.
         assert_eq!(v[14], Value::Num(2.0));
         v[14] = Value::Num(1e15);

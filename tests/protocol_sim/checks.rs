@@ -58,6 +58,7 @@ impl World {
         }
         r.state = ReqState::NotAvailable;
         let (name, mode, never_sent) = (r.name.clone(), r.mode, r.posted_as.is_none());
+        self.bump("not available");
         self.note_trace(|| format!("ctx{i} NOT AVAILABLE #{id}"));
         if self.nodes[i].retired {
             return;

@@ -1,4 +1,4 @@
-//! The simulated origin: contexts running `protocol::Node`s, a broadcast channel, an IndexedDB log,
+//! The simulated origin: contexts running `protocol::Participant`s, a broadcast channel, an IndexedDB log,
 //! localStorage, timers, clients and faults, driven by one event queue in simulated wall-clock time (ms).
 //!
 //! The transport is the one the nodes are configured for (`Config::transport`):
@@ -27,7 +27,7 @@ use std::rc::Rc;
 
 use weblocks::protocol::replica::{Outcome, Replica};
 use weblocks::protocol::wire::{self, Body, Decoded, MemberKey, Message, Value};
-use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason, Node, Transport, Wake};
+use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason, Participant, Transport, Wake};
 use weblocks::scheduler::{LockMode, Snapshot};
 
 use super::rng::Rng;
@@ -85,6 +85,11 @@ pub enum Action {
     Release(u64),
     Abort(u64),
     Query,
+    /// A loop of `rounds` exclusive cycles on `name`: request, release as soon as granted, request again.
+    Loop {
+        name: Rc<str>,
+        rounds: u64,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -95,13 +100,13 @@ pub enum Fault {
     Hide(u64),
     Close,
     /// `pagehide` (entering the back/forward cache) cut short before the node ran: only the edge's
-    /// farewell (`Node::farewell`, posted without running the node) went out; shown again after the time.
+    /// farewell (`Effect::ArmFarewell`, posted without running the participant) went out; shown again after the time.
     CutHide(u64),
     /// A close whose `pagehide` was cut short the same way (Firefox, tests/e2e/cross_context_firefox).
     CutClose,
     /// The transport loses every message it would deliver to the context for that long (the IndexedDB
     /// log of js/log_channel.js trimmed past a reader that fell behind) while the context keeps
-    /// running its calls and timers on a stale replica; then it is told (`Node::missed_messages`).
+    /// running its calls and timers on a stale replica; then it is told (`Participant::handle_missed_messages`).
     Gap(u64),
 }
 
@@ -125,7 +130,7 @@ enum Ev {
     },
     /// Log transport: the context's append of this key committed; its JS hears it now.
     Committed(u64),
-    /// Log transport: the start read of `Effect::OpenLog` answers.
+    /// Log transport: the start read of `Effect::OpenChannels` answers.
     LogStarted(u64),
     /// Log transport: a read of the log runs (in the database) from this key.
     LogRead(u64),
@@ -229,7 +234,7 @@ pub struct ReqRecord {
 }
 
 pub struct SimNode {
-    pub node: Node,
+    pub node: Participant,
     pub status: Status,
     deferred: VecDeque<Ev>,
     /// Channel connection (a new one after the back/forward cache); deliveries of an old one are lost.
@@ -264,9 +269,8 @@ pub struct SimNode {
     pub posted_seq: u64,
     pub applied_seq: u64,
     /// The page has a deputy (a worker answering pings for it while it is stalled, not while it is
-    /// frozen, hidden or gone), and the announcement last handed to it.
+    /// frozen, hidden or gone).
     pub deputy: bool,
-    announced: Option<Message>,
     /// The browser process the context runs in (a window, its iframes and its dedicated workers
     /// share one; a crash takes them all).
     pub process: usize,
@@ -274,6 +278,15 @@ pub struct SimNode {
     last_from: BTreeMap<usize, u64>,
     /// Over the log without a carrier: whether storage events wake it (a document) or it polls.
     pub wake: Wake,
+    /// The farewell its edge keeps armed (`Effect::ArmFarewell`).
+    farewell: Option<Message>,
+    /// Its channels are open (`Effect::OpenChannels` .. `Effect::CloseChannels`): it receives what the
+    /// channel delivers.
+    connected: bool,
+    /// It queued messages in this event (`Effect::FlushSoon`): they go out at its end.
+    flush_due: bool,
+    /// Requests of `Action::Loop`, by id: the name and how many cycles are left after this one.
+    loops: BTreeMap<u64, (Rc<str>, u64)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -319,6 +332,10 @@ pub struct World {
     pub hiding: Option<usize>,
     /// Something the per-step check depends on changed (a grant, or the observers applied a message).
     pub dirty: bool,
+    /// The checks run at every step (off only to measure the participants' own cost: the host bench).
+    pub checking: bool,
+    /// More events than this in one run is a runaway.
+    pub max_steps: u64,
 }
 
 impl World {
@@ -352,7 +369,33 @@ impl World {
             unconfirmed: Vec::new(),
             hiding: None,
             dirty: false,
+            checking: true,
+            max_steps: 300_000,
         }
+    }
+
+    /// An origin of `count` contexts over an ideal transport: one order, every delivery, append, read
+    /// and storage event at once, timers on time (the host bench's).
+    pub fn ideal(count: usize, config: Config) -> World {
+        let env = Env {
+            send_max: 0,
+            delivery_max: 0,
+            storage_lag_max: 0,
+            storage: true,
+            delivery: Delivery::TotalOrder,
+            config,
+        };
+        let mut w = World::new(0, env, &[weblocks::protocol::wire::PROTOCOL_VERSION]);
+        for _ in 0..count {
+            w.add_node(0, weblocks::protocol::wire::PROTOCOL_VERSION, 0);
+        }
+        w.run_until(0);
+        w
+    }
+
+    /// A counter of the run (0 if it never moved).
+    pub fn stat(&self, stat: &str) -> u64 {
+        self.stats.get(stat).copied().unwrap_or(0)
     }
 
     pub fn bump(&mut self, stat: &'static str) {
@@ -362,7 +405,8 @@ impl World {
     /// Adds a context that starts at `at`.
     pub fn add_node(&mut self, at: u64, version: u32, timer_lateness: u64) -> usize {
         let i = self.nodes.len();
-        let mut node = Node::with_version(&format!("ctx{i}"), self.env.config.clone(), version);
+        let mut node =
+            Participant::with_version(&format!("ctx{i}"), self.env.config.clone(), version);
         node.record_decisions();
         self.nodes.push(SimNode {
             node,
@@ -391,13 +435,16 @@ impl World {
             posted_seq: 0,
             applied_seq: 0,
             deputy: false,
-            announced: None,
             process: i,
             last_from: BTreeMap::new(),
             wake: match self.env.config.transport {
                 Transport::Log(wake) => wake,
                 Transport::Broadcast => Wake::Carrier,
             },
+            farewell: None,
+            connected: false,
+            flush_due: false,
+            loops: BTreeMap::new(),
         });
         self.schedule(at, i, Ev::Start);
         i
@@ -438,19 +485,34 @@ impl World {
                 self.now = until;
                 return false;
             }
-            let Reverse(s) = self.queue.pop().expect("peeked");
-            self.now = self.now.max(s.at);
-            self.steps += 1;
-            if self.steps > 300_000 {
-                self.violation("runaway: more than 3,000,000 events".into());
-                break;
-            }
-            self.dispatch(s.node, s.ev);
-            if std::mem::take(&mut self.dirty) {
-                self.check_step();
-            }
+            self.step();
         }
         true
+    }
+
+    /// Runs events until `done` holds; false if the queue ran dry or a violation was found first.
+    pub fn run_until_done(&mut self, done: impl Fn(&World) -> bool) -> bool {
+        while !done(self) {
+            if !self.violations.is_empty() || self.queue.is_empty() {
+                return false;
+            }
+            self.step();
+        }
+        true
+    }
+
+    /// Runs the next event (the queue is not empty).
+    fn step(&mut self) {
+        let Reverse(s) = self.queue.pop().expect("an event");
+        self.now = self.now.max(s.at);
+        self.steps += 1;
+        if self.steps > self.max_steps {
+            return self.violation(format!("runaway: more than {} events", self.max_steps));
+        }
+        self.dispatch(s.node, s.ev);
+        if std::mem::take(&mut self.dirty) && self.checking {
+            self.check_step();
+        }
     }
 
     /// Ends the workload: no more faults; frozen, stalled and hidden contexts come back now.
@@ -544,7 +606,7 @@ impl World {
             ..self.env.config.clone()
         };
         let version = self.nodes[i].node.version();
-        let mut node = Node::with_version(&format!("ctx{i}"), config, version);
+        let mut node = Participant::with_version(&format!("ctx{i}"), config, version);
         node.record_decisions();
         self.nodes[i].node = node;
         self.nodes[i].wake = Wake::Polls;
@@ -575,10 +637,12 @@ impl World {
     /// sender's own object (a context listens to its own messages only on the broadcast transport,
     /// through its second object).
     fn receives(&self, i: usize, j: usize, payload: &Payload) -> bool {
-        matches!(
-            self.nodes[j].status,
-            Status::Running | Status::Stalled | Status::Frozen
-        ) && (i != j || matches!(payload, Payload::Message { .. }))
+        self.nodes[j].connected
+            && matches!(
+                self.nodes[j].status,
+                Status::Running | Status::Stalled | Status::Frozen
+            )
+            && (i != j || matches!(payload, Payload::Message { .. }))
     }
 
     /// The channel's dispatcher handles a post of context `i`: a message of the broadcast transport
@@ -646,7 +710,7 @@ impl World {
         n.status = Status::Running;
         n.cache = self.storage.clone();
         let live = n.cache.get(LIVE_KEY).cloned();
-        n.node.storage_changed(now, LIVE_KEY, live.as_deref());
+        n.node.handle_storage(now, LIVE_KEY, live.as_deref());
         self.note(|| format!("ctx{i} starts"));
         self.effects(i);
     }
@@ -677,14 +741,14 @@ impl World {
                             .node
                             .version();
                         let frame = wire::encode_entry(&writer, version, key, &data);
-                        self.log_event(i, |n, now| n.carried(now, &frame));
+                        self.log_event(i, |n, now| n.handle_carried(now, &frame));
                     }
-                    Payload::Relay(msg) => self.log_event(i, |n, now| n.carried(now, &msg)),
+                    Payload::Relay(msg) => self.log_event(i, |n, now| n.handle_carried(now, &msg)),
                 }
             }
             Ev::Committed(key) => {
                 let msg = self.log[key as usize - 1].clone();
-                self.log_event(i, |n, now| n.log_entry(now, key, &msg));
+                self.log_event(i, |n, now| n.handle_log_entry(now, key, &msg));
                 // The writer hands the committed entry to the others: on the carrier, or with a poke.
                 if self.carried() {
                     let writer = self.nodes[i].node.member_key();
@@ -693,32 +757,32 @@ impl World {
                     self.poke_others(i);
                 }
             }
-            Ev::LogStarted(last) => self.log_event(i, |n, now| n.log_started(now, last)),
+            Ev::LogStarted(last) => self.log_event(i, |n, now| n.handle_log_started(now, last)),
             Ev::LogReadDone { entries, floor } => {
                 if self.now < self.nodes[i].gap_until {
                     return;
                 }
                 for (key, msg) in entries {
-                    self.log_event(i, |n, now| n.log_entry(now, key, &msg));
+                    self.log_event(i, |n, now| n.handle_log_entry(now, key, &msg));
                 }
                 self.read_done(i, floor);
             }
             Ev::Poke => {
-                self.nodes[i].node.log_poked(now);
+                self.nodes[i].node.handle_log_poke(now);
                 self.effects(i);
             }
-            Ev::StorageRelay(msg) => self.log_event(i, |n, now| n.carried(now, &msg)),
+            Ev::StorageRelay(msg) => self.log_event(i, |n, now| n.handle_carried(now, &msg)),
             Ev::Timer { generation } => {
                 if generation == self.nodes[i].timer_generation {
                     self.note(|| format!("ctx{i} timer"));
-                    self.nodes[i].node.timer(now);
+                    self.nodes[i].node.handle_timeout(now);
                     self.effects(i);
                 }
             }
             Ev::StorageEvent { key, value } => {
                 self.nodes[i]
                     .node
-                    .storage_changed(now, &key, value.as_deref());
+                    .handle_storage(now, &key, value.as_deref());
                 self.cache_set(i, key, value);
                 self.effects(i);
             }
@@ -733,7 +797,7 @@ impl World {
                         self.log_read(i, position);
                     }
                 } else {
-                    self.nodes[i].node.missed_messages(now);
+                    self.nodes[i].node.handle_missed_messages(now);
                     self.effects(i);
                 }
             }
@@ -750,7 +814,8 @@ impl World {
             self.note(|| format!("ctx{i} <- [{idx:?}] {what}"));
         }
         self.note_own_echo(i, msg);
-        self.nodes[i].node.deliver(now, msg);
+        self.bump("deliveries");
+        self.nodes[i].node.handle_message(now, msg);
         self.effects(i);
         if let Some(idx) = idx {
             self.check_expected(i, idx);
@@ -771,17 +836,20 @@ impl World {
     /// If `msg` is one of context `i`'s own messages, it has now applied it.
     fn note_own_echo(&mut self, i: usize, msg: &[Value]) {
         let version = self.nodes[i].node.version();
-        if let Some(Decoded::Ours(m)) = wire::decode_versioned(msg, version)
-            && *m.sender.client == *self.nodes[i].node.client_id()
-            && m.seq != 0
-        {
-            self.nodes[i].applied_seq = m.seq;
+        let parts = wire::split_batch(msg, version).unwrap_or_else(|| vec![msg]);
+        for part in parts {
+            if let Some(Decoded::Ours(m)) = wire::decode_versioned(part, version)
+                && *m.sender.client == *self.nodes[i].node.client_id()
+                && m.seq != 0
+            {
+                self.nodes[i].applied_seq = m.seq;
+            }
         }
     }
 
     /// Runs a log event through context `i`'s node, then checks what it reported for the entries it
     /// applied (its position in the log moved past them).
-    fn log_event(&mut self, i: usize, f: impl FnOnce(&mut Node, u64)) {
+    fn log_event(&mut self, i: usize, f: impl FnOnce(&mut Participant, u64)) {
         let now = self.now;
         let before = self.nodes[i].node.log_position();
         f(&mut self.nodes[i].node, now);
@@ -817,7 +885,7 @@ impl World {
             }
         }
         let now = self.now;
-        self.nodes[i].node.log_read_done(now, floor);
+        self.nodes[i].node.handle_log_read(now, floor);
         self.effects(i);
     }
 
@@ -845,7 +913,7 @@ impl World {
     /// What the edge's farewell listener does in a `pagehide` over the log: it asks the others to append
     /// the node's Leave, on the carrier or, without one, through a storage event.
     fn farewell_relay(&mut self, i: usize) {
-        let Some(m) = self.nodes[i].node.farewell() else {
+        let Some(m) = self.nodes[i].farewell.clone() else {
             return;
         };
         let msg = Rc::new(wire::encode_versioned(&m, self.nodes[i].node.version()));
@@ -894,7 +962,7 @@ impl World {
                 self.note(|| format!("ctx{i} request #{id} {name} {mode:?} ifAvailable={if_available} steal={steal}"));
                 self.nodes[i]
                     .node
-                    .request(now, id, &name, mode, if_available, steal);
+                    .handle_request(now, id, &name, mode, if_available, steal);
                 if let Some(after) = abort_after {
                     self.schedule(now + after, i, Ev::Client(Action::Abort(id)));
                 }
@@ -908,16 +976,38 @@ impl World {
                 {
                     self.nodes[i].requests.get_mut(&id).expect("held").state = ReqState::Released;
                     self.note(|| format!("ctx{i} release #{id}"));
-                    self.nodes[i].node.release(now, id);
+                    self.bump("releases");
+                    self.nodes[i].node.handle_release(now, id);
                     self.effects(i);
+                    if let Some((name, rounds)) = self.nodes[i].loops.remove(&id)
+                        && rounds > 0
+                    {
+                        self.client(i, Action::Loop { name, rounds });
+                    }
                 }
+            }
+            Action::Loop { rounds: 0, .. } => {}
+            Action::Loop { name, rounds } => {
+                let id = self.nodes[i].next_id;
+                self.nodes[i].loops.insert(id, (name.clone(), rounds - 1));
+                self.client(
+                    i,
+                    Action::Request {
+                        name,
+                        mode: LockMode::Exclusive,
+                        if_available: false,
+                        steal: false,
+                        hold: 0,
+                        abort_after: None,
+                    },
+                );
             }
             Action::Abort(id) => {
                 let state = self.nodes[i].requests.get(&id).map(|r| r.state);
                 if state.is_none() {
                     return;
                 }
-                let aborted = self.nodes[i].node.abort(now, id);
+                let aborted = self.nodes[i].node.handle_abort(now, id);
                 self.note(|| format!("ctx{i} abort #{id} -> {aborted}"));
                 if aborted {
                     if state != Some(ReqState::Pending) {
@@ -936,22 +1026,56 @@ impl World {
                 let q = self.nodes[i].queries_asked as u64;
                 let cut = self.nodes[i].next_id;
                 self.nodes[i].query_cut.insert(q, cut);
-                self.nodes[i].node.query(now, q);
+                self.nodes[i].node.handle_query(now, q);
                 self.effects(i);
             }
         }
     }
 
+    /// Carries out context `i`'s effects, in order. The messages it queued in this event go out together
+    /// at its end, as one channel message: an event is one task of the context.
     fn effects(&mut self, i: usize) {
+        loop {
+            self.carry_out_effects(i);
+            if !std::mem::take(&mut self.nodes[i].flush_due) {
+                return;
+            }
+            self.nodes[i].node.handle_flush();
+        }
+    }
+
+    fn carry_out_effects(&mut self, i: usize) {
         let now = self.now;
         let mut decided = Vec::new();
-        for m in self.nodes[i].node.take_decided() {
+        for m in self.nodes[i].node.poll_decided() {
             decided.extend(self.observe_decided(i, &m));
         }
-        let effects = self.nodes[i].node.drain();
-        for e in effects {
+        while let Some(e) = self.nodes[i].node.poll_effect() {
             match e {
-                Effect::Post(m) => self.post(i, m),
+                Effect::FlushSoon => self.nodes[i].flush_due = true,
+                Effect::Transmit(messages) => self.transmit(i, messages),
+                Effect::OpenChannels => {
+                    let n = &mut self.nodes[i];
+                    n.connected = true;
+                    n.epoch += 1;
+                    if self.over_log() {
+                        // The start read sees the log as it is now: the context's next appends come after it.
+                        let last = self.log.len() as u64;
+                        let delay = self.rng.range(0, 2);
+                        self.schedule(now + delay, i, Ev::LogStarted(last));
+                    }
+                }
+                Effect::CloseChannels => {
+                    let n = &mut self.nodes[i];
+                    n.connected = false;
+                    n.epoch += 1;
+                }
+                Effect::ArmFarewell(farewell) => self.nodes[i].farewell = farewell,
+                Effect::Announce(vouch) => {
+                    if self.nodes[i].deputy {
+                        self.deputy_post(i, &vouch, 0);
+                    }
+                }
                 Effect::StorageWrite { key, value } => {
                     self.write_storage(i, key.to_owned(), Some(value));
                 }
@@ -973,25 +1097,10 @@ impl World {
                     self.nodes[i].retired = true;
                 }
                 Effect::WakeDeputy(vouch) => self.wake_deputy(vouch),
-                Effect::OpenLog => {
-                    // The start read sees the log as it is now: the node's next appends come after it.
-                    let last = self.log.len() as u64;
-                    let delay = self.rng.range(0, 2);
-                    self.schedule(now + delay, i, Ev::LogStarted(last));
-                }
                 Effect::ReadLog { after } => {
                     let delay = self.rng.range(0, 3);
                     self.schedule(now + delay, i, Ev::LogRead(after));
                 }
-            }
-        }
-        if self.nodes[i].deputy {
-            let announcement = self.nodes[i].node.deputy_announcement();
-            if let Some(vouch) = &announcement
-                && announcement != self.nodes[i].announced
-            {
-                self.deputy_post(i, vouch, 0);
-                self.nodes[i].announced = announcement;
             }
         }
         for (inc, id, expect) in decided {
@@ -1022,37 +1131,40 @@ impl World {
         self.schedule(at, i, Ev::DeputyPost(msg));
     }
 
-    /// Context `i` posts `m` on the transport: a message of its own, or one it appends for another
-    /// context (a relayed farewell or vouch, over the log).
-    fn post(&mut self, i: usize, m: Message) {
+    /// Context `i` sends `messages` on the transport, as one channel message or log entry: messages of
+    /// its own, and others' it appends for them (a relayed farewell, over the log).
+    fn transmit(&mut self, i: usize, messages: Vec<Message>) {
         let now = self.now;
-        let own = *m.sender.client == *self.nodes[i].node.client_id();
-        if own {
-            self.nodes[i].posted_seq = m.seq;
-        } else {
-            self.bump("relayed");
+        for m in &messages {
+            let own = *m.sender.client == *self.nodes[i].node.client_id();
+            if own {
+                self.nodes[i].posted_seq = self.nodes[i].posted_seq.max(m.seq);
+            } else {
+                self.bump("relayed");
+            }
+            if let Body::Request { id, .. } = &m.body
+                && own
+                && let Some(r) = self.nodes[i].requests.get_mut(id)
+            {
+                r.posted_as = Some(m.sender.incarnation);
+            }
+            self.note(|| match &m.body {
+                Body::State(st) => format!(
+                    "ctx{i} post State as of {:?}/{} ({} members, {} held, {} pending) #{}",
+                    st.as_of.sender,
+                    st.as_of.seq,
+                    st.members.len(),
+                    st.held.len(),
+                    st.pending.len(),
+                    m.seq
+                ),
+                body if own => format!("ctx{i} post {body:?} #{}", m.seq),
+                body => format!("ctx{i} relays {body:?} of {}", m.sender.client),
+            });
         }
-        if let Body::Request { id, .. } = &m.body
-            && own
-            && let Some(r) = self.nodes[i].requests.get_mut(id)
-        {
-            r.posted_as = Some(m.sender.incarnation);
-        }
-        self.note(|| match &m.body {
-            Body::State(st) => format!(
-                "ctx{i} post State as of {:?}/{} ({} members, {} held, {} pending) #{}",
-                st.as_of.sender,
-                st.as_of.seq,
-                st.members.len(),
-                st.held.len(),
-                st.pending.len(),
-                m.seq
-            ),
-            body if own => format!("ctx{i} post {body:?} #{}", m.seq),
-            body => format!("ctx{i} relays {body:?} of {}", m.sender.client),
-        });
+        self.bump("transmits");
         let version = self.nodes[i].node.version();
-        let msg = Rc::new(wire::encode_versioned(&m, version));
+        let msg = Rc::new(wire::encode_transmit(&messages, version));
         if !self.over_log() {
             self.channel_post(i, Payload::Message { msg, idx: None });
             return;
@@ -1127,16 +1239,19 @@ impl World {
         for o in 0..self.observers.len() {
             let version = self.observers[o].version;
             let mut outcomes = Vec::new();
-            match wire::decode_versioned(msg, version) {
-                Some(Decoded::Ours(m)) => self.observers[o].replica.apply(&m, &mut outcomes),
-                Some(Decoded::Foreign {
-                    version: v,
-                    kind,
-                    id,
-                }) => self.observers[o]
-                    .replica
-                    .apply_foreign(v, kind, &id, &mut outcomes),
-                None => {}
+            let parts = wire::split_batch(msg, version).unwrap_or_else(|| vec![msg]);
+            for part in parts {
+                match wire::decode_versioned(part, version) {
+                    Some(Decoded::Ours(m)) => self.observers[o].replica.apply(&m, &mut outcomes),
+                    Some(Decoded::Foreign {
+                        version: v,
+                        kind,
+                        id,
+                    }) => self.observers[o]
+                        .replica
+                        .apply_foreign(v, kind, &id, &mut outcomes),
+                    None => {}
+                }
             }
             for outcome in outcomes {
                 let (member, local_id, expect) = match outcome {
@@ -1244,7 +1359,7 @@ impl World {
                 self.schedule(now + d, i, Ev::EndStall);
             }
             Fault::Freeze(d) => {
-                self.nodes[i].node.freeze(now);
+                self.nodes[i].node.handle_freeze(now);
                 self.effects(i);
                 self.nodes[i].status = Status::Frozen;
                 self.nodes[i].unresponsive.push((now, now + d, true));
@@ -1255,7 +1370,7 @@ impl World {
                     self.farewell_relay(i);
                 }
                 self.hiding = Some(i);
-                self.nodes[i].node.pagehide(now, true);
+                self.nodes[i].node.handle_pagehide(now, true);
                 self.effects(i);
                 self.hiding = None;
                 self.enter_cache(i, d);
@@ -1264,7 +1379,7 @@ impl World {
                 if self.over_log() {
                     self.farewell_relay(i);
                 }
-                self.nodes[i].node.terminate(now);
+                self.nodes[i].node.handle_close(now);
                 self.effects(i);
                 self.close(i);
             }
@@ -1290,6 +1405,7 @@ impl World {
     fn enter_cache(&mut self, i: usize, d: u64) {
         let n = &mut self.nodes[i];
         n.status = Status::Hidden;
+        n.connected = false;
         n.epoch += 1;
         n.hidden_count += 1;
         n.expected.clear();
@@ -1311,8 +1427,8 @@ impl World {
     fn farewell(&mut self, i: usize) {
         if self.over_log() {
             self.farewell_relay(i);
-        } else if let Some(m) = self.nodes[i].node.farewell() {
-            self.post(i, m);
+        } else if let Some(m) = self.nodes[i].farewell.clone() {
+            self.transmit(i, vec![m]);
         }
     }
 
@@ -1332,7 +1448,7 @@ impl World {
         }
         self.nodes[i].status = Status::Running;
         self.note(|| format!("ctx{i} resumes"));
-        self.nodes[i].node.resume(now);
+        self.nodes[i].node.handle_resume(now);
         self.effects(i);
         self.run_deferred(i);
     }
@@ -1344,10 +1460,10 @@ impl World {
         let live = self.nodes[i].cache.get(LIVE_KEY).cloned();
         self.nodes[i]
             .node
-            .storage_changed(now, LIVE_KEY, live.as_deref());
+            .handle_storage(now, LIVE_KEY, live.as_deref());
         // Inside pageshow a node catches up on a `pagehide` cut short (Fault::CutHide): its locks go then.
         self.hiding = Some(i);
-        self.nodes[i].node.pageshow(now, true);
+        self.nodes[i].node.handle_pageshow(now, true);
         self.effects(i);
         self.hiding = None;
         self.run_deferred(i);

@@ -1,5 +1,6 @@
-//! The node's handlers, driven by hand: each test feeds events and looks at the effects. `Bus` is a
-//! minimal channel (one order, delivered to every node including the sender when `pump` is called).
+//! The participant's handlers, driven by hand: each test feeds events and looks at the effects. `Bus`
+//! is a minimal edge and channel (one order, delivered to every participant including the sender when
+//! `pump` is called); the simulation (tests/protocol_sim) drives them over realistic transports.
 
 use super::*;
 use crate::protocol::LIVE_KEY;
@@ -9,14 +10,15 @@ fn config() -> Config {
     Config::default()
 }
 
-/// Posts of the effects, as wire messages.
+/// The messages the effects transmit, in order.
 fn posts(effects: &[Effect]) -> Vec<Body> {
     effects
         .iter()
         .filter_map(|e| match e {
-            Effect::Post(m) => Some(m.body.clone()),
+            Effect::Transmit(messages) => Some(messages.iter().map(|m| m.body.clone())),
             _ => None,
         })
+        .flatten()
         .collect()
 }
 
@@ -37,13 +39,16 @@ fn engine_effects(effects: &[Effect]) -> Vec<Effect> {
 }
 
 struct Bus {
-    nodes: Vec<Node>,
+    nodes: Vec<Participant>,
     log: Vec<Vec<Value>>,
     seen: Vec<usize>,
-    /// Nodes over the log transport that asked to open it, and the log's length then (its last key).
+    /// Participants over the log transport that asked to open it, and the log's length then (its last
+    /// key).
     opened: Vec<Option<usize>>,
-    /// Every effect of each node, in order.
+    /// Every effect of each participant, in order.
     effects: Vec<Vec<Effect>>,
+    /// The farewell each one's edge keeps armed.
+    farewells: Vec<Option<Message>>,
     now: u64,
 }
 
@@ -51,37 +56,57 @@ impl Bus {
     fn new(n: usize) -> Bus {
         Bus {
             nodes: (0..n)
-                .map(|i| Node::new(&format!("n{i}"), config()))
+                .map(|i| Participant::new(&format!("n{i}"), config()))
                 .collect(),
             log: Vec::new(),
             seen: vec![0; n],
             opened: vec![None; n],
             effects: vec![Vec::new(); n],
+            farewells: vec![None; n],
             now: 1_000,
         }
     }
 
+    /// Carries out participant `i`'s effects as an edge does, the task ending at once (a `FlushSoon`
+    /// flushes after the other effects), and returns them.
     fn collect(&mut self, i: usize) -> Vec<Effect> {
-        let fx = self.nodes[i].drain();
-        for e in &fx {
-            match e {
-                Effect::Post(m) => self.log.push(encode(m)),
-                Effect::OpenLog => self.opened[i] = Some(self.log.len()),
-                _ => {}
+        let mut fx = Vec::new();
+        loop {
+            let mut flush = false;
+            while let Some(e) = self.nodes[i].poll_effect() {
+                match &e {
+                    Effect::FlushSoon => flush = true,
+                    Effect::Transmit(messages) => {
+                        let version = self.nodes[i].version();
+                        self.log.push(wire::encode_transmit(messages, version));
+                    }
+                    Effect::OpenChannels
+                        if matches!(self.nodes[i].core.config.transport, Transport::Log(_)) =>
+                    {
+                        self.opened[i] = Some(self.log.len())
+                    }
+                    Effect::ArmFarewell(farewell) => self.farewells[i] = farewell.clone(),
+                    _ => {}
+                }
+                fx.push(e);
             }
+            if !flush {
+                break;
+            }
+            self.nodes[i].handle_flush();
         }
         self.effects[i].extend(fx.iter().cloned());
         fx
     }
 
-    fn call(&mut self, i: usize, f: impl FnOnce(&mut Node, u64)) -> Vec<Effect> {
+    fn call(&mut self, i: usize, f: impl FnOnce(&mut Participant, u64)) -> Vec<Effect> {
         let now = self.now;
         f(&mut self.nodes[i], now);
         self.collect(i)
     }
 
-    /// Delivers everything posted so far to every node, until nothing new is posted. A node over the
-    /// log gets the log's entries (keys from 1), from the last key when it opened the log.
+    /// Delivers everything posted so far to every participant, until nothing new is posted. One over
+    /// the log gets the log's entries (keys from 1), from the last key when it opened the log.
     fn pump(&mut self) {
         loop {
             let mut progressed = false;
@@ -89,18 +114,18 @@ impl Bus {
                 let now = self.now;
                 if let Some(last) = self.opened[i].take() {
                     self.seen[i] = last;
-                    self.nodes[i].log_started(now, last as u64);
+                    self.nodes[i].handle_log_started(now, last as u64);
                     self.collect(i);
                     progressed = true;
                 }
-                let over_log = matches!(self.nodes[i].config.transport, Transport::Log(_));
+                let over_log = matches!(self.nodes[i].core.config.transport, Transport::Log(_));
                 while self.seen[i] < self.log.len() {
                     let m = self.log[self.seen[i]].clone();
                     self.seen[i] += 1;
                     if over_log {
-                        self.nodes[i].log_entry(now, self.seen[i] as u64, &m);
+                        self.nodes[i].handle_log_entry(now, self.seen[i] as u64, &m);
                     } else {
-                        self.nodes[i].deliver(now, &m);
+                        self.nodes[i].handle_message(now, &m);
                     }
                     self.collect(i);
                     progressed = true;
@@ -125,14 +150,15 @@ impl Bus {
                 && at <= self.now
             {
                 let now = self.now;
-                self.nodes[i].timer(now);
+                self.nodes[i].handle_timeout(now);
                 self.collect(i);
             }
         }
         self.pump();
     }
 
-    /// Node `i` joins (through a first request or query) and the bus runs until it is synced.
+    /// Runs the bus for 20 join waits: long enough for every participant that asked to join to be
+    /// synced.
     fn settle(&mut self) {
         for _ in 0..20 {
             self.advance(config().join_wait);
@@ -140,16 +166,16 @@ impl Bus {
     }
 }
 
-fn request(id: u64, name: &str) -> impl FnOnce(&mut Node, u64) {
+fn request(id: u64, name: &str) -> impl FnOnce(&mut Participant, u64) {
     let name = name.to_owned();
-    move |n, now| n.request(now, id, &name, LockMode::Exclusive, false, false)
+    move |n, now| n.handle_request(now, id, &name, LockMode::Exclusive, false, false)
 }
 
 #[test]
 fn a_first_request_joins_waits_for_an_answer_then_starts_a_history_and_is_granted() {
     let mut bus = Bus::new(1);
     let fx = bus.call(0, request(1, "x"));
-    assert_eq!(posts(&fx), [Body::Join { need_state: true }]);
+    assert_eq!(posts(&fx), [Body::Join]);
     bus.pump();
     // The Join came back: a timer for the join wait.
     let at = bus.now + config().join_wait;
@@ -161,10 +187,7 @@ fn a_first_request_joins_waits_for_an_answer_then_starts_a_history_and_is_grante
     );
     bus.advance(1);
     // The Genesis made it the lone member: it decides its request alone and posts nothing more.
-    assert_eq!(
-        posts(&bus.effects[0]),
-        [Body::Join { need_state: true }, Body::Genesis]
-    );
+    assert_eq!(posts(&bus.effects[0]), [Body::Join, Body::Genesis]);
     assert_eq!(engine_effects(&bus.effects[0]), [Effect::Granted(1)]);
 }
 
@@ -174,21 +197,21 @@ fn a_lone_member_decides_alone_and_records_what_it_decided() {
     bus.nodes[0].record_decisions();
     bus.call(0, request(1, "x"));
     bus.settle();
-    bus.nodes[0].take_decided();
+    bus.nodes[0].poll_decided();
     let fx = bus.call(0, request(2, "x"));
-    let fx2 = bus.call(0, |n, now| n.release(now, 1));
-    let aborted = bus.nodes[0].abort(bus.now, 3);
+    let fx2 = bus.call(0, |n, now| n.handle_release(now, 1));
+    let aborted = bus.nodes[0].handle_abort(bus.now, 3);
     bus.call(0, |n, now| {
-        n.request(now, 3, "y", LockMode::Shared, false, false);
-        n.request(now, 4, "y", LockMode::Exclusive, false, false);
-        assert!(n.abort(now, 4), "pending here: aborted");
+        n.handle_request(now, 3, "y", LockMode::Shared, false, false);
+        n.handle_request(now, 4, "y", LockMode::Exclusive, false, false);
+        assert!(n.handle_abort(now, 4), "pending here: aborted");
     });
     assert!(!aborted, "unknown request");
     assert_eq!(posts(&fx), []);
     assert_eq!(posts(&fx2), []);
     assert_eq!(engine_effects(&fx2), [Effect::Granted(2)]);
     let decided: Vec<Body> = bus.nodes[0]
-        .take_decided()
+        .poll_decided()
         .into_iter()
         .map(|m| m.body)
         .collect();
@@ -211,8 +234,8 @@ fn a_lone_member_posts_while_its_own_messages_are_on_the_way() {
     bus.call(0, request(1, "x"));
     bus.settle();
     bus.call(0, |n, now| {
-        n.freeze(now);
-        n.resume(now);
+        n.handle_freeze(now);
+        n.handle_resume(now);
     });
     // Freeze and Alive have not come back: a request now takes its place after them on the channel
     // and is decided there.
@@ -249,7 +272,7 @@ fn a_second_context_gets_a_state_transfer_and_queues_behind() {
             .unwrap()
             .is_pending(&bus.nodes[1].member_key(), 1)
     );
-    bus.call(0, |n, now| n.release(now, 1));
+    bus.call(0, |n, now| n.handle_release(now, 1));
     bus.pump();
     assert_eq!(engine_effects(&bus.effects[1]), [Effect::Granted(1)]);
 }
@@ -261,20 +284,20 @@ fn abort_answers_from_the_local_state() {
     bus.settle();
     // Queued (not sent yet): removed without a message.
     let fx = bus.call(1, request(1, "x"));
-    assert_eq!(posts(&fx), [Body::Join { need_state: true }]);
+    assert_eq!(posts(&fx), [Body::Join]);
     let mut aborted = false;
-    bus.call(1, |n, now| aborted = n.abort(now, 1));
+    bus.call(1, |n, now| aborted = n.handle_abort(now, 1));
     assert!(aborted);
     bus.call(1, request(2, "x"));
     bus.pump();
     // Sent and pending: an Abort message.
-    let fx = bus.call(1, |n, now| aborted = n.abort(now, 2));
+    let fx = bus.call(1, |n, now| aborted = n.handle_abort(now, 2));
     assert!(aborted);
     assert_eq!(posts(&fx), [Body::Abort { id: 2 }]);
     // Held: false. Unknown: false.
-    bus.call(0, |n, now| aborted = n.abort(now, 1));
+    bus.call(0, |n, now| aborted = n.handle_abort(now, 1));
     assert!(!aborted);
-    bus.call(0, |n, now| aborted = n.abort(now, 42));
+    bus.call(0, |n, now| aborted = n.handle_abort(now, 42));
     assert!(!aborted);
     bus.pump();
     assert!(
@@ -293,11 +316,11 @@ fn an_idle_member_makes_way_for_a_busy_one_which_then_decides_alone() {
     bus.call(0, request(1, "x"));
     bus.settle();
     bus.call(1, request(1, "y"));
-    bus.call(2, |n, now| n.query(now, 1));
+    bus.call(2, |n, now| n.handle_query(now, 1));
     bus.settle();
     // All three are members; 1 and 2 are idle (1 released, 2 only queried).
-    bus.call(1, |n, now| n.release(now, 1));
-    bus.call(0, |n, now| n.release(now, 1));
+    bus.call(1, |n, now| n.handle_release(now, 1));
+    bus.call(0, |n, now| n.handle_release(now, 1));
     bus.pump();
     let member = |bus: &Bus, i: usize| {
         let key = bus.nodes[i].member_key();
@@ -315,12 +338,12 @@ fn an_idle_member_makes_way_for_a_busy_one_which_then_decides_alone() {
     );
     // Once 2's query is old, the next request makes it leave too, and 0 decides alone.
     bus.now += config().query_linger;
-    bus.call(0, |n, now| n.release(now, 2));
+    bus.call(0, |n, now| n.handle_release(now, 2));
     bus.call(0, request(3, "x"));
     bus.pump();
     assert!(!member(&bus, 2));
     let before = bus.log.len();
-    let fx = bus.call(0, |n, now| n.release(now, 3));
+    let fx = bus.call(0, |n, now| n.handle_release(now, 3));
     bus.call(0, request(4, "x"));
     assert_eq!(posts(&fx), []);
     assert_eq!(bus.log.len(), before, "lone again: nothing posted");
@@ -348,7 +371,7 @@ fn a_busy_member_does_not_make_way() {
     bus.pump();
     assert!(!posts(&bus.effects[1]).contains(&Body::Leave));
     // It gets x when 0 releases it.
-    bus.call(0, |n, now| n.release(now, 1));
+    bus.call(0, |n, now| n.handle_release(now, 1));
     bus.pump();
     assert_eq!(engine_effects(&bus.effects[1]), [Effect::Granted(1)]);
 }
@@ -363,7 +386,7 @@ fn a_batch_is_applied_as_its_messages_in_order() {
     // Node 1 requests x (queued behind node 0) and releases y: node 0 gets both as one batch.
     let from = bus.log.len();
     bus.call(1, request(2, "x"));
-    bus.call(1, |n, now| n.release(now, 1));
+    bus.call(1, |n, now| n.handle_release(now, 1));
     let messages: Vec<Message> = bus.log[from..]
         .iter()
         .map(|v| match wire::decode(v) {
@@ -373,7 +396,7 @@ fn a_batch_is_applied_as_its_messages_in_order() {
         .collect();
     assert_eq!(messages.len(), 2);
     let now = bus.now;
-    bus.nodes[0].deliver(now, &wire::encode_batch(&messages));
+    bus.nodes[0].handle_message(now, &wire::encode_batch(&messages));
     bus.seen[0] = bus.log.len();
     bus.pump();
     let snapshot = |i: usize| bus.nodes[i].replica().unwrap().snapshot();
@@ -393,12 +416,12 @@ fn releasing_a_lock_not_held_sends_nothing() {
     bus.call(1, request(1, "y"));
     bus.settle();
     assert_eq!(engine_effects(&bus.effects[1]), [Effect::Granted(1)]);
-    assert_eq!(posts(&bus.call(0, |n, now| n.release(now, 7))), []);
+    assert_eq!(posts(&bus.call(0, |n, now| n.handle_release(now, 7))), []);
     assert_eq!(
-        posts(&bus.call(0, |n, now| n.release(now, 1))),
+        posts(&bus.call(0, |n, now| n.handle_release(now, 1))),
         [Body::Release { id: 1 }]
     );
-    assert_eq!(posts(&bus.call(0, |n, now| n.release(now, 1))), []);
+    assert_eq!(posts(&bus.call(0, |n, now| n.handle_release(now, 1))), []);
 }
 
 #[test]
@@ -434,7 +457,7 @@ fn garbage_on_the_channel_changes_nothing() {
         vec![Value::Num(f64::NAN); 9],
         vec![Value::Str("not ours".into()), Value::Num(1.0)],
     ] {
-        bus.nodes[0].deliver(bus.now, &junk);
+        bus.nodes[0].handle_message(bus.now, &junk);
         bus.collect(0);
     }
     assert_eq!(bus.effects[0].len(), before);
@@ -444,9 +467,7 @@ fn garbage_on_the_channel_changes_nothing() {
 fn the_storage_hint_is_kept_while_busy_left_to_expire_when_idle_and_removed_on_leaving() {
     let mut bus = Bus::new(1);
     // A corrupt value counts as absent (no wait for it).
-    bus.call(0, |n, now| {
-        n.storage_changed(now, LIVE_KEY, Some("garbage"))
-    });
+    bus.call(0, |n, now| n.handle_storage(now, LIVE_KEY, Some("garbage")));
     bus.call(0, request(1, "x"));
     bus.settle();
     let writes = |fx: &[Effect]| {
@@ -463,7 +484,7 @@ fn the_storage_hint_is_kept_while_busy_left_to_expire_when_idle_and_removed_on_l
     // Renewed at half its life.
     bus.advance(config().live_ttl / 2);
     assert_eq!(writes(&bus.effects[0]), 2);
-    bus.call(0, |n, now| n.release(now, 1));
+    bus.call(0, |n, now| n.handle_release(now, 1));
     bus.pump();
     assert_eq!(writes(&bus.effects[0]), 2, "idle: no storage write");
     assert!(bus.nodes[0].is_quiet(), "no timer once idle");
@@ -472,10 +493,10 @@ fn the_storage_hint_is_kept_while_busy_left_to_expire_when_idle_and_removed_on_l
     bus.pump();
     assert!(bus.effects[0].contains(&Effect::Granted(2)));
     assert_eq!(writes(&bus.effects[0]), 2);
-    bus.call(0, |n, now| n.release(now, 2));
+    bus.call(0, |n, now| n.handle_release(now, 2));
     bus.pump();
     // Leaving removes it, so the next page of this tab does not wait for it.
-    let fx = bus.call(0, |n, now| n.terminate(now));
+    let fx = bus.call(0, |n, now| n.handle_close(now));
     assert!(fx.contains(&Effect::StorageRemove { key: LIVE_KEY }));
 }
 
@@ -485,7 +506,7 @@ fn freezing_announces_a_deadline_and_resuming_shows_life() {
     bus.call(0, request(1, "x"));
     bus.settle();
     let now = bus.now;
-    let fx = bus.call(0, |n, now| n.freeze(now));
+    let fx = bus.call(0, |n, now| n.handle_freeze(now));
     assert_eq!(
         posts(&fx),
         [Body::Freeze {
@@ -496,14 +517,17 @@ fn freezing_announces_a_deadline_and_resuming_shows_life() {
         key: LIVE_KEY,
         value: (now + config().freeze_grace).to_string()
     }));
-    assert_eq!(posts(&bus.call(0, |n, now| n.resume(now))), [Body::Alive]);
+    assert_eq!(
+        posts(&bus.call(0, |n, now| n.handle_resume(now))),
+        [Body::Alive]
+    );
 }
 
 #[test]
 fn the_farewell_is_the_leave_of_the_current_membership_and_frees_the_locks_alone() {
     let mut bus = Bus::new(2);
     assert_eq!(
-        bus.nodes[0].farewell(),
+        bus.farewells[0].clone(),
         None,
         "nobody to tell before joining"
     );
@@ -511,7 +535,7 @@ fn the_farewell_is_the_leave_of_the_current_membership_and_frees_the_locks_alone
     bus.settle();
     bus.call(1, request(1, "x"));
     bus.pump();
-    let farewell = bus.nodes[0].farewell().expect("a member says goodbye");
+    let farewell = bus.farewells[0].clone().expect("a member says goodbye");
     assert_eq!(farewell.sender, bus.nodes[0].member_key());
     assert_eq!(farewell.body, Body::Leave);
     // Node 0's page closes and its `pagehide` listener is cut short: only the farewell goes out.
@@ -519,11 +543,11 @@ fn the_farewell_is_the_leave_of_the_current_membership_and_frees_the_locks_alone
     bus.pump();
     assert_eq!(engine_effects(&bus.effects[1]), [Effect::Granted(1)]);
     // Had the node's own Leave followed, it would change nothing.
-    let fx = bus.call(0, |n, now| n.terminate(now));
+    let fx = bus.call(0, |n, now| n.handle_close(now));
     assert_eq!(posts(&fx), [Body::Leave]);
     bus.pump();
     assert_eq!(engine_effects(&bus.effects[1]), [Effect::Granted(1)]);
-    assert_eq!(bus.nodes[0].farewell(), None, "gone");
+    assert_eq!(bus.farewells[0].clone(), None, "gone");
 }
 
 #[test]
@@ -531,10 +555,10 @@ fn a_pageshow_catches_up_on_a_pagehide_the_node_never_saw() {
     let mut bus = Bus::new(1);
     bus.call(0, request(1, "x"));
     bus.settle();
-    let farewell = bus.nodes[0].farewell().unwrap();
+    let farewell = bus.farewells[0].clone().unwrap();
     bus.log.push(encode(&farewell));
     bus.seen[0] = bus.log.len(); // the page is in the cache: it hears nothing
-    let fx = bus.call(0, |n, now| n.pageshow(now, true));
+    let fx = bus.call(0, |n, now| n.handle_pageshow(now, true));
     assert!(fx.contains(&Effect::Stolen {
         id: 1,
         reason: LossReason::Hidden
@@ -549,20 +573,25 @@ fn the_back_forward_cache_gives_up_locks_and_requests_again_on_return() {
     bus.settle();
     // Queued behind #1 (a lone member grants a free name at once).
     bus.call(0, request(2, "x"));
-    let fx = bus.call(0, |n, now| n.pagehide(now, true));
+    let fx = bus.call(0, |n, now| n.handle_pagehide(now, true));
     assert_eq!(posts(&fx), [Body::Leave]);
     assert!(fx.contains(&Effect::Stolen {
         id: 1,
         reason: LossReason::Hidden
     }));
-    assert_eq!(fx.last(), Some(&Effect::ClearTimer));
+    assert!(fx.contains(&Effect::ClearTimer));
+    assert_eq!(
+        fx.last(),
+        Some(&Effect::ArmFarewell(None)),
+        "out of the protocol: no farewell to post"
+    );
     // While hidden, the channel is ignored.
     let leave = bus.log.last().unwrap().clone();
-    bus.nodes[0].deliver(bus.now, &leave);
-    assert!(bus.nodes[0].drain().is_empty());
+    bus.nodes[0].handle_message(bus.now, &leave);
+    assert!(bus.nodes[0].poll_effect().is_none());
     bus.seen[0] = bus.log.len();
-    let fx = bus.call(0, |n, now| n.pageshow(now, true));
-    assert_eq!(posts(&fx), [Body::Join { need_state: true }]);
+    let fx = bus.call(0, |n, now| n.handle_pageshow(now, true));
+    assert_eq!(posts(&fx), [Body::Join]);
     bus.settle();
     assert!(bus.effects[0].contains(&Effect::Granted(2)));
 }
@@ -573,16 +602,16 @@ fn a_newer_version_retires_this_context() {
     bus.call(0, request(1, "x"));
     bus.settle();
     bus.call(0, |n, now| {
-        n.request(now, 2, "x", LockMode::Exclusive, true, false)
+        n.handle_request(now, 2, "x", LockMode::Exclusive, true, false)
     });
     bus.call(0, request(3, "x"));
     // request 2 was not available; now a version-2 context speaks.
     let newer = Message {
         sender: MemberKey::new("future", 1),
         seq: 1,
-        body: Body::Join { need_state: true },
+        body: Body::Join,
     };
-    bus.nodes[0].deliver(bus.now, &encode_versioned(&newer, PROTOCOL_VERSION + 1));
+    bus.nodes[0].handle_message(bus.now, &encode_versioned(&newer, PROTOCOL_VERSION + 1));
     let fx = bus.collect(0);
     assert_eq!(
         fx[0],
@@ -596,7 +625,7 @@ fn a_newer_version_retires_this_context() {
     }));
     // Afterwards: ifAvailable is never available, other requests wait forever, the channel is ignored.
     let fx = bus.call(0, |n, now| {
-        n.request(now, 4, "z", LockMode::Exclusive, true, false)
+        n.handle_request(now, 4, "z", LockMode::Exclusive, true, false)
     });
     assert_eq!(fx, [Effect::NotAvailable(4)]);
     bus.pump();
@@ -611,9 +640,9 @@ fn an_older_version_joining_hears_that_a_newer_one_runs() {
     let older = Message {
         sender: MemberKey::new("past", 1),
         seq: 1,
-        body: Body::Join { need_state: true },
+        body: Body::Join,
     };
-    bus.nodes[0].deliver(bus.now, &encode_versioned(&older, PROTOCOL_VERSION - 1));
+    bus.nodes[0].handle_message(bus.now, &encode_versioned(&older, PROTOCOL_VERSION - 1));
     assert_eq!(posts(&bus.collect(0)), [Body::Alive]);
     assert_eq!(
         wire::decode(&encode_versioned(&older, 0)).map(|d| matches!(
@@ -631,13 +660,13 @@ fn an_older_version_joining_hears_that_a_newer_one_runs() {
 fn a_query_waits_for_the_requests_made_before_it() {
     let mut bus = Bus::new(1);
     bus.call(0, request(1, "x"));
-    bus.call(0, |n, now| n.query(now, 9));
+    bus.call(0, |n, now| n.handle_query(now, 9));
     assert!(
         engine_effects(&bus.effects[0]).is_empty(),
         "not while joining"
     );
     bus.settle();
-    let snapshots: Vec<Snapshot> = bus.effects[0]
+    let snapshots: Vec<crate::scheduler::Snapshot> = bus.effects[0]
         .iter()
         .filter_map(|e| match e {
             Effect::Snapshot { query: 9, snapshot } => Some(snapshot.clone()),
@@ -660,14 +689,14 @@ fn an_evicted_context_learns_it_and_sends_its_requests_again() {
     // Node 1 evicts node 0 (as if it had not answered a ping).
     let me0 = bus.nodes[0].member_key();
     bus.call(1, |n, _| {
-        n.post(Body::Ping {
+        n.core.send(Body::Ping {
             target: me0.clone(),
         });
         let ping = MessageId {
             sender: n.member_key(),
-            seq: n.seq,
+            seq: n.core.seq,
         };
-        n.post(Body::Evict {
+        n.core.send(Body::Evict {
             target: me0.clone(),
             ping: Box::new(ping),
             ts: 0,
@@ -688,7 +717,7 @@ fn an_evicted_context_learns_it_and_sends_its_requests_again() {
     assert_eq!(bus.nodes[0].member_key().incarnation, me0.incarnation + 1);
     let joins = posts(&bus.effects[0])
         .into_iter()
-        .filter(|b| *b == Body::Join { need_state: true })
+        .filter(|b| *b == Body::Join)
         .count();
     assert_eq!(joins, 2, "the first join and the rejoin");
     assert!(
@@ -719,10 +748,10 @@ fn a_context_that_missed_messages_steps_out_gives_up_its_locks_and_rejoins() {
     bus.call(1, request(2, "x"));
     bus.seen[0] = bus.log.len();
     bus.pump();
-    let fx = bus.call(0, |n, now| n.missed_messages(now));
+    let fx = bus.call(0, |n, now| n.handle_missed_messages(now));
     assert_eq!(
         posts(&fx),
-        [Body::Leave, Body::Join { need_state: true }],
+        [Body::Leave, Body::Join],
         "it leaves its membership and joins again"
     );
     assert!(fx.contains(&Effect::Stolen {
@@ -742,9 +771,9 @@ fn a_context_that_missed_messages_steps_out_gives_up_its_locks_and_rejoins() {
     );
     assert!(!engine_effects(&bus.effects[0]).contains(&Effect::Granted(2)));
     // Nothing happens to a context that is not following the order.
-    let mut detached = Node::new("d", config());
-    detached.missed_messages(bus.now);
-    assert!(detached.drain().is_empty());
+    let mut detached = Participant::new("d", config());
+    detached.handle_missed_messages(bus.now);
+    assert!(detached.poll_effect().is_none());
 }
 
 #[test]
@@ -756,7 +785,7 @@ fn every_busy_context_that_sees_a_member_go_silent_wakes_its_deputy_for_that_pin
     bus.call(2, request(1, "x"));
     bus.call(3, request(1, "y"));
     bus.settle();
-    bus.call(3, |n, now| n.release(now, 1));
+    bus.call(3, |n, now| n.handle_release(now, 1));
     bus.pump();
     let me0 = bus.nodes[0].member_key();
     for e in &mut bus.effects {
@@ -764,13 +793,13 @@ fn every_busy_context_that_sees_a_member_go_silent_wakes_its_deputy_for_that_pin
     }
     // Node 1 pings node 0; node 0's page is busy (it applies nothing meanwhile).
     bus.call(1, |n, _| {
-        n.post(Body::Ping {
+        n.core.send(Body::Ping {
             target: me0.clone(),
         })
     });
     let ping = MessageId {
         sender: bus.nodes[1].member_key(),
-        seq: bus.nodes[1].seq,
+        seq: bus.nodes[1].core.seq,
     };
     bus.seen[0] = bus.log.len();
     bus.pump();
@@ -815,10 +844,10 @@ fn a_vouch_takes_no_position_and_anchors_no_state_transfer() {
     bus.call(1, request(1, "x"));
     bus.settle();
     let state = bus.effects[0].iter().find_map(|e| match e {
-        Effect::Post(m) => match &m.body {
+        Effect::Transmit(messages) => messages.iter().find_map(|m| match &m.body {
             Body::State(st) => Some(st.as_of.clone()),
             _ => None,
-        },
+        }),
         _ => None,
     });
     assert!(state.is_some_and(|as_of| as_of.seq != 0));
@@ -833,7 +862,7 @@ fn a_vouch_takes_no_position_and_anchors_no_state_transfer() {
 #[test]
 fn over_a_transport_read_on_demand_a_query_waits_for_an_alive_of_its_own_to_come_back() {
     let mut bus = Bus::new(2);
-    bus.nodes[1] = Node::new(
+    bus.nodes[1] = Participant::new(
         "n1",
         Config {
             transport: Transport::Log(Wake::Pokes),
@@ -842,12 +871,12 @@ fn over_a_transport_read_on_demand_a_query_waits_for_an_alive_of_its_own_to_come
     );
     bus.call(0, request(1, "x"));
     bus.settle();
-    bus.call(1, |n, now| n.query(now, 7));
+    bus.call(1, |n, now| n.handle_query(now, 7));
     bus.settle();
     bus.effects[1].clear();
     // Node 0 takes another lock; node 1 has not read it yet when it is asked.
     bus.call(0, request(2, "y"));
-    let fx = bus.call(1, |n, now| n.query(now, 8));
+    let fx = bus.call(1, |n, now| n.handle_query(now, 8));
     assert_eq!(posts(&fx), [Body::Alive]);
     assert!(
         engine_effects(&fx).is_empty(),

@@ -1,0 +1,95 @@
+//! The participant's configuration: its timings and what orders the origin's messages.
+
+/// The protocol's timings, in ms, and its transport. docs/PROTOCOL.md §7 explains each timing and the
+/// bounds the defaults meet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// How long a joiner waits for a state transfer before it starts a new history, when nothing says
+    /// a history is alive (this is the cost of the first lock in a lone context).
+    pub join_wait: u64,
+    /// How long a joiner keeps waiting after it saw signs of a live history (traffic, or a Genesis or
+    /// State it could not use) before it rejoins or starts a history.
+    pub join_patience: u64,
+    /// Delay between the members that answer a joiner (by rank), to avoid duplicate state transfers.
+    pub state_stagger: u64,
+    /// A waiter pings a member that blocks it once that member has been silent this long.
+    pub ping_interval: u64,
+    /// A pinged member that stays silent this long (after the ping reached the pinger) is evicted.
+    pub evict_after: u64,
+    /// The same for a member whose deputy has spoken (a worker of its page that answers pings while
+    /// the page runs a long task): only a page that is gone stays silent, so this can be short.
+    pub evict_after_deputy: u64,
+    /// A context announcing `freeze` keeps its locks this long.
+    pub freeze_grace: u64,
+    /// Lifetime of the storage hint written by busy members (renewed at half of it).
+    pub live_ttl: u64,
+    /// Most messages a joiner buffers while it waits for a state transfer.
+    pub buffer_limit: usize,
+    /// An idle member that sees another member's request leaves (so that one can decide alone), unless
+    /// it asked `query()` within this long (a page watching the origin's locks keeps its replica).
+    pub query_linger: u64,
+    /// What gives the origin's messages their one order (docs/PROTOCOL.md §2).
+    pub transport: Transport,
+    /// Over the carried log: how long an entry may wait behind a missing key before the context reads
+    /// the log (the carrier usually brings the missing one within a hop; a read costs a transaction).
+    pub log_hole_wait: u64,
+    /// Over the log without a carrier: how often a context that waits for something reads the log.
+    pub log_poll: u64,
+}
+
+/// What gives the messages of the origin their one order, which every context applies (assumption A1
+/// or A1′ of docs/PROTOCOL.md §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// The delivery order of BroadcastChannel, in the engines whose channel delivers every message
+    /// of the origin in one order to every context, the sender's own included (A1: Blink, Gecko).
+    Broadcast,
+    /// The order of a log in IndexedDB: a message's place is its key (A1′, docs/PROTOCOL.md §12),
+    /// and what tells this context that others appended to it.
+    Log(Wake),
+}
+
+/// What tells a context over the log that other contexts appended to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// A BroadcastChannel carries each committed entry to the other contexts as soon as it commits,
+    /// in any order ([`crate::protocol::log_order`] restores the log's): a context hears the origin as promptly
+    /// as over the broadcast transport.
+    Carrier,
+    /// There is no BroadcastChannel, but the context is a document with localStorage: each append
+    /// pokes it with a `storage` event, which may come late (A4). It also reads every `log_poll` while
+    /// it holds, waits or queries.
+    Pokes,
+    /// Nothing wakes it (a worker without BroadcastChannel): it reads every `log_poll` while it is in
+    /// the protocol, and leaves the protocol once idle for `query_linger`.
+    Polls,
+}
+
+impl Transport {
+    /// Whether a context hears every message of the origin within a hop, as long as it runs: what lets
+    /// the lone member decide alone (docs/PROTOCOL.md §5; over pokes or polls an idle member may not
+    /// have heard a joiner's `Join`, then its `Genesis`, when it decides).
+    pub(crate) fn prompt(self) -> bool {
+        matches!(self, Transport::Broadcast | Transport::Log(Wake::Carrier))
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            join_wait: 50,
+            join_patience: 1000,
+            state_stagger: 5,
+            ping_interval: 150,
+            evict_after: 650,
+            evict_after_deputy: 200,
+            freeze_grace: 10_000,
+            live_ttl: 2_000,
+            buffer_limit: 100_000,
+            query_linger: 2_000,
+            transport: Transport::Broadcast,
+            log_hole_wait: 20,
+            log_poll: 40,
+        }
+    }
+}

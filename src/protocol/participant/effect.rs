@@ -1,0 +1,90 @@
+//! What a participant asks its edge to do, in the order the edge must do it.
+
+use crate::protocol::replica::RevokeReason;
+use crate::protocol::wire::Message;
+use crate::scheduler::Snapshot;
+
+/// One thing the edge must do. The participant puts them in the order they must be carried out: a
+/// `Transmit` before the `CloseChannels` that follows a `Leave`, an `OpenChannels` before the `Transmit`
+/// of the `Join` after it, the messages of a closing page before its storage calls.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// A message was queued for the channel, the first since the last `Transmit`: call
+    /// [`super::Participant::handle_flush`] before the current task ends (after a few microtask hops,
+    /// so that the messages this task still posts go with it).
+    FlushSoon,
+    /// Send these messages of this context, in order, as one channel message (one append over the
+    /// log): `wire::encode` for one, `wire::encode_batch` for several. Each receiver applies them in
+    /// order, as if posted one after the other, which the transport's order allows.
+    Transmit(Vec<Message>),
+    /// The context enters the protocol: open its channels if they are closed (the receiving
+    /// BroadcastChannel object first; over the log, its log object), and over the log start reading it
+    /// (find its last key and answer with [`super::Participant::handle_log_started`]). Carried out
+    /// before the `Transmit` that follows it (its `Join`), so that the channels receive that `Join`.
+    OpenChannels,
+    /// The context has left the protocol: close its channels once the `Transmit` before this has gone
+    /// out. Out of the protocol it would only be woken by every message of the origin, for nothing.
+    CloseChannels,
+    /// The farewell to keep ready from now on (`None`: none): a `Leave` the edge must post without
+    /// running the participant when the page goes away, from a `pagehide` listener that runs no script
+    /// of ours (docs/PROTOCOL.md §8): on the broadcast transport the channel's own `postMessage` bound
+    /// to it; over the log, the carrier's (or localStorage's), for the others to append.
+    ArmFarewell(Option<Message>),
+    /// Hand this announcement (a `Vouch` answering no ping) to the page's deputy, if it has one, which
+    /// posts it: a new membership is active, and the others may now wait less before evicting it.
+    Announce(Message),
+    /// This context just pinged `message.sender`: ask that member's deputy, if it has one, to post
+    /// `message` (a `Vouch` answering the ping) on the channel. The deputy listens on a channel of its
+    /// own, named after the member's client id (docs/PROTOCOL.md, "the deputy").
+    WakeDeputy(Message),
+    /// Log transport: read the entries after key `after`, hand each to
+    /// [`super::Participant::handle_log_entry`] and then call
+    /// [`super::Participant::handle_log_read`] with the log's floor.
+    ReadLog { after: u64 },
+    /// `localStorage.setItem(key, value)` (ignore failures).
+    StorageWrite { key: &'static str, value: String },
+    /// `localStorage.removeItem(key)` (ignore failures).
+    StorageRemove { key: &'static str },
+    /// Call [`super::Participant::handle_timeout`] at (or after) wall-clock time `at`; replaces any
+    /// earlier timer.
+    SetTimer { at: u64 },
+    /// Forget the timer.
+    ClearTimer,
+    /// Engine sink 1: request `id` was granted.
+    Granted(u64),
+    /// Engine sink 2: `ifAvailable` request `id` was not grantable.
+    NotAvailable(u64),
+    /// Engine sink 3: held lock `id` was taken away.
+    Stolen { id: u64, reason: LossReason },
+    /// Engine sink 4: the answer to query `query`.
+    Snapshot { query: u64, snapshot: Snapshot },
+    /// A newer protocol version runs in this origin: this context no longer grants anything (say so
+    /// once in the console; a reload picks up the new version).
+    Incompatible { version: u32 },
+}
+
+/// Why a held lock was lost (all are reported to JS as "stolen": spec 4.1 step 3.4.1's AbortError).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LossReason {
+    /// Another request used `steal`.
+    Stolen,
+    /// This context was presumed dead (silent after a ping, or frozen beyond the grace).
+    Evicted,
+    /// A context that could reach no member started a new history.
+    Reset,
+    /// A newer protocol version runs in the origin.
+    Retired,
+    /// This page entered the back/forward cache (`pagehide` with `persisted`).
+    Hidden,
+}
+
+impl From<RevokeReason> for LossReason {
+    fn from(r: RevokeReason) -> Self {
+        match r {
+            RevokeReason::Stolen => LossReason::Stolen,
+            RevokeReason::Evicted => LossReason::Evicted,
+            RevokeReason::Reset => LossReason::Reset,
+            RevokeReason::Retired => LossReason::Retired,
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The joining state: the context has queued its `Join` and waits until it has a complete replica,
+//! either from a state transfer (a `State` whose as-of message it has seen: it rebuilds the state and
+//! replays what came after) or from a valid `Genesis` (its own, if nobody answered in time, or a later
+//! joiner's that it can judge). Until then it buffers the order and runs a partial replica, which knows
+//! only the members that joined after it (docs/PROTOCOL.md §5, "Joining").
+
+use crate::protocol::replica::Replica;
+use crate::protocol::wire::{Body, Decoded, KIND_JOIN, MessageId};
+
+use super::config::{Transport, Wake};
+use super::core::Core;
+
+pub(super) struct Joining {
+    replica: Replica,
+    /// Every message since this context's Join came back, for replay after a state transfer.
+    buffer: Vec<Decoded>,
+    /// The Join came back: from here on the order is this context's to follow.
+    started: bool,
+    /// Sequence number of the latest Join this context queued.
+    join_seq: u64,
+    /// When that Join came back.
+    echo_at: Option<u64>,
+    /// When a message of a live member (not a Join or Genesis) was last seen.
+    evidence_at: Option<u64>,
+    /// When this context's latest Join was first followed by a Genesis or State (its own Genesis would
+    /// be void; it waits for a state transfer, then joins again).
+    tainted_at: Option<u64>,
+    genesis_sent: bool,
+}
+
+/// What a message or a deadline made of a joining context.
+pub(super) enum Joined {
+    /// Still joining.
+    Waiting,
+    /// The replica is complete, `last` the message it applied last: the context is synced.
+    Complete {
+        replica: Box<Replica>,
+        last: MessageId,
+    },
+    /// Too much buffered, or an inconsistent state transfer: join again with a new incarnation.
+    Restart,
+}
+
+fn id_of(d: &Decoded) -> MessageId {
+    match d {
+        Decoded::Ours(m) => m.id(),
+        Decoded::Foreign { id, .. } => id.clone(),
+    }
+}
+
+impl Joining {
+    /// Queues a `Join` of a new incarnation and waits for it to come back.
+    pub fn start(core: &mut Core) -> Joining {
+        core.incarnation += 1;
+        core.send(Body::Join);
+        Joining {
+            replica: Replica::partial(core.version),
+            buffer: Vec::new(),
+            started: false,
+            join_seq: core.seq,
+            echo_at: None,
+            evidence_at: None,
+            tainted_at: None,
+            genesis_sent: false,
+        }
+    }
+
+    /// Counts as a sign of a live history: a Genesis now waits `join_patience` for a state transfer.
+    pub fn saw_evidence(&mut self, now: u64) {
+        self.evidence_at = Some(now);
+    }
+
+    /// Queues a new Join (a new incarnation), keeping what was buffered.
+    fn rejoin(&mut self, core: &mut Core) {
+        core.incarnation += 1;
+        core.send(Body::Join);
+        self.join_seq = core.seq;
+        self.echo_at = None;
+        self.evidence_at = None;
+        self.tainted_at = None;
+        self.genesis_sent = false;
+    }
+
+    /// The next message of the order.
+    pub fn receive(&mut self, core: &mut Core, now: u64, decoded: Decoded) -> Joined {
+        if let Decoded::Foreign { version, kind, .. } = &decoded
+            && *version < core.version
+            && *kind == KIND_JOIN
+        {
+            // An older version's context joins: show it that this version runs here, so it stays out.
+            core.send(Body::Alive);
+        }
+        let me = core.member_key();
+        let own_join = matches!(&decoded, Decoded::Ours(m)
+            if m.sender == me && m.seq == self.join_seq && matches!(m.body, Body::Join));
+        if !self.started {
+            if !own_join {
+                return Joined::Waiting; // before this context's Join: the state transfer will include it
+            }
+            self.started = true;
+        }
+        if self.buffer.len() >= core.config.buffer_limit {
+            return Joined::Restart;
+        }
+        // Buffered first and read back from the buffer: a copy would clone whole state transfers.
+        self.buffer.push(decoded);
+        let decoded = self.buffer.last().expect("just buffered");
+        if let Decoded::Ours(m) = decoded {
+            if let Body::State(st) = &m.body
+                && let Some(at) = self.buffer.iter().rposition(|d| id_of(d) == st.as_of)
+            {
+                return self.install(at);
+            }
+            if !matches!(m.body, Body::Join | Body::Genesis) && m.sender.client != me.client {
+                self.evidence_at = Some(now);
+            }
+        }
+        if own_join {
+            self.echo_at = Some(now);
+        }
+        self.replica.apply_decoded(decoded, &mut Vec::new());
+        if self.replica.is_complete() {
+            let last = id_of(decoded);
+            let replica = std::mem::replace(&mut self.replica, Replica::partial(core.version));
+            return Joined::Complete {
+                replica: Box::new(replica),
+                last,
+            };
+        }
+        if self.echo_at.is_some() && self.replica.member(&me).is_none_or(|m| m.tainted) {
+            self.tainted_at.get_or_insert(now);
+        }
+        Joined::Waiting
+    }
+
+    /// Builds the replica from the State just received, whose as-of message is `buffer[at]`, and replays
+    /// the messages after it (the State itself last). An inconsistent State makes this context join
+    /// again.
+    fn install(&mut self, at: usize) -> Joined {
+        let Some(Decoded::Ours(state)) = self.buffer.last() else {
+            return Joined::Restart;
+        };
+        let Body::State(st) = &state.body else {
+            return Joined::Restart;
+        };
+        let Some(mut replica) = Replica::import(st, self.replica.version()) else {
+            return Joined::Restart;
+        };
+        let mut ignored = Vec::new();
+        for d in &self.buffer[at + 1..] {
+            replica.apply_decoded(d, &mut ignored);
+        }
+        let last = id_of(self.buffer.last().expect("non-empty"));
+        Joined::Complete {
+            replica: Box::new(replica),
+            last,
+        }
+    }
+
+    /// Queues a Genesis when nobody answered in time, or a new Join after waiting in vain for a State.
+    /// Returns the next deadline.
+    pub fn policies(&mut self, core: &mut Core, now: u64) -> Option<u64> {
+        let me = core.member_key();
+        let config = &core.config;
+        let echo_at = self.echo_at?;
+        let clean = self
+            .replica
+            .member(&me)
+            .is_some_and(|m| m.pending && !m.tainted);
+        if clean {
+            if self.genesis_sent {
+                return None; // its echo decides
+            }
+            // A live history may answer late: give it until its storage hint expires (bounded), and
+            // longer after seeing its traffic.
+            let hint = core.live_until.map_or(0, |u| {
+                u.min(echo_at + config.freeze_grace + config.live_ttl)
+            });
+            let evidence = self.evidence_at.map_or(0, |e| e + config.join_patience);
+            // Over the log, a member may hear the Join only at its next read, and the joiner the State
+            // only at its own: a read behind a missing key (carried), or at a poke or poll. Allow one on
+            // each side.
+            let wait = config.join_wait
+                + match config.transport {
+                    Transport::Broadcast => 0,
+                    Transport::Log(Wake::Carrier) => 2 * config.log_hole_wait,
+                    Transport::Log(_) => 2 * config.log_poll,
+                };
+            let deadline = (echo_at + wait).max(hint).max(evidence);
+            if now < deadline {
+                return Some(deadline);
+            }
+            core.send(Body::Genesis);
+            self.genesis_sent = true;
+            return None;
+        }
+        let deadline = self.tainted_at? + config.join_patience;
+        if now < deadline {
+            return Some(deadline);
+        }
+        self.rejoin(core);
+        None
+    }
+}

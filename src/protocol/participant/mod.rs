@@ -1,0 +1,901 @@
+//! One context's participant in the coordination protocol (docs/PROTOCOL.md): a sans-I/O state machine
+//! in the manner of quinn-proto's `Connection`. Events go in through `handle_*` methods, each given the
+//! wall-clock time in ms (`Date.now()`); what the edge must do comes out of
+//! [`Participant::poll_effect`], in the order it must be done.
+//!
+//! What the caller does:
+//! - After every `handle_*` call, carry out every effect [`Participant::poll_effect`] returns, in order,
+//!   until it returns `None` (an effect may be carried out later only where its doc says so: a
+//!   `FlushSoon` asks for [`Participant::handle_flush`] before the task ends, a `SetTimer` for
+//!   [`Participant::handle_timeout`] at its time, `OpenChannels` over the log and `ReadLog` for their
+//!   answers). Effects that call back into JS (the Engine's sink) may cause more calls; those are fine
+//!   between two effects.
+//! - Feed it everything that happens: the local calls of the Engine contract (`handle_request`,
+//!   `handle_release`, `handle_abort`, `handle_query`), what the transport delivers (`handle_message`
+//!   on the broadcast transport; `handle_log_*` and `handle_carried` over the log), the timer, the storage
+//!   hint's changes (`handle_storage`), and the page's lifecycle (`handle_freeze`, `handle_resume`,
+//!   `handle_pagehide`, `handle_pageshow`, `handle_close`; `handle_missed_messages` when the transport
+//!   lost messages of its order).
+//!
+//! States ([`State`]): a context not in the protocol is detached; once it needs a lock it joins
+//! ([`joining`]), and with a complete replica it is synced ([`synced`]), until it leaves, loses its
+//! membership (and joins again), or retires. What it has in every state (its requests, queries, counters
+//! and effects) is its [`core`].
+
+mod config;
+mod core;
+mod effect;
+mod joining;
+mod log_reader;
+mod synced;
+
+pub use config::{Config, Transport, Wake};
+pub use effect::{Effect, LossReason};
+
+use crate::protocol::replica::Replica;
+use crate::protocol::storage_hint;
+use crate::protocol::wire::{
+    self, Body, Decoded, KIND_JOIN, MemberKey, Message, MessageId, PROTOCOL_VERSION, Value,
+    decode_versioned, split_batch,
+};
+use crate::scheduler::LockMode;
+
+use self::core::{Core, Lifecycle, LocalRequest, PendingQuery, RequestState, earliest};
+use joining::{Joined, Joining};
+use log_reader::LogReader;
+use synced::{Alone, Membership, Synced};
+
+/// Where a participant stands in the protocol.
+enum State {
+    /// Not in the protocol: it never needed a lock yet, made way, left, was hidden or retired.
+    Detached,
+    Joining(Box<Joining>),
+    Synced(Box<Synced>),
+}
+
+/// One context of the origin.
+pub struct Participant {
+    core: Core,
+    state: State,
+    /// Over the log: its order restored, and when to read it.
+    log: LogReader,
+    /// Since when this context has had nothing held, pending or queried, where it polls the log: it
+    /// leaves the protocol after `query_linger` of it.
+    idle_since: Option<u64>,
+    /// The incarnation whose farewell the edge keeps armed.
+    armed: Option<u32>,
+    /// The incarnation whose announcement the deputy was given.
+    announced: Option<u32>,
+}
+
+impl Participant {
+    pub fn new(client_id: &str, config: Config) -> Participant {
+        Self::with_version(client_id, config, PROTOCOL_VERSION)
+    }
+
+    /// A participant speaking protocol `version` (tests simulate a deploy with two versions).
+    pub fn with_version(client_id: &str, config: Config, version: u32) -> Participant {
+        Participant {
+            core: Core::new(client_id, config, version),
+            state: State::Detached,
+            log: LogReader::new(),
+            idle_since: None,
+            armed: None,
+            announced: None,
+        }
+    }
+
+    /// The next effect to carry out, in order; `None` once there is none.
+    pub fn poll_effect(&mut self) -> Option<Effect> {
+        self.core.next_effect()
+    }
+
+    /// From now on, keep every message this context decides alone without sending it (see
+    /// [`Participant::poll_decided`]). For observers that must see every decision (the simulation).
+    pub fn record_decisions(&mut self) {
+        self.core.record_decisions();
+    }
+
+    /// The messages decided alone, unsent, since the last call, in order (empty unless
+    /// [`Participant::record_decisions`] was called). Each took effect where this context applied it:
+    /// between the messages of the order it had applied and the next one.
+    pub fn poll_decided(&mut self) -> Vec<Message> {
+        self.core.take_decided()
+    }
+
+    pub fn client_id(&self) -> &str {
+        &self.core.client
+    }
+
+    /// This context's current membership.
+    pub fn member_key(&self) -> MemberKey {
+        self.core.member_key()
+    }
+
+    /// The protocol version this participant speaks.
+    pub fn version(&self) -> u32 {
+        self.core.version
+    }
+
+    /// The replica, once it has a complete one (for tests and diagnostics).
+    pub fn replica(&self) -> Option<&Replica> {
+        match &self.state {
+            State::Synced(s) => Some(&s.replica),
+            _ => None,
+        }
+    }
+
+    /// Over the log, the key up to which this context has applied the log (for the simulation).
+    pub fn log_position(&self) -> Option<u64> {
+        self.log.position()
+    }
+
+    /// True while nothing is held, pending, queued or queried here and no timer is set (for tests).
+    pub fn is_quiet(&self) -> bool {
+        self.core.is_quiet()
+    }
+
+    // ---- the Engine contract ----------------------------------------------------------------------
+
+    /// Spec 4.1 step 3 for request `id` (ids are never reused by a context).
+    pub fn handle_request(
+        &mut self,
+        now: u64,
+        id: u64,
+        name: &str,
+        mode: LockMode,
+        if_available: bool,
+        steal: bool,
+    ) {
+        let core = &mut self.core;
+        if core.requests.contains_key(&id)
+            || matches!(core.lifecycle, Lifecycle::Gone | Lifecycle::Hidden)
+        {
+            return;
+        }
+        // A retired context grants nothing. A local miss (docs/PROTOCOL.md §5) is decided here,
+        // without the order's round trip.
+        if if_available
+            && (core.lifecycle == Lifecycle::Retired
+                || (!steal && core.holds_conflicting(name, mode)))
+        {
+            core.emit(Effect::NotAvailable(id));
+            return;
+        }
+        let call = core.next_call();
+        core.requests.insert(
+            id,
+            LocalRequest {
+                name: name.into(),
+                mode,
+                if_available,
+                steal,
+                state: RequestState::Queued,
+                call,
+            },
+        );
+        self.attach();
+        // Earlier queued requests exist only while this context is not an active member, and then
+        // nothing is sent: sending just this one keeps call order and a bulk of calls linear.
+        self.send_request(id, None);
+        self.after(now);
+    }
+
+    /// Spec 4.2: lock `id`'s waiting promise settled. A lock that is not held (stolen) is a no-op.
+    pub fn handle_release(&mut self, now: u64, id: u64) {
+        if self
+            .core
+            .requests
+            .get(&id)
+            .is_some_and(|r| r.state == RequestState::Held)
+        {
+            self.core.requests.remove(&id);
+            self.send_lock_message(Body::Release { id });
+        }
+        self.after(now);
+    }
+
+    /// Spec 4.3: request `id`'s signal fired. Returns true if it was still pending here (JS rejects the
+    /// request); false if it was granted (or unknown). If the grant is already decided in the origin
+    /// but not yet seen here, the origin releases it when it applies the abort.
+    pub fn handle_abort(&mut self, now: u64, id: u64) -> bool {
+        let state = self.core.requests.get(&id).map(|r| r.state);
+        let aborted = match state {
+            Some(RequestState::Queued) => true,
+            Some(RequestState::Posted) => {
+                self.send_lock_message(Body::Abort { id });
+                true
+            }
+            Some(RequestState::Held) | None => false,
+        };
+        if aborted {
+            self.core.requests.remove(&id);
+        }
+        self.after(now);
+        aborted
+    }
+
+    /// Spec 4.5: the snapshot arrives as [`Effect::Snapshot`] once the replica has applied every message
+    /// this context sent before the query.
+    pub fn handle_query(&mut self, now: u64, query: u64) {
+        let core = &mut self.core;
+        if matches!(core.lifecycle, Lifecycle::Retired | Lifecycle::Gone) {
+            let snapshot = core.local_snapshot();
+            core.emit(Effect::Snapshot { query, snapshot });
+            return;
+        }
+        let call = core.next_call();
+        core.queried_at = Some(now);
+        // Where the context reads the log only when poked or polled, the answer must include what the
+        // origin did before the call: it waits for an `Alive` of its own to come back.
+        if !core.config.transport.prompt() && self.is_active_member() {
+            self.core.send(Body::Alive);
+        }
+        self.core.queries.push(PendingQuery {
+            id: query,
+            watermark: None,
+            call,
+        });
+        self.attach();
+        self.after(now);
+    }
+
+    // ---- what the transport delivers ----------------------------------------------------------------
+
+    /// Broadcast transport: a message arrived on the channel (including this context's own, seen
+    /// through its second channel object). Anything that does not decode is ignored.
+    pub fn handle_message(&mut self, now: u64, values: &[Value]) {
+        self.apply_values(now, values);
+        self.after(now);
+    }
+
+    /// The task that queued messages ends: they go out now, as one channel message.
+    pub fn handle_flush(&mut self) {
+        self.core.flush();
+    }
+
+    /// Log transport: the log's last key before this context started reading it (the answer to
+    /// [`Effect::OpenChannels`]).
+    pub fn handle_log_started(&mut self, now: u64, last: u64) {
+        self.log.start(last);
+        self.follow_log(now);
+        self.after(now);
+    }
+
+    /// Log transport: an entry of the log arrived, from this context's own append once committed, from
+    /// the carrier, or from a read. Entries are applied in key order, each once, whatever order they
+    /// come in.
+    pub fn handle_log_entry(&mut self, now: u64, key: u64, values: &[Value]) {
+        if self.log_is_followed()
+            && let Some(values) = self.log.arrive(key, values)
+        {
+            self.apply_values(now, &values);
+        }
+        if self.log_is_followed() {
+            self.follow_log(now);
+        }
+        self.after(now);
+    }
+
+    /// Log transport: the read of [`Effect::ReadLog`] ended (its entries came through
+    /// [`Participant::handle_log_entry`]); `floor` is the greatest key the log has deleted. A floor past
+    /// the position means this context missed messages (it fell behind a trim): it steps out and joins
+    /// again (see [`Participant::handle_missed_messages`]).
+    pub fn handle_log_read(&mut self, now: u64, floor: u64) {
+        if self.log.read_done(floor) && self.log_is_followed() {
+            self.handle_missed_messages(now);
+            return;
+        }
+        if self.log_is_followed() {
+            self.follow_log(now);
+        }
+        self.after(now);
+    }
+
+    /// Log transport without a carrier: another document appended to the log (a localStorage poke).
+    pub fn handle_log_poke(&mut self, now: u64) {
+        self.log.poked();
+        self.after(now);
+    }
+
+    /// Log transport: a message arrived on the log's carrier (a BroadcastChannel), or a farewell through
+    /// a `storage` event where there is no carrier. A carrier frame ([`wire::decode_entry`]) is an
+    /// entry of the log. A `Leave` of sequence number 0 is another context's farewell (docs/PROTOCOL.md
+    /// §8), which its own append may not outlive: any active member appends it for its sender. It is
+    /// exactly what its sender would have sent, and its sender believes in no lock any more (it is
+    /// gone, or stepped out as it entered the back/forward cache); it takes no position, so where in the
+    /// log a copy lands, and how many copies do, changes nothing (a second `Leave` is void). An older
+    /// version's `Join` is answered as on the broadcast transport; a newer version's message retires
+    /// this context.
+    pub fn handle_carried(&mut self, now: u64, values: &[Value]) {
+        if let Some((key, data)) = wire::decode_entry(values, self.core.version) {
+            self.handle_log_entry(now, key, data);
+            return;
+        }
+        match decode_versioned(values, self.core.version) {
+            Some(Decoded::Ours(m))
+                if self.is_active_member()
+                    && m.body == Body::Leave
+                    && m.seq == 0
+                    && m.sender.client != self.core.client =>
+            {
+                self.core.queue(m);
+            }
+            Some(Decoded::Foreign { version, .. }) if version > self.core.version => {
+                self.retire(version)
+            }
+            Some(Decoded::Foreign { version, kind, .. })
+                if version < self.core.version && kind == KIND_JOIN && self.log_is_followed() =>
+            {
+                self.core.send(Body::Alive);
+            }
+            _ => {}
+        }
+        self.after(now);
+    }
+
+    /// The timer set by [`Effect::SetTimer`] fired.
+    pub fn handle_timeout(&mut self, now: u64) {
+        self.core.timer_fired();
+        self.after(now);
+    }
+
+    /// A storage key changed in another context (or its value at start-up). Only the storage hint
+    /// ([`storage_hint::LIVE_KEY`]) matters; a corrupt value counts as absent.
+    pub fn handle_storage(&mut self, now: u64, key: &str, value: Option<&str>) {
+        if key == storage_hint::LIVE_KEY {
+            self.core.live_until = storage_hint::parse(value);
+            self.after(now);
+        }
+    }
+
+    // ---- the page's lifecycle -------------------------------------------------------------------------
+
+    /// The page is being frozen: announce it, so the others keep this context's locks for
+    /// `freeze_grace`.
+    pub fn handle_freeze(&mut self, now: u64) {
+        if self.core.lifecycle != Lifecycle::Running {
+            return;
+        }
+        if self.is_active_member() {
+            let until = now + self.core.config.freeze_grace;
+            self.core.send(Body::Freeze { until });
+            // A frozen page runs no task: its messages go before it freezes.
+            self.core.flush();
+            if self.core.has_interest() && self.core.live_until.is_none_or(|u| u < until) {
+                self.core.write_live(until);
+            }
+        }
+        self.core.lifecycle = Lifecycle::Frozen;
+    }
+
+    /// The page was resumed from freezing.
+    pub fn handle_resume(&mut self, now: u64) {
+        if self.core.lifecycle != Lifecycle::Frozen {
+            return;
+        }
+        self.core.lifecycle = Lifecycle::Running;
+        if self.is_active_member() {
+            self.core.send(Body::Alive);
+        }
+        self.after(now);
+    }
+
+    /// `pagehide`: leave at once. With `persisted` (entering the back/forward cache) the held locks are
+    /// lost (reported stolen) and the pending requests wait, to be sent again on `pageshow`.
+    pub fn handle_pagehide(&mut self, now: u64, persisted: bool) {
+        if !persisted {
+            self.handle_close(now);
+            return;
+        }
+        if matches!(
+            self.core.lifecycle,
+            Lifecycle::Gone | Lifecycle::Retired | Lifecycle::Hidden
+        ) {
+            return;
+        }
+        self.step_out(LossReason::Hidden);
+        self.core.lifecycle = Lifecycle::Hidden;
+        self.core.set_timer(None);
+        self.sync_farewell();
+    }
+
+    /// `pageshow` after the back/forward cache: join again if anything is waiting.
+    pub fn handle_pageshow(&mut self, now: u64, persisted: bool) {
+        if persisted && matches!(self.core.lifecycle, Lifecycle::Running | Lifecycle::Frozen) {
+            // Back from the cache without this participant having seen its `pagehide` (the listener was
+            // cut short), while the edge's farewell told the origin it left: catch up before joining.
+            self.handle_pagehide(now, true);
+        }
+        if !persisted || self.core.lifecycle != Lifecycle::Hidden {
+            return;
+        }
+        self.core.lifecycle = Lifecycle::Running;
+        if !self.core.requests.is_empty() || !self.core.queries.is_empty() {
+            self.attach();
+        }
+        self.after(now);
+    }
+
+    /// The transport lost messages of the order this context was following (a log it reads from was
+    /// trimmed past its position, or an append of its own failed): its replica can no longer be
+    /// trusted. It steps out as on entering the back/forward cache (its held locks reported lost, as
+    /// after a reset; its Leave releases them wherever the origin still counts them) and, if it still
+    /// waits or queries, joins again with a state transfer.
+    pub fn handle_missed_messages(&mut self, now: u64) {
+        if !matches!(self.core.lifecycle, Lifecycle::Running | Lifecycle::Frozen)
+            || matches!(self.state, State::Detached)
+        {
+            return;
+        }
+        self.step_out(LossReason::Reset);
+        if !self.core.requests.is_empty() || !self.core.queries.is_empty() {
+            self.attach();
+        }
+        self.after(now);
+    }
+
+    /// The context closes (unload, `pagehide` without `persisted`, a worker's end): leave at once.
+    pub fn handle_close(&mut self, _now: u64) {
+        if self.core.lifecycle == Lifecycle::Gone {
+            return;
+        }
+        if self.core.lifecycle != Lifecycle::Retired {
+            self.leave();
+        }
+        self.core.lifecycle = Lifecycle::Gone;
+        self.core.set_timer(None);
+        self.sync_farewell();
+    }
+
+    // ---- internals ------------------------------------------------------------------------------------
+
+    fn is_active_member(&self) -> bool {
+        matches!(&self.state, State::Synced(s) if s.active)
+    }
+
+    /// Enters the protocol if this context is not in it yet: opens its channels (over the log, it starts
+    /// reading it anew: out of the protocol it followed nothing, and what it missed comes with the state
+    /// transfer) and joins.
+    fn attach(&mut self) {
+        if matches!(self.state, State::Detached) && self.core.lifecycle == Lifecycle::Running {
+            if matches!(self.core.config.transport, Transport::Log(_)) {
+                self.log = LogReader::new();
+            }
+            self.core.emit(Effect::OpenChannels);
+            self.state = State::Joining(Box::new(Joining::start(&mut self.core)));
+        }
+    }
+
+    /// Leaves the protocol: tells the others (if it ever joined), sends what it queued, closes its
+    /// channels and forgets the replica. The storage hint it wrote goes too if nobody else holds or
+    /// waits for anything (so that the next page of a lone tab does not wait for it), after the
+    /// messages: a closing page's `pagehide` may be cut short, and its `Leave` matters more.
+    fn leave(&mut self) {
+        let only_mine = match &self.state {
+            State::Synced(s) if self.core.wrote_hint => {
+                let me = self.core.member_key();
+                let snapshot = s.replica.snapshot();
+                snapshot
+                    .held
+                    .iter()
+                    .chain(&snapshot.pending)
+                    .all(|l| l.client_id == me.client)
+            }
+            _ => false,
+        };
+        if !matches!(self.state, State::Detached) {
+            self.send_lock_message(Body::Leave);
+            self.core.flush();
+            self.core.emit(Effect::CloseChannels);
+        }
+        self.state = State::Detached;
+        // Messages sent before leaving will not come back on the closed channels.
+        self.core.echoed_seq = self.core.seq;
+        self.core.reset_watermarks();
+        if only_mine {
+            self.core.remove_live();
+        }
+    }
+
+    /// Leaves the protocol with its held locks lost (for `reason`) and its requests queued, to be sent
+    /// again when it joins again.
+    fn step_out(&mut self, reason: LossReason) {
+        self.leave();
+        self.core.lose_membership(reason);
+    }
+
+    /// A newer protocol version is running: give up every lock and grant nothing any more.
+    fn retire(&mut self, version: u32) {
+        let core = &mut self.core;
+        core.emit(Effect::Incompatible { version });
+        core.lose_membership(LossReason::Retired);
+        for id in core.request_ids(|r| r.if_available) {
+            core.requests.remove(&id);
+            core.emit(Effect::NotAvailable(id));
+        }
+        if !matches!(self.state, State::Detached) {
+            self.core.emit(Effect::CloseChannels);
+        }
+        self.state = State::Detached;
+        self.core.lifecycle = Lifecycle::Retired;
+        for q in std::mem::take(&mut self.core.queries) {
+            let snapshot = self.core.local_snapshot();
+            self.core.emit(Effect::Snapshot {
+                query: q.id,
+                snapshot,
+            });
+        }
+        self.core.set_timer(None);
+        self.sync_farewell();
+    }
+
+    /// Sends one of this context's own lock messages (`Request`, `Release`, `Abort`, `Leave`); the lone
+    /// member applies its `Request`, `Release` and `Abort` at once, and may decide them alone without
+    /// sending them (docs/PROTOCOL.md, "the lone member": nobody else can be told anything a later
+    /// `State` would not tell them).
+    fn send_lock_message(&mut self, body: Body) {
+        let alone = match &self.state {
+            State::Synced(s) => s.applies_alone(&self.core, &body),
+            _ => Alone::No,
+        };
+        let message = if alone == Alone::Unsent {
+            // No place in the order: the sequence number does not move.
+            Message {
+                sender: self.core.member_key(),
+                seq: self.core.seq,
+                body,
+            }
+        } else {
+            self.core.next_message(body)
+        };
+        let mut outcomes = Vec::new();
+        if alone != Alone::No
+            && let State::Synced(s) = &mut self.state
+        {
+            s.replica.apply_ahead(&message, &mut outcomes);
+            if alone == Alone::Ahead {
+                s.applied_ahead = message.seq;
+            }
+        }
+        if alone == Alone::Unsent {
+            self.core.decided(message);
+        } else {
+            self.core.queue(message);
+        }
+        self.core.handle_outcomes(outcomes);
+    }
+
+    /// Sends the queued requests, in call order, once this context is an active member.
+    fn send_queued(&mut self) {
+        let mut queued: Vec<(u64, u64)> = Vec::new();
+        for (id, r) in self.core.requests.iter() {
+            if r.state == RequestState::Queued {
+                queued.push((r.call, *id));
+            }
+        }
+        queued.sort_unstable();
+        for k in 0..queued.len() {
+            if k == 0 && !self.core.queries.is_empty() {
+                // Queries made before every queued request see none of them.
+                self.core.settle_watermarks_before(Some(queued[0].0));
+                self.answer_queries();
+            }
+            let next_queued = queued.get(k + 1).map(|q| q.0);
+            self.send_request(queued[k].1, next_queued);
+        }
+    }
+
+    /// Sends queued request `id` if this context is an active member, then gives a watermark to the
+    /// queries it no longer precedes. `next_queued` is the call of the first request still queued
+    /// after it (an active member sends every request as it is made, so a new request has none).
+    fn send_request(&mut self, id: u64, next_queued: Option<u64>) {
+        if !self.is_active_member() || self.core.lifecycle == Lifecycle::Retired {
+            return;
+        }
+        let Some(r) = self
+            .core
+            .requests
+            .get_mut(&id)
+            .filter(|r| r.state == RequestState::Queued)
+        else {
+            return;
+        };
+        r.state = RequestState::Posted;
+        let body = Body::Request {
+            id,
+            name: r.name.clone(),
+            mode: r.mode,
+            if_available: r.if_available,
+            steal: r.steal,
+        };
+        self.send_lock_message(body);
+        self.core.settle_watermarks_before(next_queued);
+        if !self.core.queries.is_empty() {
+            // A query whose earlier calls are all applied ahead is answered now, before the next
+            // queued request is applied ahead too.
+            self.answer_queries();
+        }
+    }
+
+    /// Applies one channel message or log entry (a message or a batch) at the next place of the order.
+    fn apply_values(&mut self, now: u64, values: &[Value]) {
+        if matches!(
+            self.core.lifecycle,
+            Lifecycle::Hidden | Lifecycle::Gone | Lifecycle::Retired
+        ) {
+            return;
+        }
+        let version = self.core.version;
+        match split_batch(values, version) {
+            Some(parts) => {
+                for part in parts {
+                    if let Some(decoded) = decode_versioned(part, version) {
+                        self.receive(now, decoded);
+                    }
+                }
+            }
+            None => {
+                if let Some(decoded) = decode_versioned(values, version) {
+                    self.receive(now, decoded);
+                }
+            }
+        }
+    }
+
+    /// The next message of the order, for the state to apply.
+    fn receive(&mut self, now: u64, decoded: Decoded) {
+        if let Decoded::Ours(m) = &decoded
+            && m.sender.client == self.core.client
+            && m.seq != 0
+        {
+            self.core.echoed_seq = self.core.echoed_seq.max(m.seq);
+        }
+        if let Decoded::Foreign { version, .. } = &decoded
+            && *version > self.core.version
+        {
+            self.retire(*version);
+            return;
+        }
+        match &mut self.state {
+            State::Detached => {}
+            State::Joining(j) => match j.receive(&mut self.core, now, decoded) {
+                Joined::Waiting => {}
+                Joined::Complete { replica, last } => self.synced(now, *replica, last),
+                Joined::Restart => self.start_joining(),
+            },
+            State::Synced(s) => {
+                s.receive(&mut self.core, now, decoded);
+                self.check_membership(now);
+            }
+        }
+    }
+
+    /// The replica is complete: the context follows the order with it.
+    fn synced(&mut self, now: u64, replica: Replica, last: MessageId) {
+        self.state = State::Synced(Box::new(Synced::new(replica, last)));
+        self.check_membership(now);
+    }
+
+    /// Queues a Join of a new incarnation, and waits for a state transfer.
+    fn start_joining(&mut self) {
+        self.state = State::Joining(Box::new(Joining::start(&mut self.core)));
+    }
+
+    /// After every applied message of a synced context: once active it sends what it queued; if it lost
+    /// its membership, its requests go back to the queue and it joins afresh.
+    fn check_membership(&mut self, now: u64) {
+        let State::Synced(s) = &mut self.state else {
+            return;
+        };
+        match s.membership(&self.core) {
+            Membership::Active { now: true } => self.send_queued(),
+            Membership::Active { now: false } => {}
+            Membership::Lost { was_active } => {
+                if was_active {
+                    // Locks whose revocation the replica reported are gone already; any other held lock
+                    // went with the membership.
+                    self.core.lose_membership(LossReason::Evicted);
+                }
+                let mut joining = Joining::start(&mut self.core);
+                // The history was alive a moment ago: give its members `join_patience` to answer.
+                joining.saw_evidence(now);
+                self.state = State::Joining(Box::new(joining));
+            }
+        }
+    }
+
+    /// Runs after every event: the state's policies (which may send), the queries, the storage hint,
+    /// the log, and the timer for the earliest next deadline; then what the edge keeps for this
+    /// membership (the farewell, the deputy's announcement).
+    fn after(&mut self, now: u64) {
+        if self.core.lifecycle != Lifecycle::Running {
+            if matches!(
+                self.core.lifecycle,
+                Lifecycle::Gone | Lifecycle::Hidden | Lifecycle::Retired
+            ) {
+                self.core.set_timer(None);
+            }
+            self.sync_farewell();
+            return;
+        }
+        let mut next: Option<u64> = self.make_way(now);
+        let core = &mut self.core;
+        match &mut self.state {
+            State::Detached => {}
+            State::Joining(j) => next = earliest(next, j.policies(core, now)),
+            State::Synced(s) => next = earliest(next, s.policies(core, now)),
+        }
+        self.answer_queries();
+        next = earliest(next, self.live_policy(now));
+        next = earliest(next, self.log_policy(now));
+        self.core.set_timer(next);
+        self.sync_farewell();
+        self.sync_announcement();
+    }
+
+    /// The farewell the edge keeps armed: this membership's `Leave` while the context is in the
+    /// protocol and alive, none otherwise. Re-armed only when the membership changes.
+    fn sync_farewell(&mut self) {
+        let farewell = (matches!(self.core.lifecycle, Lifecycle::Running | Lifecycle::Frozen)
+            && !matches!(self.state, State::Detached))
+        .then_some(self.core.incarnation);
+        if farewell != self.armed {
+            self.armed = farewell;
+            let message = farewell.map(|_| Message {
+                sender: self.core.member_key(),
+                seq: 0,
+                body: Body::Leave,
+            });
+            self.core.emit(Effect::ArmFarewell(message));
+        }
+    }
+
+    /// Once a membership is active, its announcement for the page's deputy: a `Vouch` of sequence number
+    /// 0 that answers no ping.
+    fn sync_announcement(&mut self) {
+        if !self.is_active_member() || self.announced == Some(self.core.incarnation) {
+            return;
+        }
+        self.announced = Some(self.core.incarnation);
+        let me = self.core.member_key();
+        self.core.emit(Effect::Announce(Message {
+            sender: me.clone(),
+            seq: 0,
+            body: Body::Vouch {
+                ping: MessageId { sender: me, seq: 0 },
+            },
+        }));
+    }
+
+    /// An idle member that saw another member's request leaves the protocol, so that the busy one may
+    /// become the lone member and decide alone (docs/PROTOCOL.md, "making way"); it joins again, with a
+    /// state transfer, when it next needs a lock. Not while another member could not carry the history
+    /// on without it, nor for `query_linger` after this context's last `query()`. Driven by messages
+    /// only: an idle origin stays quiet. A member that must poll the log to hear anything
+    /// (`Wake::Polls`) also leaves once idle for `query_linger`, so that it stops polling. Returns when
+    /// to look again.
+    fn make_way(&mut self, now: u64) -> Option<u64> {
+        let core = &mut self.core;
+        let idle = !core.has_interest() && core.queries.is_empty();
+        let linger = core.config.query_linger;
+        let lingering = core.queried_at.is_some_and(|t| now < t + linger);
+        let polls = core.config.transport == Transport::Log(Wake::Polls)
+            && matches!(self.state, State::Synced(_));
+        let idle_since = if idle && polls {
+            *self.idle_since.get_or_insert(now)
+        } else {
+            self.idle_since = None;
+            now
+        };
+        let linger_end = (idle_since + linger).max(core.queried_at.map_or(0, |t| t + linger));
+        let saw_request = std::mem::take(&mut core.saw_request);
+        if !idle || lingering {
+            return (idle && polls).then_some(linger_end);
+        }
+        let me = core.member_key();
+        let mut others = false;
+        let mut pending = false;
+        if let State::Synced(s) = &self.state
+            && s.active
+        {
+            for (k, m) in s.replica.members() {
+                others |= *k != me && !m.pending;
+                pending |= m.pending;
+            }
+        }
+        if saw_request && others {
+            self.leave();
+        } else if polls && !pending {
+            if now < linger_end {
+                return Some(linger_end);
+            }
+            self.leave();
+        }
+        None
+    }
+
+    /// Answers the queries whose context's own earlier messages are all applied.
+    fn answer_queries(&mut self) {
+        let State::Synced(s) = &self.state else {
+            return;
+        };
+        if self.core.queries.is_empty() || !s.active {
+            return;
+        }
+        self.core.settle_watermarks();
+        // Own messages applied ahead count as seen: the query is then answered at once, before a
+        // later call of this context is applied ahead too (and would show in its snapshot).
+        let echoed = self.core.echoed_seq.max(s.applied_ahead);
+        let mut waiting = Vec::new();
+        for q in std::mem::take(&mut self.core.queries) {
+            if q.watermark.is_some_and(|a| a <= echoed) {
+                let snapshot = s.replica.snapshot();
+                self.core.emit(Effect::Snapshot {
+                    query: q.id,
+                    snapshot,
+                });
+            } else {
+                waiting.push(q);
+            }
+        }
+        self.core.queries = waiting;
+    }
+
+    /// Keeps the storage hint fresh while this context is a member with something held or pending;
+    /// once it is not, the hint expires by itself (and goes when the context leaves, see `leave`).
+    /// Returns when to renew.
+    fn live_policy(&mut self, now: u64) -> Option<u64> {
+        let interest = self.core.has_interest() && self.is_active_member();
+        let core = &mut self.core;
+        let half = core.config.live_ttl / 2;
+        if interest {
+            if core.live_until.is_none_or(|u| u <= now + half) {
+                core.write_live(now + core.config.live_ttl);
+            }
+            core.wrote_hint = true;
+            return core.live_until.map(|u| u - half);
+        }
+        // Idle: the hint is left to expire, not removed (a lone tab's lock cycle would otherwise write
+        // storage twice, each a cross-process write and an event in every other tab); leaving removes it.
+        None
+    }
+
+    /// Whether the log's entries are for this context now: it is in the protocol over the log.
+    fn log_is_followed(&self) -> bool {
+        matches!(self.core.config.transport, Transport::Log(_))
+            && !matches!(self.state, State::Detached)
+            && matches!(self.core.lifecycle, Lifecycle::Running | Lifecycle::Frozen)
+    }
+
+    /// Applies the log's entries that are next in key order, and notes a missing key.
+    fn follow_log(&mut self, now: u64) {
+        while let Some(values) = self.log.next() {
+            self.apply_values(now, &values);
+        }
+        self.log.note_hole(now);
+    }
+
+    /// Starts the reads of the log the transport needs (see [`LogReader::policy`]). Returns when to look
+    /// again.
+    fn log_policy(&mut self, now: u64) -> Option<u64> {
+        let Transport::Log(wake) = self.core.config.transport else {
+            return None;
+        };
+        if !self.log_is_followed() {
+            self.log.stop_polling();
+            return None;
+        }
+        let waiting = self.core.has_interest()
+            || !self.core.queries.is_empty()
+            || matches!(self.state, State::Joining(_));
+        let (read, next) = self.log.policy(&self.core.config, wake, waiting, now);
+        if let Some(after) = read {
+            self.core.emit(Effect::ReadLog { after });
+        }
+        next
+    }
+}
+
+#[cfg(test)]
+mod tests;

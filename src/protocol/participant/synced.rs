@@ -1,0 +1,400 @@
+//! The synced state: the context holds a complete replica and follows the order. It turns the
+//! replica's outcomes for its own requests into effects, keeps (or regains) its membership, answers
+//! joiners with state transfers, answers pings, and checks the liveness of the members that block its
+//! requests (docs/PROTOCOL.md §5 and §7).
+
+use std::rc::Rc;
+
+use crate::protocol::replica::Replica;
+use crate::protocol::wire::{
+    Body, Decoded, KIND_GENESIS, KIND_JOIN, MemberKey, Message, MessageId,
+};
+use crate::sorted_vec::{SortedMap, SortedSet};
+
+use super::config::Config;
+use super::core::{Core, RequestState, earliest};
+use super::effect::Effect;
+
+pub(super) struct Synced {
+    pub replica: Replica,
+    /// The last message applied (a state transfer is "as of" it).
+    last_applied: MessageId,
+    /// This context is a member (not pending) of the current history and may send requests.
+    pub active: bool,
+    /// When this member answers the pending joiners (its rank's turn).
+    respond_at: Option<u64>,
+    /// What this context knows of each member's liveness, and whether it answered the member's join.
+    liveness: SortedMap<MemberKey, Liveness>,
+    /// The member list may have changed since `liveness` was last pruned.
+    members_changed: bool,
+    /// The liveness check (see [`Synced::check_blockers`]): what it last saw (this context's sequence
+    /// number and the last applied message), when it ran, the earliest deadline it found, and the
+    /// events with changes it has not looked at yet.
+    checked: Option<(u64, MessageId)>,
+    checked_at: u64,
+    liveness_at: Option<u64>,
+    unchecked: usize,
+    /// Sequence number of the last own message applied ahead of its echo (the lone member); the
+    /// echoes of those messages only advance the position.
+    pub applied_ahead: u64,
+}
+
+/// One member's liveness as this context sees it; all empty is the same as no entry.
+#[derive(Default)]
+struct Liveness {
+    /// When a message of the member was last applied here.
+    last_heard: Option<u64>,
+    /// When the ping the member left unanswered was applied here (the wait before evicting starts then).
+    silent_since: Option<(MessageId, u64)>,
+    /// When a ping of the member (by anyone) was last applied: one pinger is enough.
+    last_ping: Option<u64>,
+    /// A ping or an eviction of the member that this context queued has not taken effect yet.
+    ping_posted: bool,
+    evict_posted: bool,
+    /// This pending member was answered with a State (meaningless once it is not pending: a member
+    /// never becomes pending again under the same key).
+    answered: bool,
+}
+
+/// How the lone member takes one of its own lock messages (docs/PROTOCOL.md §5, "the lone member").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Alone {
+    /// Not alone: the message is queued and applied when it comes back, as every member's.
+    No,
+    /// Applied now and queued: some of this context's messages are still to come back, so this one
+    /// takes its place after them; its echo only advances the position.
+    Ahead,
+    /// Decided now and never sent: no other context can be told of it before a `State`, which this
+    /// context sends after applying it.
+    Unsent,
+}
+
+/// Whether this context is still a member of the history it follows.
+pub(super) enum Membership {
+    Active {
+        /// It just became active: it may send what it queued.
+        now: bool,
+    },
+    /// Evicted, or a new history began without it: it joins again (its held locks went with the
+    /// membership, if it was an active member).
+    Lost { was_active: bool },
+}
+
+/// The messages a lone member may apply before (or instead of) their place in the order: its own lock
+/// requests, releases and aborts.
+fn decided_by_its_sender(body: &Body) -> bool {
+    matches!(
+        body,
+        Body::Request { .. } | Body::Release { .. } | Body::Abort { .. }
+    )
+}
+
+impl Synced {
+    pub fn new(replica: Replica, last_applied: MessageId) -> Self {
+        Synced {
+            replica,
+            last_applied,
+            active: false,
+            respond_at: None,
+            liveness: SortedMap::new(),
+            members_changed: false,
+            checked: None,
+            checked_at: 0,
+            liveness_at: None,
+            unchecked: 0,
+            applied_ahead: 0,
+        }
+    }
+
+    /// The next message of the order. Outcomes for this context's requests become effects, a ping of
+    /// it is answered, and a context that sees a member go silent on a ping wakes its deputy. The
+    /// caller checks the membership after.
+    pub fn receive(&mut self, core: &mut Core, now: u64, decoded: Decoded) {
+        let me = core.member_key();
+        let echoed_all = core.echoed_seq == core.seq;
+        let idle = core.requests.is_empty() && core.queries.is_empty();
+        let mut outcomes = Vec::new();
+        let mut answer_ping = false;
+        let mut beacon = false;
+        let mut wake = None;
+        match &decoded {
+            Decoded::Ours(m) => {
+                let sender = self.liveness.entry(m.sender.clone()).or_default();
+                sender.last_heard = Some(now);
+                sender.silent_since = None;
+                sender.ping_posted = false;
+                sender.evict_posted = false;
+                let was_silent = match &m.body {
+                    Body::Ping { target } => {
+                        self.replica.member(target).map(|t| t.silent.is_some())
+                    }
+                    _ => None,
+                };
+                // A message of sequence number 0 is never an echo of this context's own.
+                if m.sender.client == me.client && m.seq != 0 && m.seq <= self.applied_ahead {
+                    self.replica.count_echo();
+                } else {
+                    self.replica.apply(m, &mut outcomes);
+                }
+                if m.seq != 0 {
+                    // Messages of sequence number 0 share ids: a state transfer is "as of" the last
+                    // message with its own.
+                    self.last_applied = m.id();
+                }
+                self.members_changed |= matches!(
+                    m.body,
+                    Body::Join | Body::Genesis | Body::State(_) | Body::Leave | Body::Evict { .. }
+                );
+                // Another member's request reaching an idle context: it may make way. Messages arrive
+                // in tasks, never between a release and the next request of a loop, so a busy context
+                // is not idle here.
+                if matches!(m.body, Body::Request { .. }) && m.sender.client != me.client {
+                    core.saw_request |= idle;
+                }
+                if let Body::Ping { target } = &m.body {
+                    let silenced = was_silent == Some(false)
+                        && self
+                            .replica
+                            .member(target)
+                            .is_some_and(|t| t.silent.is_some());
+                    let pinged = self.liveness.entry(target.clone()).or_default();
+                    pinged.ping_posted = false;
+                    pinged.last_ping = Some(now);
+                    if silenced {
+                        pinged.silent_since = Some((m.id(), now));
+                    }
+                    answer_ping = *target == me && echoed_all && self.active;
+                    if m.sender == me || (silenced && !idle && *target != me) {
+                        // A ping has its place: the pinged member's deputy may answer now (an answer
+                        // placed before the ping would answer nothing). Woken by the pinger, and by
+                        // every busy context that may evict the member on this silence: the pinger may
+                        // crash or stall before it applies its ping. The vouch names the ping the member
+                        // is silent on, which may be another's (a vouch for a later ping ends nothing).
+                        wake = self
+                            .replica
+                            .member(target)
+                            .and_then(|t| t.silent.clone())
+                            .map(|ping| Message {
+                                sender: target.clone(),
+                                seq: 0,
+                                body: Body::Vouch { ping },
+                            });
+                    }
+                }
+            }
+            Decoded::Foreign { version, kind, id } => {
+                self.replica
+                    .apply_foreign(*version, *kind, id, &mut outcomes);
+                self.members_changed = true;
+                if *kind == KIND_GENESIS {
+                    self.last_applied = id.clone();
+                }
+                beacon = *kind == KIND_JOIN && self.active;
+            }
+        }
+        core.handle_outcomes(outcomes);
+        if let Some(vouch) = wake {
+            core.emit(Effect::WakeDeputy(vouch));
+        }
+        if answer_ping || beacon {
+            core.send(Body::Alive);
+        }
+    }
+
+    /// How the lone member takes `body`, one of its own messages: while this context is the only member
+    /// of the history, active, with nobody pending, over a transport that tells it everything within a
+    /// hop, its own `Request`, `Release` and `Abort` are applied as it sends them, provided every message
+    /// it queued before is applied already (so its messages keep their order).
+    pub fn applies_alone(&self, core: &Core, body: &Body) -> Alone {
+        let lone = decided_by_its_sender(body)
+            && core.config.transport.prompt()
+            && self.active
+            && core.echoed_seq.max(self.applied_ahead) == core.seq
+            && self.replica.is_sole_member(&core.member_key());
+        match (lone, core.echoed_seq == core.seq) {
+            (false, _) => Alone::No,
+            (true, true) => Alone::Unsent,
+            (true, false) => Alone::Ahead,
+        }
+    }
+
+    /// After every applied message: is this incarnation still an active member? A member that lost its
+    /// membership (evicted, or a new history began) joins afresh, with a state transfer: a replica it
+    /// kept could lack what a lone member decided without sending it.
+    pub fn membership(&mut self, core: &Core) -> Membership {
+        if self
+            .replica
+            .member(&core.member_key())
+            .is_some_and(|m| !m.pending)
+        {
+            let now = !self.active;
+            self.active = true;
+            return Membership::Active { now };
+        }
+        Membership::Lost {
+            was_active: self.active,
+        }
+    }
+
+    /// Answers pending joiners and checks the members that block this context's requests. Returns the
+    /// next deadline.
+    pub fn policies(&mut self, core: &mut Core, now: u64) -> Option<u64> {
+        let me = core.member_key();
+        let stagger = core.config.state_stagger;
+        // A state transfer must be as of a place in the order: not while own messages applied ahead
+        // are still to come back (their echoes, which follow every joiner's Join, end this at once).
+        let catching_up = self.applied_ahead > core.echoed_seq;
+        if !self.active {
+            return None;
+        }
+        let mut next: Option<u64> = None;
+
+        // Joiners: one State answers every pending member up to now. Members rank by join position, so
+        // the longest-standing one answers first and the others only if it stays silent.
+        let mut unanswered = false;
+        for (k, m) in self.replica.members() {
+            if m.pending && *k != me {
+                unanswered |= !self.liveness.entry(k.clone()).or_default().answered;
+            }
+        }
+        if std::mem::take(&mut self.members_changed) {
+            let replica = &self.replica;
+            self.liveness.retain_keys(&|k| replica.member(k).is_some());
+        }
+        if unanswered && catching_up {
+            // Answered once the echoes are back.
+        } else if unanswered {
+            // This member's rank among the active ones by (join position, key), 0 if it is none of
+            // them.
+            let mine = self
+                .replica
+                .member(&me)
+                .filter(|m| !m.pending)
+                .map(|m| (m.join_pos, &me));
+            let mut rank: u64 = 0;
+            for (k, m) in self.replica.members() {
+                if !m.pending && mine.is_some_and(|p| (m.join_pos, k) < p) {
+                    rank += 1;
+                }
+            }
+            let at = *self.respond_at.get_or_insert(now + stagger * rank.min(3));
+            if now >= at {
+                let transfer = self.replica.export(self.last_applied.clone());
+                for (k, m) in self.replica.members() {
+                    if m.pending {
+                        self.liveness.entry(k.clone()).or_default().answered = true;
+                    }
+                }
+                self.respond_at = None;
+                core.send(Body::State(Box::new(transfer)));
+            } else {
+                next = Some(at);
+            }
+        } else {
+            self.respond_at = None;
+        }
+        let liveness = self.check_blockers(core, now);
+        earliest(next, liveness)
+    }
+
+    /// Liveness: pings a blocker silent for `ping_interval` and evicts it if the ping goes unanswered
+    /// for `evict_after` (and its announced freeze, if any, is over). Returns the next deadline.
+    ///
+    /// Finding the blockers costs a pass over this context's requests and the held locks, so it is not
+    /// redone after every event of a bulk: only when the origin's state or this context's requests
+    /// changed and either as many changes as a quarter of that pass piled up or `ping_interval / 4` went by
+    /// since the last pass (or a deadline it found is due). Each event thus costs O(1) amortized, and
+    /// a new blocker is noticed at most `ping_interval / 4` late, which delays a ping, never hastens an
+    /// eviction.
+    fn check_blockers(&mut self, core: &mut Core, now: u64) -> Option<u64> {
+        let me = core.member_key();
+        let Config {
+            ping_interval,
+            evict_after,
+            evict_after_deputy,
+            ..
+        } = core.config;
+        let seq = core.seq;
+        let size = core.requests.len();
+        let changed = self
+            .checked
+            .as_ref()
+            .is_none_or(|(at, id)| *at != seq || *id != self.last_applied);
+        if changed {
+            self.unchecked += 1;
+        }
+        let throttle_end = self.checked_at + ping_interval / 4;
+        let run = self.liveness_at.is_some_and(|at| now >= at)
+            || (changed
+                && (self.checked.is_none()
+                    || now >= throttle_end
+                    || self.unchecked * 4 >= size + self.replica.held_count()));
+        if !run {
+            let pending = changed.then_some(throttle_end);
+            return earliest(self.liveness_at, pending);
+        }
+        let mut next: Option<u64> = None;
+        let mut waiting_for: SortedSet<Rc<str>> = SortedSet::new();
+        let mut last: Option<&Rc<str>> = None;
+        for r in core.requests.values() {
+            // Bulks of one name are common: skip the set lookup for a repeat.
+            if r.state == RequestState::Posted && last.is_none_or(|l| **l != *r.name) {
+                waiting_for.insert(r.name.clone());
+                last = Some(&r.name);
+            }
+        }
+        let blockers = self.replica.blockers_of(&me, &waiting_for);
+        for b in blockers.iter() {
+            let Some(m) = self.replica.member(b) else {
+                continue;
+            };
+            let l = self.liveness.entry(b.clone()).or_default();
+            let due = if let Some(ping) = &m.silent {
+                if l.evict_posted {
+                    continue;
+                }
+                let since = match &l.silent_since {
+                    Some((id, at)) if id == ping => *at,
+                    _ => {
+                        // Silent on a ping applied before this replica was built: the wait starts now.
+                        l.silent_since = Some((ping.clone(), now));
+                        now
+                    }
+                };
+                let wait = if m.deputy {
+                    evict_after_deputy
+                } else {
+                    evict_after
+                };
+                (since + wait).max(m.frozen_until.unwrap_or(0))
+            } else {
+                if l.ping_posted {
+                    continue;
+                }
+                let heard = *l.last_heard.get_or_insert(now);
+                heard.max(l.last_ping.unwrap_or(0)) + ping_interval
+            };
+            if now < due {
+                next = earliest(next, Some(due));
+                continue;
+            }
+            let body = if let Some(ping) = m.silent.clone() {
+                l.evict_posted = true;
+                Body::Evict {
+                    target: b.clone(),
+                    ping: Box::new(ping),
+                    ts: now,
+                }
+            } else {
+                l.ping_posted = true;
+                Body::Ping { target: b.clone() }
+            };
+            core.send(body);
+        }
+        self.liveness_at = next;
+        self.checked_at = now;
+        self.unchecked = 0;
+        self.checked = Some((core.seq, self.last_applied.clone()));
+        next
+    }
+}
