@@ -1,21 +1,15 @@
 use std::rc::Rc;
 
-use js_sys::{Array, Function, Uint32Array};
+use js_sys::Function;
 use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "coordination")]
-use crate::protocol::{Config, Node, Transport, Wake};
-use crate::scheduler::{Decision, LockManager, LockMode, LockRequest, Snapshot};
-use crate::snapshot_transfer::encode_snapshot;
+use crate::protocol::{Config, Participant, Transport, Wake};
+use crate::scheduler::{LockManager, LockMode, LockRequest};
 
 #[cfg(feature = "coordination")]
 use super::coordination::Coordination;
-
-/// Effect kinds passed to the sink as its first argument (mirrored in `js/lock_api.js`).
-pub(super) const EFFECT_GRANTED: u32 = 1;
-pub(super) const EFFECT_NOT_AVAILABLE: u32 = 2;
-pub(super) const EFFECT_STOLEN: u32 = 3;
-pub(super) const EFFECT_SNAPSHOT: u32 = 4;
+use super::sink::{EFFECT_SNAPSHOT, deliver, notify, snapshot_to_js};
 
 /// Where decisions are made: the origin's shared lock manager (the coordination protocol), or, where
 /// the global has no channel to the others, this context alone.
@@ -110,9 +104,9 @@ impl Engine {
         };
         match &mut self.backend {
             #[cfg(feature = "coordination")]
-            Backend::Origin(c) => {
-                c.with_node(|n, t| n.request(t, id as u64, &name, mode, if_available, steal))
-            }
+            Backend::Origin(c) => c.with_participant(|p, t| {
+                p.handle_request(t, id as u64, &name, mode, if_available, steal)
+            }),
             Backend::Alone(manager) => {
                 let request = LockRequest {
                     id: id as u64,
@@ -131,7 +125,7 @@ impl Engine {
     pub fn release(&mut self, id: f64) {
         match &mut self.backend {
             #[cfg(feature = "coordination")]
-            Backend::Origin(c) => c.with_node(|n, t| n.release(t, id as u64)),
+            Backend::Origin(c) => c.with_participant(|p, t| p.handle_release(t, id as u64)),
             Backend::Alone(manager) => {
                 let decisions = manager.release_lock(id as u64);
                 deliver(&self.sink, &decisions);
@@ -143,7 +137,7 @@ impl Engine {
     pub fn abort(&mut self, id: f64) -> bool {
         match &mut self.backend {
             #[cfg(feature = "coordination")]
-            Backend::Origin(c) => c.with_node(|n, t| n.abort(t, id as u64)),
+            Backend::Origin(c) => c.with_participant(|p, t| p.handle_abort(t, id as u64)),
             Backend::Alone(manager) => match manager.abort_request(id as u64) {
                 Some(decisions) => {
                     deliver(&self.sink, &decisions);
@@ -158,16 +152,10 @@ impl Engine {
     pub fn query(&mut self, query_id: f64) {
         match &mut self.backend {
             #[cfg(feature = "coordination")]
-            Backend::Origin(c) => c.with_node(|n, t| n.query(t, query_id as u64)),
+            Backend::Origin(c) => c.with_participant(|p, t| p.handle_query(t, query_id as u64)),
             Backend::Alone(manager) => {
                 let snapshot = snapshot_to_js(&manager.snapshot_lock_state());
-                let _ = call(
-                    &self.sink,
-                    &JsValue::NULL,
-                    &EFFECT_SNAPSHOT.into(),
-                    &query_id.into(),
-                    &snapshot,
-                );
+                notify(&self.sink, EFFECT_SNAPSHOT, query_id as u64, &snapshot);
             }
         }
     }
@@ -208,9 +196,16 @@ fn origin_backend(
         transport,
         ..Config::default()
     };
-    let node = Node::new(client_id, config);
-    Coordination::start(node, sink.clone(), scope, deputy, open_channel, global)
-        .map(Backend::Origin)
+    let participant = Participant::new(client_id, config);
+    Coordination::start(
+        participant,
+        sink.clone(),
+        scope,
+        deputy,
+        open_channel,
+        global,
+    )
+    .map(Backend::Origin)
 }
 
 /// Built without the protocol (only to measure its bytes): every context is alone.
@@ -225,46 +220,4 @@ fn origin_backend(
     _: Option<u32>,
 ) -> Option<Backend> {
     None
-}
-
-/// `f.call(this, a, b, c)`. Every call of a JS function from the edge goes through this one binding, so
-/// the glue and the wasm hold one import instead of one per number of arguments; a function given fewer
-/// arguments gets `undefined` for the others, which none of them (the sink, the deputy, timers,
-/// `queueMicrotask`, `openChannel`, `ref`/`unref`) tells apart from a missing argument.
-pub(super) fn call(
-    f: &Function,
-    this: &JsValue,
-    a: &JsValue,
-    b: &JsValue,
-    c: &JsValue,
-) -> Result<JsValue, JsValue> {
-    f.call3(this, a, b, c)
-}
-
-fn deliver(sink: &Function, decisions: &[Decision]) {
-    for d in decisions {
-        let (kind, id) = match *d {
-            Decision::Granted(id) => (EFFECT_GRANTED, id),
-            Decision::NotAvailable(id) => (EFFECT_NOT_AVAILABLE, id),
-            Decision::Stolen(id) => (EFFECT_STOLEN, id),
-        };
-        let _ = call(
-            sink,
-            &JsValue::NULL,
-            &kind.into(),
-            &(id as f64).into(),
-            &JsValue::UNDEFINED,
-        );
-    }
-}
-
-/// A snapshot as the sink receives it: `[text, numbers]` (see `crate::snapshot_transfer`; JS builds the
-/// dictionaries).
-pub(super) fn snapshot_to_js(s: &Snapshot) -> JsValue {
-    let t = encode_snapshot(s);
-    Array::of2(
-        &JsValue::from_str(&t.text),
-        &Uint32Array::from(&t.numbers[..]),
-    )
-    .into()
 }

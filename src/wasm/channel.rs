@@ -1,0 +1,127 @@
+//! A context's objects on the origin's channel, and the wire values as they cross it.
+
+use js_sys::{Array, Function, Reflect};
+use wasm_bindgen::prelude::*;
+use web_sys::BroadcastChannel;
+
+use crate::protocol::wire::{self, Value};
+
+use super::js_call::call;
+
+#[wasm_bindgen]
+extern "C" {
+    /// What the edge needs of a channel: a `BroadcastChannel`, or the context's object on the log in
+    /// IndexedDB that `js/log_channel.js` makes (`postMessage` appends; its events are entries, the
+    /// answers to `start` and `read`, carried messages, pokes and gaps: docs/PROTOCOL.md §12).
+    pub(super) type Channel;
+    #[wasm_bindgen(method, js_name = postMessage, catch)]
+    pub(super) fn post_message(this: &Channel, data: &JsValue) -> Result<(), JsValue>;
+    #[wasm_bindgen(method, setter)]
+    pub(super) fn set_onmessage(this: &Channel, handler: Option<&Function>);
+    #[wasm_bindgen(method)]
+    pub(super) fn close(this: &Channel);
+    /// Log only: find the log's last key (a `start` event).
+    #[wasm_bindgen(method)]
+    pub(super) fn start(this: &Channel);
+    /// Log only: read the entries after `after` (`entry` events, then a `read` event with the floor).
+    #[wasm_bindgen(method)]
+    pub(super) fn read(this: &Channel, after: f64);
+    /// Log only: the `pagehide` listener that posts `data` (the farewell) for the others to append.
+    #[wasm_bindgen(method)]
+    pub(super) fn farewell(this: &Channel, data: &JsValue) -> Function;
+}
+
+/// A context's two objects on the origin's channel: a channel object does not receive its own
+/// messages; a second one does, in the order the browser delivers them to every context
+/// (docs/PROTOCOL.md, assumption A1). Over the log, one object is both: it hands the participant every
+/// entry, the context's own included.
+pub(super) struct Channels {
+    pub rx: Channel,
+    pub tx: Channel,
+}
+
+impl Channels {
+    /// Opens a context's channel objects on `name`: its object on the log where `open_channel` is given
+    /// (`header` begins its carrier frames), else two BroadcastChannels; `None` where there is neither.
+    pub fn open(
+        global: &JsValue,
+        name: &str,
+        open_channel: Option<&Function>,
+        header: &Array,
+    ) -> Option<Channels> {
+        if let Some(open) = open_channel {
+            let log: Channel = call(
+                open,
+                &JsValue::NULL,
+                &JsValue::from_str(name),
+                header,
+                &JsValue::UNDEFINED,
+            )
+            .ok()
+            .filter(|c| c.is_object())?
+            .unchecked_into();
+            return Some(Channels {
+                tx: log.clone().unchecked_into(),
+                rx: log,
+            });
+        }
+        Reflect::get(global, &"BroadcastChannel".into())
+            .ok()
+            .filter(|c| c.is_function())?;
+        let open =
+            || -> Option<Channel> { BroadcastChannel::new(name).ok().map(JsCast::unchecked_into) };
+        // The receiving object is made first: a context's objects get each message in the order they
+        // were made, so the one that acts on it does not wait behind the sending one's delivery (a task
+        // that does nothing).
+        let rx = open()?;
+        let tx = open()?;
+        Some(Channels { rx, tx })
+    }
+
+    /// Stops listening and closes the objects (one object, over the log, closed once per name it has).
+    pub fn close(self) {
+        self.rx.set_onmessage(None);
+        self.tx.close();
+        self.rx.close();
+    }
+}
+
+/// Wire values as a JS array (what a channel carries).
+pub(super) fn values_to_js(values: &[Value]) -> Array {
+    // Loops over plain indices and pushes, here and in the lease edge: no iterator adapters over
+    // JS arrays in the wasm.
+    let array = Array::new();
+    for value in values {
+        array.push(&match value {
+            Value::Num(n) => JsValue::from_f64(*n),
+            Value::Str(s) => JsValue::from_str(s),
+        });
+    }
+    array
+}
+
+pub(super) fn message_to_js(message: &wire::Message) -> Array {
+    values_to_js(&wire::encode(message))
+}
+
+/// A message's data as wire values; `None` for anything that is not a flat array of numbers and
+/// strings (other libraries may share the channel name; hostile peers may send anything).
+pub(super) fn decode_values(data: &JsValue) -> Option<Vec<Value>> {
+    if !Array::is_array(data) {
+        return None;
+    }
+    let array: &Array = data.unchecked_ref();
+    if array.length() > 100_000 {
+        return None;
+    }
+    // A loop, not `collect::<Option<Vec<_>>>()`, whose adapters cost ~0.3 KB of wasm.
+    let mut values = Vec::with_capacity(array.length() as usize);
+    for i in 0..array.length() {
+        let v = array.get(i);
+        values.push(match v.as_f64() {
+            Some(n) => Value::Num(n),
+            None => Value::Str(v.as_string()?),
+        });
+    }
+    Some(values)
+}
