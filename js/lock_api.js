@@ -137,7 +137,7 @@ function lockInfos(strings, numbers, at, count) {
   return infos;
 }
 
-/** A `LockManagerSnapshot` from the engine's transfer form `[text, numbers]` (src/snapshot_transfer.rs):
+/** A `LockManagerSnapshot` from the engine's transfer form `[text, numbers]` (src/wasm/snapshot_transfer.rs):
  *  the text holds each distinct client id and name once; numbers are [held count, pending count, string
  *  count, (client index, name index * 2 + exclusive) per entry, then each string's length]. */
 function decodeSnapshot([text, numbers]) {

@@ -6,9 +6,9 @@
 //! - [`lease`]: leases, offline pessimistic locks that outlive a page load (an extension; `docs/LEASES.md`).
 //! - [`memory_copy`]: the wasm's `memcpy` and `memmove`.
 //! - [`sequence_map`]: a sorted map for keys that come in order and leave from the front.
-//! - [`snapshot_transfer`]: the form in which a `query()` snapshot crosses from the wasm to JS.
 //! - [`sorted_vec`]: ordered map and set kept as sorted vectors, far smaller in the wasm than std's.
-//! - `wasm` (wasm32 only): the thin edge that JS drives; see `docs/ARCHITECTURE.md` for its contract.
+//! - [`wasm`]: the thin edge that JS drives (wasm32 only, but for the pure transfer form of `query()`'s
+//!   snapshot, tested natively); see `docs/ARCHITECTURE.md` for its contract.
 //!
 //! The cargo features `coordination` (the protocol) and `leases` are on in every shipped build; turning one
 //! off only serves to measure its bytes (`node scripts/sizes.mjs --features`).
@@ -20,10 +20,8 @@ pub mod memory_copy;
 pub mod protocol;
 pub mod scheduler;
 pub mod sequence_map;
-pub mod snapshot_transfer;
 pub mod sorted_vec;
 
-#[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
 /// The wasm's global allocator: talc instead of std's dlmalloc, ~4 KB smaller in the wasm and faster. The

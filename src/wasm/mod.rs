@@ -1,14 +1,20 @@
 //! The wasm-bindgen edge: converts values between JS and the pure core, and carries out its decisions.
 //! Nothing here decides anything; see `docs/ARCHITECTURE.md` for the contract with `js/lock_api.js`.
+//! Only [`snapshot_transfer`], pure, also builds natively, for its tests.
 
-#[cfg(feature = "coordination")]
+#[cfg(all(target_arch = "wasm32", feature = "coordination"))]
 mod channel;
-#[cfg(feature = "coordination")]
+#[cfg(all(target_arch = "wasm32", feature = "coordination"))]
 mod coordination;
+#[cfg(target_arch = "wasm32")]
 mod engine;
+#[cfg(target_arch = "wasm32")]
 mod js_call;
-#[cfg(feature = "leases")]
+#[cfg(all(target_arch = "wasm32", feature = "leases"))]
 mod lease_operation;
+#[cfg(target_arch = "wasm32")]
 mod sink;
+pub mod snapshot_transfer;
 
+#[cfg(target_arch = "wasm32")]
 pub use engine::Engine;

@@ -4,7 +4,7 @@ use js_sys::{Array, Function, Uint32Array};
 use wasm_bindgen::JsValue;
 
 use crate::scheduler::{Decision, Snapshot};
-use crate::snapshot_transfer::encode_snapshot;
+use super::snapshot_transfer::encode_snapshot;
 
 use super::js_call::call;
 
@@ -38,7 +38,7 @@ pub(super) fn deliver(sink: &Function, decisions: &[Decision]) {
     }
 }
 
-/// A snapshot as the sink receives it: `[text, numbers]` (see `crate::snapshot_transfer`; JS builds the
+/// A snapshot as the sink receives it: `[text, numbers]` (see `super::snapshot_transfer`; JS builds the
 /// dictionaries).
 pub(super) fn snapshot_to_js(s: &Snapshot) -> JsValue {
     let t = encode_snapshot(s);
