@@ -3,8 +3,8 @@
 use js_sys::{Array, Function, Uint32Array};
 use wasm_bindgen::JsValue;
 
-use crate::scheduler::{Decision, Snapshot};
 use super::snapshot_transfer::encode_snapshot;
+use crate::scheduler::{Decision, Snapshot};
 
 use super::js_call::call;
 

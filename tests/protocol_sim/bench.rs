@@ -15,6 +15,7 @@ use super::world::{Action, World};
 fn warm(count: usize) -> World {
     let mut w = World::ideal(count, Config::default());
     w.checking = false;
+    w.recording = false;
     w.max_steps = u64::MAX;
     for i in 0..count {
         w.client_at(w.now, i, request("warm", 0, false));

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use weblocks::protocol::LossReason;
-use weblocks::protocol::wire::MemberKey;
+use weblocks::protocol::wire::{self, Decoded, MemberKey};
 use weblocks::scheduler::{LockMode, Snapshot};
 
 use super::world::{Action, Expect, ReqRecord, ReqState, Status, World};
@@ -127,9 +127,13 @@ impl World {
                         || n.node.version() < v
                 })
             }
+            // A newer version spoke on the channel.
             LossReason::Retired => {
                 let v = self.nodes[i].node.version();
-                self.nodes.iter().any(|n| n.node.version() > v)
+                self.log.iter().any(|m| {
+                    matches!(wire::decode_versioned(m, v),
+                        Some(Decoded::Foreign { version, .. }) if version > v)
+                })
             }
             LossReason::Hidden => self.hiding == Some(i),
         };

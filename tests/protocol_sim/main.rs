@@ -7,6 +7,7 @@
 
 mod bench;
 mod checks;
+mod participant;
 mod rng;
 mod scenarios;
 mod world;

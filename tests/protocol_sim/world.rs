@@ -90,6 +90,8 @@ pub enum Action {
         name: Rc<str>,
         rounds: u64,
     },
+    /// These calls in one task of the page: what they send goes out together at its end.
+    Batch(Vec<Action>),
 }
 
 #[derive(Clone, Debug)]
@@ -279,7 +281,7 @@ pub struct SimNode {
     /// Over the log without a carrier: whether storage events wake it (a document) or it polls.
     pub wake: Wake,
     /// The farewell its edge keeps armed (`Effect::ArmFarewell`).
-    farewell: Option<Message>,
+    pub farewell: Option<Message>,
     /// Its channels are open (`Effect::OpenChannels` .. `Effect::CloseChannels`): it receives what the
     /// channel delivers.
     connected: bool,
@@ -287,6 +289,8 @@ pub struct SimNode {
     flush_due: bool,
     /// Requests of `Action::Loop`, by id: the name and how many cycles are left after this one.
     loops: BTreeMap<u64, (Rc<str>, u64)>,
+    /// Every effect it carried out, in order, where the world records them (`World::recording`).
+    pub recorded: Vec<Effect>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -336,6 +340,10 @@ pub struct World {
     pub checking: bool,
     /// More events than this in one run is a runaway.
     pub max_steps: u64,
+    /// Each context keeps every effect it carries out (`SimNode::recorded`): for the participants' tests.
+    pub recording: bool,
+    /// Inside an `Action::Batch`: the flush waits for the task's end.
+    in_task: bool,
 }
 
 impl World {
@@ -371,11 +379,14 @@ impl World {
             dirty: false,
             checking: true,
             max_steps: 300_000,
+            recording: false,
+            in_task: false,
         }
     }
 
     /// An origin of `count` contexts over an ideal transport: one order, every delivery, append, read
-    /// and storage event at once, timers on time (the host bench's).
+    /// and storage event at once, timers on time; every effect recorded. The world of the participants'
+    /// tests and of the host bench.
     pub fn ideal(count: usize, config: Config) -> World {
         let env = Env {
             send_max: 0,
@@ -386,11 +397,64 @@ impl World {
             config,
         };
         let mut w = World::new(0, env, &[weblocks::protocol::wire::PROTOCOL_VERSION]);
+        w.recording = true;
         for _ in 0..count {
             w.add_node(0, weblocks::protocol::wire::PROTOCOL_VERSION, 0);
         }
         w.run_until(0);
         w
+    }
+
+    /// Context `i`'s client does `action` now, as one task; returns the effects carried out in it.
+    pub fn act(&mut self, i: usize, action: Action) -> Vec<Effect> {
+        let mark = self.nodes[i].recorded.len();
+        self.dispatch(i, Ev::Client(action));
+        self.nodes[i].recorded[mark..].to_vec()
+    }
+
+    /// Runs `f` on context `i`'s participant now, as one task, outside the clients' bookkeeping (for
+    /// calls that start or end no request the world follows); returns what `f` returned and the effects
+    /// carried out.
+    pub fn call<R>(
+        &mut self,
+        i: usize,
+        f: impl FnOnce(&mut Participant, u64) -> R,
+    ) -> (R, Vec<Effect>) {
+        let mark = self.nodes[i].recorded.len();
+        let now = self.now;
+        let result = f(&mut self.nodes[i].node, now);
+        self.effects(i);
+        (result, self.nodes[i].recorded[mark..].to_vec())
+    }
+
+    /// Posts `msg` on the channel from outside the contexts (another version, a deputy, garbage): it
+    /// joins the sequence and reaches every connected context.
+    pub fn inject(&mut self, msg: Vec<Value>) {
+        let msg = Rc::new(msg);
+        let idx = self.log.len();
+        self.log.push(msg.clone());
+        self.observe(idx, &msg);
+        for j in 0..self.nodes.len() {
+            let payload = Payload::Message {
+                msg: msg.clone(),
+                idx: Some(idx),
+            };
+            if self.receives(usize::MAX, j, &payload) {
+                self.deliver_at(j, payload, 0, usize::MAX);
+            }
+        }
+    }
+
+    /// Runs every event due now (over the ideal transport: everything in flight).
+    pub fn pump(&mut self) {
+        let now = self.now;
+        self.run_until(now);
+    }
+
+    /// Moves the clock on by `ms`, running every event due by then.
+    pub fn advance(&mut self, ms: u64) {
+        let until = self.now + ms;
+        self.run_until(until);
     }
 
     /// A counter of the run (0 if it never moved).
@@ -445,6 +509,7 @@ impl World {
             connected: false,
             flush_due: false,
             loops: BTreeMap::new(),
+            recorded: Vec::new(),
         });
         self.schedule(at, i, Ev::Start);
         i
@@ -986,6 +1051,14 @@ impl World {
                     }
                 }
             }
+            Action::Batch(actions) => {
+                self.in_task = true;
+                for action in actions {
+                    self.client(i, action);
+                }
+                self.in_task = false;
+                self.effects(i);
+            }
             Action::Loop { rounds: 0, .. } => {}
             Action::Loop { name, rounds } => {
                 let id = self.nodes[i].next_id;
@@ -1037,7 +1110,7 @@ impl World {
     fn effects(&mut self, i: usize) {
         loop {
             self.carry_out_effects(i);
-            if !std::mem::take(&mut self.nodes[i].flush_due) {
+            if self.in_task || !std::mem::take(&mut self.nodes[i].flush_due) {
                 return;
             }
             self.nodes[i].node.handle_flush();
@@ -1051,6 +1124,9 @@ impl World {
             decided.extend(self.observe_decided(i, &m));
         }
         while let Some(e) = self.nodes[i].node.poll_effect() {
+            if self.recording {
+                self.nodes[i].recorded.push(e.clone());
+            }
             match e {
                 Effect::FlushSoon => self.nodes[i].flush_due = true,
                 Effect::Transmit(messages) => self.transmit(i, messages),

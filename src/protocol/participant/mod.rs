@@ -896,6 +896,3 @@ impl Participant {
         next
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,0 +1,858 @@
+//! The participant's handlers, one behaviour at a time, on the simulator's ideal origin (one order,
+//! every delivery at once, timers on time, every effect recorded, every check of checks.rs active):
+//! each test drives contexts through the world's clients, faults and direct calls and looks at the
+//! effects they carried out.
+
+use std::rc::Rc;
+
+use weblocks::protocol::wire::{
+    self, Body, Decoded, KIND_JOIN, MemberKey, Message, MessageId, PROTOCOL_VERSION, Value, encode,
+    encode_versioned,
+};
+use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason, Participant, Transport, Wake};
+use weblocks::scheduler::LockMode;
+
+use super::world::{Action, Fault, ReqState, World};
+
+fn config() -> Config {
+    Config::default()
+}
+
+/// An exclusive request for `name`, held until released.
+fn request(name: &str) -> Action {
+    Action::Request {
+        name: Rc::from(name),
+        mode: LockMode::Exclusive,
+        if_available: false,
+        steal: false,
+        hold: u64::MAX,
+        abort_after: None,
+    }
+}
+
+fn if_available(name: &str) -> Action {
+    Action::Request {
+        name: Rc::from(name),
+        mode: LockMode::Exclusive,
+        if_available: true,
+        steal: false,
+        hold: u64::MAX,
+        abort_after: None,
+    }
+}
+
+/// The messages the effects transmit, in order.
+fn posts(effects: &[Effect]) -> Vec<Body> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Transmit(messages) => Some(messages.iter().map(|m| m.body.clone())),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// The effects that reach the Engine's sink.
+fn engine_effects(effects: &[Effect]) -> Vec<Effect> {
+    effects
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Effect::Granted(_)
+                    | Effect::NotAvailable(_)
+                    | Effect::Stolen { .. }
+                    | Effect::Snapshot { .. }
+            )
+        })
+        .cloned()
+        .collect()
+}
+
+/// Long enough for every context that asked to join to be synced.
+fn settle(w: &mut World) {
+    w.advance(20 * config().join_wait);
+}
+
+fn ok(w: &World) {
+    assert!(w.violations.is_empty(), "{:?}", w.violations);
+}
+
+fn is_member(w: &World, observer: usize, i: usize) -> bool {
+    let key = w.nodes[i].node.member_key();
+    w.nodes[observer]
+        .node
+        .replica()
+        .expect("synced")
+        .member(&key)
+        .is_some()
+}
+
+fn is_pending(w: &World, observer: usize, i: usize, id: u64) -> bool {
+    let key = w.nodes[i].node.member_key();
+    w.nodes[observer]
+        .node
+        .replica()
+        .expect("synced")
+        .is_pending(&key, id)
+}
+
+#[test]
+fn a_first_request_joins_waits_for_an_answer_then_starts_a_history_and_is_granted() {
+    let mut w = World::ideal(1, config());
+    let fx = w.act(0, request("x"));
+    assert_eq!(posts(&fx), [Body::Join]);
+    assert!(
+        fx.iter().position(|e| *e == Effect::OpenChannels)
+            < fx.iter().position(|e| matches!(e, Effect::Transmit(_))),
+        "the channels open before the Join goes out"
+    );
+    w.pump();
+    // The Join came back: a timer for the join wait.
+    let at = w.now + config().join_wait;
+    assert!(w.nodes[0].recorded.contains(&Effect::SetTimer { at }));
+    w.advance(config().join_wait - 1);
+    assert!(
+        !posts(&w.nodes[0].recorded).contains(&Body::Genesis),
+        "not before the wait"
+    );
+    w.advance(1);
+    // The Genesis made it the lone member: it decides its request alone and posts nothing more.
+    assert_eq!(posts(&w.nodes[0].recorded), [Body::Join, Body::Genesis]);
+    assert_eq!(engine_effects(&w.nodes[0].recorded), [Effect::Granted(1)]);
+    ok(&w);
+}
+
+#[test]
+fn a_lone_member_decides_alone_and_its_decisions_are_seen_by_the_observer() {
+    let mut w = World::ideal(1, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    let decided = w.stat("decided alone");
+    let fx = w.act(0, request("x"));
+    let fx2 = w.act(0, Action::Release(1));
+    let (aborted, _) = w.call(0, |p, now| p.handle_abort(now, 99));
+    assert!(!aborted, "unknown request");
+    w.act(
+        0,
+        Action::Request {
+            name: Rc::from("y"),
+            mode: LockMode::Shared,
+            if_available: false,
+            steal: false,
+            hold: u64::MAX,
+            abort_after: None,
+        },
+    );
+    w.act(0, request("y"));
+    w.act(0, Action::Abort(4));
+    assert_eq!(w.nodes[0].requests[&4].state, ReqState::Aborted);
+    assert_eq!(posts(&fx), []);
+    assert_eq!(posts(&fx2), []);
+    assert_eq!(engine_effects(&fx2), [Effect::Granted(2)]);
+    // Request x, Release 1, Request y, Request y, Abort 4: decided without a message, each applied by
+    // the observer where the context applied it (the checks compare their outcomes).
+    assert_eq!(w.stat("decided alone") - decided, 5);
+    assert_eq!(w.log.len(), 2, "only the Join and the Genesis were posted");
+    let replica = w.nodes[0].node.replica().unwrap().snapshot();
+    assert_eq!(replica.held.len(), 2, "x by #2 and y by #3");
+    assert!(replica.pending.is_empty());
+    w.pump();
+    ok(&w);
+}
+
+#[test]
+fn a_lone_member_posts_while_its_own_messages_are_on_the_way() {
+    let mut w = World::ideal(1, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    w.call(0, |p, now| {
+        p.handle_freeze(now);
+        p.handle_resume(now);
+    });
+    // Freeze and Alive have not come back: a request now takes its place after them on the channel
+    // and is decided there.
+    let fx = w.act(0, request("y"));
+    assert!(matches!(posts(&fx)[..], [Body::Request { id: 2, .. }]));
+    assert_eq!(engine_effects(&fx), []);
+    w.pump();
+    assert_eq!(
+        engine_effects(&w.nodes[0].recorded).last(),
+        Some(&Effect::Granted(2))
+    );
+    let fx = w.act(0, request("z"));
+    assert_eq!(posts(&fx), []);
+    assert_eq!(engine_effects(&fx), [Effect::Granted(3)]);
+    ok(&w);
+}
+
+#[test]
+fn a_second_context_gets_a_state_transfer_and_queues_behind() {
+    let mut w = World::ideal(2, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    w.act(1, request("x"));
+    w.pump();
+    // Context 0 answered at once (rank 0) with a State; context 1 is synced and its request queued.
+    assert!(
+        posts(&w.nodes[0].recorded)
+            .iter()
+            .any(|b| matches!(b, Body::State(_)))
+    );
+    assert!(!posts(&w.nodes[1].recorded).contains(&Body::Genesis));
+    assert!(is_pending(&w, 1, 1, 1));
+    w.act(0, Action::Release(1));
+    w.pump();
+    assert_eq!(engine_effects(&w.nodes[1].recorded), [Effect::Granted(1)]);
+    ok(&w);
+}
+
+#[test]
+fn abort_answers_from_the_local_state() {
+    let mut w = World::ideal(2, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    // Queued (not sent yet): removed without a message.
+    let fx = w.act(1, request("x"));
+    assert_eq!(posts(&fx), [Body::Join]);
+    let fx = w.act(1, Action::Abort(1));
+    assert_eq!(w.nodes[1].requests[&1].state, ReqState::Aborted);
+    assert_eq!(posts(&fx), []);
+    w.act(1, request("x"));
+    w.pump();
+    // Sent and pending: an Abort message.
+    let fx = w.act(1, Action::Abort(2));
+    assert_eq!(w.nodes[1].requests[&2].state, ReqState::Aborted);
+    assert_eq!(posts(&fx), [Body::Abort { id: 2 }]);
+    // Held: false. Unknown: false. (The world's client checks what abort returned.)
+    w.act(0, Action::Abort(1));
+    assert_eq!(w.nodes[0].requests[&1].state, ReqState::Held);
+    let (aborted, _) = w.call(0, |p, now| p.handle_abort(now, 42));
+    assert!(!aborted);
+    w.pump();
+    assert!(
+        w.nodes[0]
+            .node
+            .replica()
+            .unwrap()
+            .snapshot()
+            .pending
+            .is_empty()
+    );
+    ok(&w);
+}
+
+#[test]
+fn an_idle_member_makes_way_for_a_busy_one_which_then_decides_alone() {
+    let mut w = World::ideal(3, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    w.act(1, request("y"));
+    w.act(2, Action::Query);
+    settle(&mut w);
+    // All three are members; 1 and 2 are idle (1 released, 2 only queried).
+    w.act(1, Action::Release(1));
+    w.act(0, Action::Release(1));
+    w.pump();
+    assert!(is_member(&w, 0, 1) && is_member(&w, 0, 2));
+    // 0 requests: 1 sees it while idle and leaves; 2 asked query() a moment ago and stays.
+    w.act(0, request("x"));
+    w.pump();
+    assert!(!is_member(&w, 0, 1), "the idle member left");
+    assert!(posts(&w.nodes[1].recorded).contains(&Body::Leave));
+    assert!(
+        w.nodes[1]
+            .recorded
+            .ends_with(&[Effect::CloseChannels, Effect::ArmFarewell(None)]),
+        "out of the protocol, it closes its channels: {:?}",
+        w.nodes[1].recorded
+    );
+    assert!(
+        is_member(&w, 0, 2),
+        "a member that queried lately keeps its replica"
+    );
+    // Once 2's query is old, the next request makes it leave too, and 0 decides alone.
+    w.advance(config().query_linger);
+    w.act(0, Action::Release(2));
+    w.act(0, request("x"));
+    w.pump();
+    assert!(!is_member(&w, 0, 2));
+    let before = w.log.len();
+    let fx = w.act(0, Action::Release(3));
+    w.act(0, request("x"));
+    assert_eq!(posts(&fx), []);
+    assert_eq!(w.log.len(), before, "lone again: nothing posted");
+    // 1 comes back: it joins with a state transfer and queues behind 0.
+    w.act(1, request("x"));
+    w.pump();
+    assert!(is_member(&w, 0, 1));
+    assert!(is_pending(&w, 1, 1, 2));
+    ok(&w);
+}
+
+#[test]
+fn a_busy_member_does_not_make_way() {
+    let mut w = World::ideal(2, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    w.act(1, request("x"));
+    settle(&mut w);
+    // 1 waits for x: 0's next request reaches it while it is busy.
+    w.act(0, request("y"));
+    w.pump();
+    assert!(!posts(&w.nodes[1].recorded).contains(&Body::Leave));
+    // It gets x when 0 releases it.
+    w.act(0, Action::Release(1));
+    w.pump();
+    assert_eq!(engine_effects(&w.nodes[1].recorded), [Effect::Granted(1)]);
+    ok(&w);
+}
+
+#[test]
+fn what_a_task_sends_goes_as_one_batch_applied_as_its_messages_in_order() {
+    let mut w = World::ideal(2, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    w.act(1, request("y"));
+    settle(&mut w);
+    // Context 1 requests x (queued behind context 0) and releases y in one task: one transmission.
+    let from = w.log.len();
+    let fx = w.act(1, Action::Batch(vec![request("x"), Action::Release(1)]));
+    assert_eq!(
+        fx.iter().filter(|e| **e == Effect::FlushSoon).count(),
+        1,
+        "one flush asked for"
+    );
+    w.pump();
+    assert_eq!(w.log.len(), from + 1, "one channel message");
+    let parts = wire::split_batch(&w.log[from], PROTOCOL_VERSION).expect("a batch");
+    let bodies: Vec<Body> = parts
+        .iter()
+        .map(|part| match wire::decode(part) {
+            Some(Decoded::Ours(m)) => m.body,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert!(matches!(
+        &bodies[..],
+        [Body::Request { id: 2, .. }, Body::Release { id: 1 }]
+    ));
+    let snapshot = |i: usize| w.nodes[i].node.replica().unwrap().snapshot();
+    assert_eq!(snapshot(0), snapshot(1));
+    assert_eq!(
+        snapshot(0).pending.len(),
+        1,
+        "context 1's request for x waits"
+    );
+    assert!(
+        snapshot(0).held.iter().all(|l| &*l.name == "x"),
+        "y was released"
+    );
+    ok(&w);
+}
+
+#[test]
+fn releasing_a_lock_not_held_sends_nothing() {
+    let mut w = World::ideal(2, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    w.act(1, request("y"));
+    settle(&mut w);
+    assert_eq!(engine_effects(&w.nodes[1].recorded), [Effect::Granted(1)]);
+    let (_, fx) = w.call(0, |p, now| p.handle_release(now, 7));
+    assert_eq!(posts(&fx), []);
+    assert_eq!(
+        posts(&w.act(0, Action::Release(1))),
+        [Body::Release { id: 1 }]
+    );
+    let (_, fx) = w.call(0, |p, now| p.handle_release(now, 1));
+    assert_eq!(posts(&fx), []);
+    ok(&w);
+}
+
+#[test]
+fn a_ping_is_answered_from_the_message_handler() {
+    let mut w = World::ideal(2, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    w.act(1, request("x"));
+    w.pump();
+    // Context 1 waits behind context 0, which stays silent: after ping_interval context 1 pings it and
+    // context 0, handling the message, answers at once.
+    let mark = w.nodes[0].recorded.len();
+    w.advance(config().ping_interval);
+    let me0 = w.nodes[0].node.member_key();
+    assert!(posts(&w.nodes[1].recorded).contains(&Body::Ping { target: me0 }));
+    let fx = &w.nodes[0].recorded[mark..];
+    assert_eq!(posts(fx), [Body::Alive]);
+    assert!(engine_effects(fx).is_empty(), "it keeps its lock");
+    ok(&w);
+}
+
+#[test]
+fn garbage_on_the_channel_changes_nothing() {
+    let mut w = World::ideal(1, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    let before = w.nodes[0].recorded.len();
+    for junk in [
+        vec![],
+        vec![Value::Str("weblocks".into())],
+        vec![Value::Num(f64::NAN); 9],
+        vec![Value::Str("not ours".into()), Value::Num(1.0)],
+    ] {
+        w.inject(junk);
+    }
+    w.pump();
+    assert_eq!(w.nodes[0].recorded.len(), before);
+    ok(&w);
+}
+
+#[test]
+fn the_storage_hint_is_kept_while_busy_left_to_expire_when_idle_and_removed_on_leaving() {
+    let mut w = World::ideal(1, config());
+    // A corrupt value counts as absent (no wait for it).
+    w.call(0, |p, now| p.handle_storage(now, LIVE_KEY, Some("garbage")));
+    w.act(0, request("x"));
+    settle(&mut w);
+    let writes = |w: &World| {
+        w.nodes[0]
+            .recorded
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Effect::StorageWrite { .. } | Effect::StorageRemove { .. }
+                )
+            })
+            .count()
+    };
+    let first = writes(&w);
+    assert_eq!(first, 1);
+    // Renewed at half its life.
+    w.advance(config().live_ttl / 2);
+    assert_eq!(writes(&w), 2);
+    w.act(0, Action::Release(1));
+    w.pump();
+    assert_eq!(writes(&w), 2, "idle: no storage write");
+    assert!(w.nodes[0].node.is_quiet(), "no timer once idle");
+    // Busy again while the hint is still fresh: no write either.
+    w.act(0, request("x"));
+    w.pump();
+    assert!(w.nodes[0].recorded.contains(&Effect::Granted(2)));
+    assert_eq!(writes(&w), 2);
+    w.act(0, Action::Release(2));
+    w.pump();
+    // Leaving removes it, so the next page of this tab does not wait for it.
+    let (_, fx) = w.call(0, |p, now| p.handle_close(now));
+    assert!(fx.contains(&Effect::StorageRemove { key: LIVE_KEY }));
+    let leave = fx.iter().position(|e| matches!(e, Effect::Transmit(_)));
+    let remove = fx
+        .iter()
+        .position(|e| matches!(e, Effect::StorageRemove { .. }));
+    assert!(leave < remove, "the Leave goes out before the storage call");
+    ok(&w);
+}
+
+#[test]
+fn freezing_announces_a_deadline_and_resuming_shows_life() {
+    let mut w = World::ideal(1, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    let now = w.now;
+    let (_, fx) = w.call(0, |p, now| p.handle_freeze(now));
+    assert_eq!(
+        posts(&fx),
+        [Body::Freeze {
+            until: now + config().freeze_grace
+        }]
+    );
+    let write = Effect::StorageWrite {
+        key: LIVE_KEY,
+        value: (now + config().freeze_grace).to_string(),
+    };
+    assert!(
+        fx.iter().position(|e| matches!(e, Effect::Transmit(_)))
+            < fx.iter().position(|e| *e == write),
+        "sent at once, not at the task's end: a frozen page runs no later task"
+    );
+    let (_, fx) = w.call(0, |p, now| p.handle_resume(now));
+    assert_eq!(posts(&fx), [Body::Alive]);
+    w.pump();
+    ok(&w);
+}
+
+#[test]
+fn the_farewell_is_the_leave_of_the_current_membership_and_frees_the_locks_alone() {
+    let mut w = World::ideal(2, config());
+    assert_eq!(w.nodes[0].farewell, None, "nobody to tell before joining");
+    w.act(0, request("x"));
+    settle(&mut w);
+    w.act(1, request("x"));
+    w.pump();
+    let farewell = w.nodes[0].farewell.clone().expect("a member says goodbye");
+    assert_eq!(farewell.sender, w.nodes[0].node.member_key());
+    assert_eq!(farewell.body, Body::Leave);
+    // Context 0's page closes and its `pagehide` listener is cut short: only the farewell goes out.
+    w.fault_at(w.now, 0, Fault::CutClose);
+    w.pump();
+    assert_eq!(engine_effects(&w.nodes[1].recorded), [Effect::Granted(1)]);
+    // Had the participant's own Leave followed, it would change nothing.
+    let (_, fx) = w.call(0, |p, now| p.handle_close(now));
+    assert_eq!(posts(&fx), [Body::Leave]);
+    assert!(fx.contains(&Effect::ArmFarewell(None)), "gone: no farewell");
+    w.pump();
+    assert_eq!(engine_effects(&w.nodes[1].recorded), [Effect::Granted(1)]);
+    ok(&w);
+}
+
+#[test]
+fn a_pageshow_catches_up_on_a_pagehide_the_participant_never_saw() {
+    let mut w = World::ideal(1, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    // The page enters the back/forward cache and its `pagehide` listener is cut short: only the
+    // farewell went out. It is shown again after 100 ms.
+    w.fault_at(w.now, 0, Fault::CutHide(100));
+    w.pump();
+    let mark = w.nodes[0].recorded.len();
+    w.advance(100);
+    let fx = &w.nodes[0].recorded[mark..];
+    assert!(fx.contains(&Effect::Stolen {
+        id: 1,
+        reason: LossReason::Hidden
+    }));
+    assert_eq!(posts(fx), [Body::Leave]);
+    ok(&w);
+}
+
+#[test]
+fn the_back_forward_cache_gives_up_locks_and_requests_again_on_return() {
+    let mut w = World::ideal(1, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    // Queued behind #1 (a lone member grants a free name at once).
+    w.act(0, request("x"));
+    let mark = w.nodes[0].recorded.len();
+    w.fault_at(w.now, 0, Fault::Hide(1_000));
+    w.pump();
+    let fx = w.nodes[0].recorded[mark..].to_vec();
+    assert_eq!(posts(&fx), [Body::Leave]);
+    assert!(fx.contains(&Effect::Stolen {
+        id: 1,
+        reason: LossReason::Hidden
+    }));
+    assert!(fx.contains(&Effect::ClearTimer));
+    assert!(fx.ends_with(&[Effect::ArmFarewell(None)]), "{fx:?}");
+    assert!(
+        fx.iter().position(|e| matches!(e, Effect::Transmit(_)))
+            < fx.iter().position(|e| *e == Effect::CloseChannels),
+        "the Leave goes out before the channels close"
+    );
+    let mark = w.nodes[0].recorded.len();
+    w.advance(1_000);
+    assert_eq!(posts(&w.nodes[0].recorded[mark..]), [Body::Join]);
+    settle(&mut w);
+    assert!(w.nodes[0].recorded.contains(&Effect::Granted(2)));
+    ok(&w);
+}
+
+#[test]
+fn a_newer_version_retires_this_context() {
+    let mut w = World::ideal(1, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    w.act(0, if_available("x"));
+    w.act(0, request("x"));
+    // Request 2 was not available; now a context of the next version speaks.
+    let newer = Message {
+        sender: MemberKey::new("future", 1),
+        seq: 1,
+        body: Body::Join,
+    };
+    let mark = w.nodes[0].recorded.len();
+    w.inject(encode_versioned(&newer, PROTOCOL_VERSION + 1));
+    w.pump();
+    let fx = w.nodes[0].recorded[mark..].to_vec();
+    assert_eq!(
+        fx[0],
+        Effect::Incompatible {
+            version: PROTOCOL_VERSION + 1
+        }
+    );
+    assert!(fx.contains(&Effect::Stolen {
+        id: 1,
+        reason: LossReason::Retired
+    }));
+    // Afterwards: ifAvailable is never available, other requests wait forever, the channel is ignored.
+    let fx = w.act(0, if_available("z"));
+    assert_eq!(fx, [Effect::NotAvailable(4)]);
+    w.pump();
+    assert!(!engine_effects(&w.nodes[0].recorded).contains(&Effect::Granted(3)));
+    ok(&w);
+}
+
+#[test]
+fn an_older_version_joining_hears_that_a_newer_one_runs() {
+    let mut w = World::ideal(1, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    let older = Message {
+        sender: MemberKey::new("past", 1),
+        seq: 1,
+        body: Body::Join,
+    };
+    let mark = w.nodes[0].recorded.len();
+    w.inject(encode_versioned(&older, PROTOCOL_VERSION - 1));
+    w.pump();
+    assert_eq!(posts(&w.nodes[0].recorded[mark..]), [Body::Alive]);
+    assert_eq!(
+        wire::decode(&encode_versioned(&older, 0)).map(|d| matches!(
+            d,
+            Decoded::Foreign {
+                kind: KIND_JOIN,
+                ..
+            }
+        )),
+        Some(true)
+    );
+    ok(&w);
+}
+
+#[test]
+fn a_query_waits_for_the_requests_made_before_it() {
+    let mut w = World::ideal(1, config());
+    w.act(0, request("x"));
+    w.act(0, Action::Query);
+    assert!(
+        engine_effects(&w.nodes[0].recorded).is_empty(),
+        "not while joining"
+    );
+    settle(&mut w);
+    assert_eq!(w.nodes[0].queries_answered.len(), 1);
+    let snapshot = &w.nodes[0].queries_answered[0];
+    assert_eq!(snapshot.held.len(), 1);
+    assert_eq!(&*snapshot.held[0].client_id, "ctx0");
+    ok(&w);
+}
+
+#[test]
+fn an_evicted_context_learns_it_and_sends_its_requests_again() {
+    let mut w = World::ideal(2, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    w.act(0, request("x"));
+    w.act(1, request("x"));
+    w.pump();
+    let me0 = w.nodes[0].node.member_key();
+    // Context 0's page runs a long task (no deputy): context 1 pings it and, with no answer, evicts it.
+    let stall = config().ping_interval + config().evict_after + 100;
+    w.fault_at(w.now, 0, Fault::Stall(stall));
+    w.advance(stall);
+    w.pump();
+    assert!(w.nodes[0].recorded.contains(&Effect::Stolen {
+        id: 1,
+        reason: LossReason::Evicted
+    }));
+    assert!(
+        posts(&w.nodes[1].recorded)
+            .iter()
+            .any(|b| matches!(b, Body::Evict { .. }))
+    );
+    // It rejoined, with a state transfer (its replica could lack what a lone member decided without
+    // posting), and asked again for what it was waiting for.
+    settle(&mut w);
+    assert_eq!(
+        w.nodes[0].node.member_key().incarnation,
+        me0.incarnation + 1
+    );
+    let joins = posts(&w.nodes[0].recorded)
+        .into_iter()
+        .filter(|b| *b == Body::Join)
+        .count();
+    assert_eq!(joins, 2, "the first join and the rejoin");
+    let states = posts(&w.nodes[1].recorded)
+        .iter()
+        .filter(|b| matches!(b, Body::State(_)))
+        .count();
+    assert!(states >= 1, "context 1 answered the rejoin");
+    assert!(
+        w.nodes[1].recorded.contains(&Effect::Granted(1)),
+        "context 1 got x"
+    );
+    assert!(is_pending(&w, 1, 0, 2));
+    ok(&w);
+}
+
+#[test]
+fn a_context_that_missed_messages_steps_out_gives_up_its_locks_and_rejoins() {
+    let mut w = World::ideal(2, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    w.act(0, request("x"));
+    w.act(1, request("y"));
+    settle(&mut w);
+    assert!(w.nodes[1].recorded.contains(&Effect::Granted(1)));
+    let me0 = w.nodes[0].node.member_key();
+    // Context 0's transport loses context 1's next request: context 0 never applies it, and is told.
+    w.fault_at(w.now, 0, Fault::Gap(20));
+    w.pump();
+    w.act(1, request("x"));
+    let mark = w.nodes[0].recorded.len();
+    w.advance(20);
+    let fx = w.nodes[0].recorded[mark..].to_vec();
+    assert!(
+        posts(&fx).starts_with(&[Body::Leave, Body::Join]),
+        "it leaves its membership and joins again: {fx:?}"
+    );
+    assert!(fx.contains(&Effect::Stolen {
+        id: 1,
+        reason: LossReason::Reset
+    }));
+    settle(&mut w);
+
+    // Its Leave released #1 where the origin still counted it: context 1 holds x, and context 0's
+    // queued request waits behind it under the new membership.
+    assert!(w.nodes[1].recorded.contains(&Effect::Granted(2)));
+    assert_eq!(
+        w.nodes[0].node.member_key().incarnation,
+        me0.incarnation + 1
+    );
+    assert!(is_pending(&w, 1, 0, 2));
+    assert!(!engine_effects(&w.nodes[0].recorded).contains(&Effect::Granted(2)));
+    ok(&w);
+    // Nothing happens to a context that is not following the order.
+    let mut detached = Participant::new("d", config());
+    detached.handle_missed_messages(w.now);
+    assert!(detached.poll_effect().is_none());
+}
+
+#[test]
+fn every_busy_context_that_sees_a_member_go_silent_wakes_its_deputy_for_that_ping() {
+    let mut w = World::ideal(4, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    w.act(1, request("x"));
+    w.act(2, request("x"));
+    w.act(3, request("y"));
+    settle(&mut w);
+    w.act(3, Action::Release(1));
+    w.pump();
+    let me0 = w.nodes[0].node.member_key();
+    let marks: Vec<usize> = w.nodes.iter().map(|n| n.recorded.len()).collect();
+    // Context 0's page is busy (it applies nothing meanwhile): a waiter pings it.
+    w.fault_at(w.now, 0, Fault::Stall(config().ping_interval + 50));
+    w.advance(config().ping_interval + 10);
+    // The pings each context asked context 0's deputy to answer.
+    let vouched = |i: usize| -> Vec<MessageId> {
+        w.nodes[i].recorded[marks[i]..]
+            .iter()
+            .filter_map(|e| match e {
+                Effect::WakeDeputy(v) if v.sender == me0 => match &v.body {
+                    Body::Vouch { ping } => Some(ping.clone()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    };
+    let ping = vouched(1)
+        .first()
+        .cloned()
+        .expect("a waiter pinged context 0");
+    assert!(
+        [1, 2]
+            .map(|i| w.nodes[i].node.member_key())
+            .contains(&ping.sender),
+        "the ping context 0 is silent on is a waiter's"
+    );
+    for i in [1, 2] {
+        assert!(
+            !vouched(i).is_empty() && vouched(i).iter().all(|p| *p == ping),
+            "both waiters wake context 0's deputy for that ping: the pinger may stall or crash before \
+             it applies its ping"
+        );
+    }
+    assert!(vouched(3).is_empty(), "an idle context does not");
+    w.advance(100);
+    ok(&w);
+}
+
+#[test]
+fn a_vouch_takes_no_position_and_anchors_no_state_transfer() {
+    let mut w = World::ideal(2, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    let me0 = w.nodes[0].node.member_key();
+    let before = w.nodes[0].node.replica().unwrap().pos();
+    // Two vouches of context 0 (its deputy's announcement and an answer): one id for both.
+    for _ in 0..2 {
+        let vouch = Message {
+            sender: me0.clone(),
+            seq: 0,
+            body: Body::Vouch {
+                ping: MessageId {
+                    sender: me0.clone(),
+                    seq: 0,
+                },
+            },
+        };
+        w.inject(encode(&vouch));
+    }
+    w.pump();
+    assert_eq!(w.nodes[0].node.replica().unwrap().pos(), before);
+    // A joiner with both vouches in its buffer gets a State as of a message with an id of its own.
+    w.act(1, request("x"));
+    settle(&mut w);
+    let state = w.nodes[0].recorded.iter().find_map(|e| match e {
+        Effect::Transmit(messages) => messages.iter().find_map(|m| match &m.body {
+            Body::State(st) => Some(st.as_of.clone()),
+            _ => None,
+        }),
+        _ => None,
+    });
+    assert!(state.is_some_and(|as_of| as_of.seq != 0));
+    assert!(is_pending(&w, 1, 1, 1));
+    ok(&w);
+}
+
+#[test]
+fn over_a_transport_read_on_demand_a_query_waits_for_an_alive_of_its_own_to_come_back() {
+    let mut w = World::ideal(
+        2,
+        Config {
+            transport: Transport::Log(Wake::Pokes),
+            ..config()
+        },
+    );
+    w.act(0, request("x"));
+    settle(&mut w);
+    w.act(1, Action::Query);
+    settle(&mut w);
+    // From now on no storage event wakes context 1: it reads the log only when it needs to.
+    w.env.storage = false;
+    // Context 0 takes another lock (its Request is in the log); context 1 has not read it yet when it
+    // is asked.
+    w.act(0, request("y"));
+    w.advance(5);
+    assert_eq!(w.nodes[0].requests[&2].state, ReqState::Held);
+    let fx = w.act(1, Action::Query);
+    assert_eq!(posts(&fx), [Body::Alive]);
+    assert!(
+        engine_effects(&fx).is_empty(),
+        "not answered from what it has read so far"
+    );
+    settle(&mut w);
+    let held: Vec<String> = w.nodes[1].queries_answered[1]
+        .held
+        .iter()
+        .map(|l| l.name.to_string())
+        .collect();
+    assert_eq!(
+        held,
+        ["x", "y"],
+        "the answer includes what the origin did before the call"
+    );
+    ok(&w);
+}
