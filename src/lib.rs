@@ -24,7 +24,7 @@ pub mod sorted_vec;
 
 pub mod wasm;
 
-/// The wasm's global allocator: talc instead of std's dlmalloc, ~4 KB smaller in the wasm and faster. The
+/// The wasm's global allocator: talc instead of std's dlmalloc, smaller in the wasm and faster. The
 /// wasm is single-threaded (no `atomics` target feature), which `WasmDynamicTalc` requires.
 #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
 #[global_allocator]

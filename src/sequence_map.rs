@@ -1,14 +1,12 @@
 //! [`SequenceMap`]: a map ordered by key for keys that mostly arrive in increasing order (request ids,
 //! grant orders), kept as one `Vec` of entries sorted by key, where a removal leaves a hole.
 //!
-//! Why: `BTreeMap` brought its own node, balancing and iterator code into the wasm for each of the two
-//! maps that used it (~4 KB gzipped), and [`crate::sorted_vec::SortedMap`] is a `Vec`, whose removals
-//! from the front are O(n): a queue of 100,000 requests draining in order would be quadratic. Here an
+//! Why: `BTreeMap` brings its own node, balancing and iterator code into the wasm for each map type, and
+//! [`crate::sorted_vec::SortedMap`] is a `Vec`, whose removals from the front are O(n): a queue of
+//! 100,000 requests draining in order would be quadratic. Here an
 //! insert after the last key is a push, a removal takes the value out of its entry and moves nothing
 //! (the holes are dropped all at once when they are half the entries: amortized O(1) per removal,
-//! wherever it is), and a lookup is a binary search: a FIFO drain is linear, as with `BTreeMap`. A
-//! `VecDeque` did the same for removals near either end, and cost ~1 KB more gzipped in the wasm (its
-//! two-slice searches, iterators and ring copies, per instantiation).
+//! wherever it is), and a lookup is a binary search: a FIFO drain is linear, as with `BTreeMap`.
 
 /// A map ordered by key, as one `Vec` of entries sorted by key (no two equal keys). A removal only
 /// takes the value out and leaves its key as a hole (`None`), so it moves nothing; the holes go at

@@ -2,11 +2,10 @@
 //! `BTreeMap`/`BTreeSet`'s API this crate uses and the same iteration order (by key).
 //!
 //! Why not the std collections: in the wasm every `BTreeMap<K, V>` instantiation brings its own node,
-//! balancing and iterator code (several KB each), and every `HashMap` its hashbrown table and SipHash.
-//! A sorted `Vec` is a binary search plus `Vec::insert`/`remove`: a few hundred bytes per instantiation,
-//! and no slower for the small maps of a lock manager (tens to a few thousand entries; an insert or a
-//! remove moves at most the entries after it). Measured on the whole crate (protocol + scheduler
-//! switched over): the wasm 161,785 -> 106,159 B, gzipped 67,536 -> 45,957 B.
+//! balancing and iterator code, and every `HashMap` its hashbrown table and SipHash. A sorted `Vec` is a
+//! binary search plus `Vec::insert`/`remove`, little code per instantiation, and no slower for the small
+//! maps of a lock manager (tens to a few thousand entries; an insert or a remove moves at most the
+//! entries after it).
 use std::borrow::Borrow;
 
 /// A map ordered by key, as one `Vec` of entries sorted by key (no two equal keys).

@@ -1,4 +1,5 @@
-//! A lease's key, (type, id) as in the seed (`tryLock("domain.Article", "10")`), and the argument limits.
+//! A lease's key, (type, id) (`tryLock("domain.Article", "10")`: what is locked, a kind and an id), and
+//! the argument limits.
 
 use super::error::LeaseError;
 
@@ -69,7 +70,7 @@ pub fn check_positive_ms(what: &str, ms: f64) -> Result<f64, LeaseError> {
 /// Validate a ttl: positive, finite and at most [`MAX_TTL_MS`].
 pub fn check_ttl_ms(ttl_ms: f64) -> Result<f64, LeaseError> {
     if check_positive_ms("ttlMs", ttl_ms)? > MAX_TTL_MS {
-        // A literal: formatting the f64 constant would pull float formatting into the wasm (~20 KB).
+        // A literal: formatting the f64 constant would bring float formatting into the wasm.
         return Err(LeaseError::InvalidArgument(
             "ttlMs must be at most 86400000 ms (24 hours)".into(),
         ));

@@ -21,7 +21,7 @@ pub struct LockId {
 impl LockId {
     /// Parse the text form; anything else is an `InvalidArgument`.
     pub fn parse(text: &str) -> Result<LockId, LeaseError> {
-        // One error for every way of failing, built in one place (not once per `?`: -0.3 KB in the wasm).
+        // One error for every way of failing, built in one place.
         Self::parse_parts(text)
             .ok_or_else(|| LeaseError::InvalidArgument("not a lockId returned by tryLock".into()))
     }

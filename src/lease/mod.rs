@@ -1,9 +1,9 @@
 //! Leases: offline pessimistic locks that outlive a page load (an extension, not part of the Web Locks spec).
 //!
-//! A Web Lock lives only as long as its callback. A lease is the lock of the seed's edit-form scenario: taken
-//! when a form is shown, released when the change is saved, and expiring unless extended, so a user who walks
-//! away never blocks the others for ever. The seed's `LockManager` has four operations, all here:
-//! `tryLock(type, id) -> LockId`, `checkLock`, `releaseLock` and `extendLockExpiration`.
+//! A Web Lock lives only as long as its callback. A lease is the lock of an edit form: taken when the form is
+//! shown, released when the change is saved, and expiring unless extended, so a user who walks away never
+//! blocks the others for ever. The lease manager has four operations, all here: `tryLock(type, id) ->
+//! LockId`, `checkLock`, `releaseLock` and `extendLockExpiration`.
 //!
 //! Everything in this module is pure: the clock (`now_ms`, milliseconds since the Unix epoch) and the
 //! randomness of a new lease's token are passed in. Each operation touches the record of exactly one

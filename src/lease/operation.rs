@@ -1,4 +1,4 @@
-//! The seed's four operations as pure decisions over the one record they concern.
+//! The four lease operations as pure decisions over the one record they concern.
 //!
 //! A store runs an [`Operation`] atomically: read the record at [`Operation::key`], call
 //! [`Operation::decide`] with it and the current time, carry out the [`Write`], report the [`Outcome`].
@@ -23,7 +23,7 @@ pub enum Operation {
     Check(LockId),
     /// Remove the lease of this `LockId` (live or expired, as long as nobody took it over).
     Release(LockId),
-    /// Push the expiry of a live lease `inc_ms` later (the seed: `expiration + inc`), capped at
+    /// Push the expiry of a live lease `inc_ms` later (`expiration + inc`), capped at
     /// [`MAX_TTL_MS`] from now, or a store's lower bound ([`Operation::decide_within`]), so any positive
     /// `inc_ms` is accepted.
     Extend { lock_id: LockId, inc_ms: f64 },

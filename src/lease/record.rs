@@ -4,7 +4,7 @@ use super::key::LeaseKey;
 use super::lock_id::LockId;
 use super::token::Token;
 
-/// One row of the seed's `locks` table: (type, id) primary key, the holder's token, the expiry.
+/// One row of the `locks` table: (type, id) primary key, the holder's token, the expiry.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LeaseRecord {
     pub key: LeaseKey,

@@ -16,7 +16,7 @@ use super::take_over::TakeOver;
 use super::token::Token;
 use crate::sorted_vec::SortedMap;
 
-/// Rows keyed by (type, id), like the seed's `locks` table.
+/// Rows keyed by (type, id), like the `locks` table of a database.
 pub trait LeaseStore {
     fn get(&self, key: &LeaseKey) -> Result<Option<LeaseRecord>, LeaseError>;
     /// Insert or replace the row at `record.key`.
@@ -52,7 +52,7 @@ impl LeaseStore for MemoryLeaseStore {
     }
 }
 
-/// The seed's `LockManager` over a [`LeaseStore`], with the clock and the randomness passed in.
+/// The lease manager (`tryLock`, `checkLock`, `releaseLock`, `extendLockExpiration`) over a [`LeaseStore`], with the clock and the randomness passed in.
 #[derive(Debug, Default)]
 pub struct Leases<S> {
     store: S,

@@ -329,8 +329,8 @@ impl Coordination {
     }
 
     /// Carries out the participant's effects in order, each with the participant released: the sink
-    /// may call back into the engine, whose call adds its effects behind these. Kept out of line:
-    /// inlined, it was copied into each of the dozen events' callers.
+    /// may call back into the engine, whose call adds its effects behind these. Kept out of line, so
+    /// that the dozen event handlers share one copy.
     #[inline(never)]
     fn carry_out_effects(&self) {
         loop {
