@@ -1,4 +1,4 @@
-//! Host benchmarks of the protocol core (issue 6): the cost per request of queue drains and of
+//! Host benchmarks of the protocol core: the cost per request of queue drains and of
 //! uncontended cycles, with the channel reduced to an in-order loop (no delays, no JS). They print
 //! figures and assert only that every request was served; run them with
 //! `cargo test --release --test protocol_sim -- --ignored bench --nocapture`.
