@@ -1,4 +1,4 @@
-//! Deterministic simulation of the coordination protocol (issue 3): seeded runs of 2 to 16 contexts
+//! Deterministic simulation of the coordination protocol: seeded runs of 2 to 16 contexts
 //! over a simulated BroadcastChannel and localStorage, with crashes, long tasks, freezes, the
 //! back/forward cache, closes and a protocol-version skew, checked at every step (see checks.rs).
 //!
