@@ -1,4 +1,4 @@
-// Where a cross-tab handoff's time goes (issue 6, scenario 6), in headless Chromium (or Firefox with
+// Where a cross-tab handoff's time goes (the bench's scenario 6), in headless Chromium (or Firefox with
 // --browser=firefox). Two parts:
 //
 // 1. Transports: two blank tabs pass a message back and forth, alternating between the ways two tabs of an

@@ -1,7 +1,6 @@
 // `npm run bench`: build the release package, then measure native navigator.locks, the weblocks polyfill
-// and the weblocks ponyfill side by side in headless Chromium (and Firefox with --firefox), print a
-// markdown table and write the figures to bench-results/ as JSON. See docs/BENCH.md.
-// (and WebKit with --webkit).
+// and the weblocks ponyfill side by side in headless Chromium (and Firefox with --firefox, WebKit with
+// --webkit), print a markdown table and write the figures to bench-results/ as JSON. See docs/BENCH.md.
 //
 //   node bench/run.mjs [--smoke] [--no-build] [--firefox | --webkit | --browsers=chromium,firefox,webkit]
 //                      [--only=1,3,pingpong-two] [--repeat=N] [--out=FILE]
@@ -13,7 +12,6 @@ import { repoRoot } from '../tests/e2e/server.mjs';
 import { runBench, summariseRuns } from './lib/bench.mjs';
 import { markdownTable } from './lib/report.mjs';
 import { variants } from './lib/variants.mjs';
-import { weblocksCoordinatesAcrossTabs } from './lib/expectations.mjs';
 
 function option(name) {
   const arg = process.argv.find((a) => a === `--${name}` || a.startsWith(`--${name}=`));
@@ -39,9 +37,6 @@ function printTables(results) {
   console.log(
     `\nRatios are weblocks ÷ native (↑: higher is better, ↓: lower is better). Load average ${loads(results.meta.loadAverageAtStart)} at start, ${loads(results.meta.loadAverageAtEnd)} at end (${results.meta.cpus} CPUs).`,
   );
-  if (!weblocksCoordinatesAcrossTabs) {
-    console.log('Cross-tab rows (6, 7, 8): weblocks does not coordinate across tabs yet (issue 3); its failures there are expected.');
-  }
 }
 
 if (typeof option('from') === 'string') {

@@ -70,7 +70,7 @@ export function devLeaseBackend({ secret, serviceUrl }) {
     if (req.method !== 'PUT') return false;
     try {
       const { title, body, lockId } = await readJson(req);
-      // The seed's save: check the lease first (the user's own token), then write.
+      // The edit form's save: check the lease first (the user's own token), then write.
       const check = await fetch(`${serviceUrl(req)}/v1/checkLock`, {
         method: 'POST',
         headers: { authorization: req.headers.authorization ?? '', 'content-type': 'application/json' },

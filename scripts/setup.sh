@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh Debian machine (root): browsers, Rust wasm toolchain, npm dev tools,
 # PostgreSQL and sqlite3 for the lease service's tests. Every step checks before it installs, so a second
-# run takes seconds. See ../shared/TOOLCHAIN.md.
+# run takes seconds. What it installs, and the pitfalls of each tool: docs/DEVELOPMENT.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

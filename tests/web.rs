@@ -253,15 +253,15 @@ cases! {
     lock_getters_are_accessors_on_the_prototype,
     /// WebIDL: the prototypes hold exactly the IDL members.
     prototypes_have_exactly_the_webidl_members,
-    /// Issue 2: no wasm-bindgen `free`/`__wbg_ptr` shows; locks and Lock objects have no own properties.
+    /// The ponyfill: no wasm-bindgen `free`/`__wbg_ptr` shows; locks and Lock objects have no own properties.
     no_wasm_bindgen_members_are_visible,
     // The ponyfill's own contract
-    /// Issue 2: calls before the engine is ready are queued in order and none is lost.
+    /// Calls before the engine is ready are queued in order and none is lost.
     calls_before_the_engine_is_ready_are_queued_in_order,
-    /// Issue 2: validation errors (WebIDL, steps 5-9) do not wait for the engine.
+    /// Validation errors (WebIDL, steps 5-9) do not wait for the engine.
     errors_reject_without_waiting_for_the_engine,
     /// ARCHITECTURE.md: the factory is called once with the api's clientId and a sink.
     engine_factory_gets_the_client_id_and_a_sink,
-    /// Issue 2: the ponyfill touches no global.
+    /// The ponyfill touches no global.
     create_lock_api_touches_no_global,
 }

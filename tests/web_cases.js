@@ -1598,7 +1598,7 @@ export async function no_wasm_bindgen_members_are_visible(env) {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// The ponyfill's own contract: engine loading, client id, no globals (issue 2, "What to build" 4)
+// The ponyfill's own contract: engine loading, client id, no globals
 
 export async function calls_before_the_engine_is_ready_are_queued_in_order(env) {
   const gate = deferred();

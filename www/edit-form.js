@@ -1,5 +1,5 @@
-// The seed's edit-form scenario with leases: take the lease when the form is shown (tryLock), keep it alive
-// while the page is open (keepAlive), check it when saving (checkLock) and release it after the save
+// The edit-form story with leases (docs/LEASES.md): take the lease when the form is shown (tryLock), keep it
+// alive while the page is open (keepAlive), check it when saving (checkLock) and release it after the save
 // (releaseLock). A page that cannot get the lease says who is editing and gets it once it is free.
 //
 // Two settings, one story:
@@ -50,7 +50,7 @@ function inThisBrowser() {
     mayTakeOver: false,
     loadArticle: async () => JSON.parse(localStorage.getItem(articleKey) ?? 'null') ?? defaultArticle(),
     async saveArticle(article) {
-      await browserLeases.checkLock(lockId); // the seed: check the lease before changing anything
+      await browserLeases.checkLock(lockId); // check the lease before changing anything
       localStorage.setItem(articleKey, JSON.stringify({ ...article, savedAt: Date.now() }));
     },
     lockedMessage: (e) =>

@@ -1,7 +1,7 @@
-// Scenarios across tabs of one origin (issue 6 numbering): 6 handoff ping-pong, 7 contention with a
-// safety check, 8 recovery after the holder tab goes away. They run for weblocks exactly as for the
-// native API; until weblocks coordinates across contexts (issue 3) its rows show the failure
-// (overlaps, a waiter granted while the holder lives) rather than being skipped.
+// Scenarios across tabs of one origin (docs/BENCH.md's numbering): 6 handoff ping-pong, 7 contention with
+// a safety check, 8 recovery after the holder tab goes away. They run for weblocks exactly as for the
+// native API, so a lock manager that did not span the origin would show its failure in their safety rows
+// (overlaps, a waiter granted while the holder lives) rather than be skipped.
 import { openReady, sleep, withTimeout } from './tabs.mjs';
 
 const randomId = () => Math.random().toString(36).slice(2, 10);
@@ -216,8 +216,8 @@ function contentionScenario(sizes, tabCount) {
 
 /**
  * 1, in a tab that does not decide alone: uncontended request/release cycles while another tab of the
- * origin has taken part (a member of weblocks' protocol, then idle). Issue 6: "in a non-arbiter tab: no
- * slower than native". weblocks posts every request and release and waits for its request's echo here.
+ *  origin has taken part (a member of weblocks' protocol, then idle). Target: no slower than native.
+ * weblocks posts every request and release and waits for its request's echo here.
  */
 function uncontendedBesideScenario(sizes) {
   return {

@@ -1,5 +1,5 @@
 // The Firefox driver of the bench: Debian's firefox-esr through puppeteer-core over WebDriver BiDi
-// (playwright-core cannot drive a stock Firefox; /work/shared/TOOLCHAIN.md). Same tab interface as
+// (playwright-core cannot drive a stock Firefox: docs/DEVELOPMENT.md). Same tab interface as
 // bench/lib/chromium.mjs, less what Firefox cannot do from outside: no renderer crash (scenario 8's
 // crash row reads "not drivable"), no `gc()` or `performance.memory` (memory figures are absent).
 import fs from 'node:fs';

@@ -1,7 +1,6 @@
 // Summaries of the runs (medians over repeats) and the markdown table: each figure, its ratio to native,
-// the issue-6 target and whether weblocks meets it; safety checks as their own rows.
+// its target (docs/BENCH.md) and whether weblocks meets it; safety checks as their own rows.
 import { medianOf } from './single_context.mjs';
-import { weblocksCoordinatesAcrossTabs } from './expectations.mjs';
 
 /**
  * Median of `pick` over the runs that produced a number; or the first run's error, or why the scenario
@@ -99,8 +98,7 @@ export function summariseScenario(scenario, runsByVariant, variants) {
     const cells = {};
     for (const variant of variants) {
       const worst = worstCheck(runsByVariant[variant.id] ?? [], check.pick);
-      const expectedToFail = scenario.crossTab && variant.id !== 'native' && !weblocksCoordinatesAcrossTabs;
-      cells[variant.id] = { worst, ok: worst === null ? undefined : worst === 0, expectedToFail };
+      cells[variant.id] = { worst, ok: worst === null ? undefined : worst === 0 };
     }
     return { label: check.label, cells };
   });
@@ -123,7 +121,7 @@ function metricCell(cell, metric, isNative) {
 function checkCell(cell) {
   if (cell.worst === null) return 'n/a';
   if (cell.ok) return '0 ✓';
-  return `${formatNumber(cell.worst, 0)} ✗${cell.expectedToFail ? ' (expected until issue 3)' : ''}`;
+  return `${formatNumber(cell.worst, 0)} ✗`;
 }
 
 /** The markdown table of `summaries` (one per scenario) for `variants`. */

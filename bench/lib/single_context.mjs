@@ -1,4 +1,4 @@
-// Scenarios measured in one tab (issue 6 numbering): 1 uncontended, 2 ifAvailable misses, 3 queue
+// Scenarios measured in one tab (docs/BENCH.md's numbering): 1 uncontended, 2 ifAvailable misses, 3 queue
 // drain, 4 shared fan-out, 5 query, 9 load, 10 idle. Each `run` opens a fresh tab of the variant, calls
 // the in-page half (bench/pages/scenarios.js) and returns its numbers; the caller bounds it in time.
 import fs from 'node:fs';
@@ -139,7 +139,7 @@ export function loadScenario(sizes) {
         pick: (r) => r.bytes.gzip,
         digits: 0,
         noRatio: true,
-        target: { atMost: 40_000, unit: ' B (classic build)', variants: ['polyfill'] }, // issue 6; scripts/sizes.mjs's budget
+        target: { atMost: 40_000, unit: ' B (classic build)', variants: ['polyfill'] }, // the classic script's budget, as in scripts/sizes.mjs
       },
     ],
   };

@@ -1,4 +1,4 @@
-// Scenario sizes and time bounds: the full bench (issue 6's sizes) and the smoke run (tiny sizes, every
+// Scenario sizes and time bounds: the full bench (docs/BENCH.md's sizes) and the smoke run (tiny sizes, every
 // scenario once, for tests/e2e/bench_smoke.test.mjs).
 
 export const fullSizes = {

@@ -1,4 +1,4 @@
-//! The HTTP/JSON API: the seed's four operations, `takeOver`, `list`, a change stream, and `/health`.
+//! The HTTP/JSON API: the four lease operations, `takeOver`, `list`, a change stream, and `/health`.
 //! Every request but `/health` needs a verified token ([`Identity`]); a lockId is the capability for
 //! `checkLock`, `releaseLock` and `extendLockExpiration`. Every failure is a typed JSON error
 //! ([`ApiError`]) and writes nothing.

@@ -75,7 +75,8 @@ pub fn digest(token: Token) -> Token {
 /// What a request asks of one key.
 #[derive(Clone, Debug)]
 pub enum Action {
-    /// One of the seed's four operations; a lockId's token is already digested.
+    /// One of the four lease operations (tryLock, checkLock, releaseLock, extendLockExpiration); a
+    /// lockId's token is already digested.
     Operation(Operation),
     TakeOver(TakeOver),
 }

@@ -1,5 +1,5 @@
 //! weblocks-lease-server: leases between users. The lease decisions of the `weblocks` crate
-//! (`weblocks::lease`), served over HTTP/JSON, with the seed's `locks` table in SQLite (the embedded
+//! (`weblocks::lease`), served over HTTP/JSON, with the leases' `locks` table in SQLite (the embedded
 //! default) or PostgreSQL (several instances on one database). See docs/LEASES.md.
 //!
 //! - [`config`]: flags and environment; [`server`]: the assembled service; [`shutdown`]: its stop signal.

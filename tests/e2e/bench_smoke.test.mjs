@@ -4,9 +4,7 @@
 // idle activity, ...), so the bench cannot rot. Never pass/fail on speed.
 //
 // The cross-tab checks (scenarios 6, 7, 8) are also run on a per-tab control (a lock manager confined
-// to its tab), which they must catch, so they are known not to be blind. Should weblocks' cross-tab
-// coordination ever be switched off, set `weblocksCoordinatesAcrossTabs` in bench/lib/expectations.mjs
-// to false: its cross-tab checks then still run, marked TODO.
+// to its tab), which they must catch, so they are known not to be blind.
 //
 // Run: npm run build && node --test tests/e2e/bench_smoke.test.mjs   (or: npm run bench:smoke)
 import { test, before } from 'node:test';
@@ -17,13 +15,9 @@ import { repoRoot } from './server.mjs';
 import { runBench } from '../../bench/lib/bench.mjs';
 import { markdownTable } from '../../bench/lib/report.mjs';
 import { variants } from '../../bench/lib/variants.mjs';
-import { weblocksCoordinatesAcrossTabs } from '../../bench/lib/expectations.mjs';
 
 const expectedScenarios = ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10'];
 const controlScenarios = ['contention-2', 'recovery-close'];
-const crossTabTodo = weblocksCoordinatesAcrossTabs
-  ? false
-  : 'issue 3: weblocks does not coordinate across tabs yet (flip weblocksCoordinatesAcrossTabs in bench/lib/expectations.mjs)';
 
 let result;
 
@@ -41,7 +35,7 @@ before(
   { timeout: 150_000 },
 );
 
-test('every scenario of issue 6 ran', () => {
+test('every scenario ran', () => {
   const numbers = new Set(result.summaries.map((s) => s.number));
   assert.deepEqual(expectedScenarios.filter((n) => !numbers.has(n)), []);
   assert.ok(result.summaries.some((s) => s.key === 'growth'), 'the drain growth row is derived');
@@ -72,8 +66,7 @@ for (const variant of variants) {
     }
   });
 
-  const todo = variant.id === 'native' ? false : crossTabTodo;
-  test(`${variant.id}: the cross-tab scenarios (6-8) produce numbers and pass their safety checks`, { todo }, () => {
+  test(`${variant.id}: the cross-tab scenarios (6-8) produce numbers and pass their safety checks`, () => {
     for (const summary of result.summaries.filter((s) => s.crossTab)) assertNumbersAndSafety(summary, variant.id);
   });
 }

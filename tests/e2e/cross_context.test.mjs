@@ -1,7 +1,7 @@
-// Issue 3 in real Chromium tabs, iframes and dedicated workers: every same-origin context that loaded weblocks
-// shares ONE lock manager (the scenarios of the spec's motivation across contexts). Each test gets a fresh
-// browser context (a fresh origin state); the contexts use the ponyfill `locks` of js/index.js (or the
-// classic script where said) with the native navigator.locks removed, so what is tested is weblocks.
+// In real Chromium tabs, iframes and dedicated workers, every same-origin context that loaded weblocks shares
+// ONE lock manager (the scenarios of the spec's motivation across contexts). Each test gets a fresh browser
+// context (a fresh origin state); the contexts use the ponyfill `locks` of js/index.js (or the classic script
+// where said) with the native navigator.locks removed, so what is tested is weblocks.
 // Fixtures: fixtures/xctx_page.html, xctx_worker.js, xctx_agent.js; Node side: fixtures/xctx_harness.mjs.
 // Needs the build (`npm run build`: pkg/ and dist/).
 import { test, before, after } from 'node:test';

@@ -1,6 +1,6 @@
-// Issue 3 in Firefox (Debian's firefox-esr through the bench's driver, bench/lib/firefox.mjs): a smoke test
-// that weblocks' tabs of one origin share one lock manager there too: exclusion and FIFO handoff across
-// tabs, the handoff latency, a short read-modify-write stress with the overlap marker, and closed holders.
+// Firefox (Debian's firefox-esr through the bench's driver, bench/lib/firefox.mjs): a smoke test that
+// weblocks' tabs of one origin share one lock manager there too: exclusion and FIFO handoff across tabs, the
+// handoff latency, a short read-modify-write stress with the overlap marker, and closed holders.
 // The tabs use the ponyfill with the native navigator.locks removed (fixtures/xctx_page.html).
 // Needs the build (`npm run build`).
 import { test, before, after } from 'node:test';

@@ -1,4 +1,4 @@
-// Issue 3's frozen pages in Chromium: a holder tab frozen with CDP Page.setWebLifecycleState (its `freeze`
+// Frozen pages in Chromium: a holder tab frozen with CDP Page.setWebLifecycleState (its `freeze`
 // event fires, then no task of it runs) keeps its lock: a waiter in another tab is NOT granted while it is
 // frozen (the design keeps an announced frozen context alive for a bounded grace, 10 s), and after resuming
 // it still holds and releases normally. Frozen beyond the grace, it is presumed gone: the waiter is granted

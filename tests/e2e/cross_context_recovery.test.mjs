@@ -1,6 +1,6 @@
-// Issue 3's "no stranded locks" and "frozen pages" in Chromium: a holder that goes away (tab closed, navigated,
-// renderer crashed, dedicated worker terminated) frees its locks for a waiter in another tab within the
-// bounds of the issue (100 ms after a close, 1 s after a crash); crashing the oldest member stops nobody.
+// No stranded locks, in Chromium: a holder that goes away (tab closed, navigated, renderer crashed,
+// dedicated worker terminated) frees its locks for a waiter in another tab within the bounds of
+// docs/PROTOCOL.md §7 (100 ms after a close, 1 s after a crash); crashing the oldest member stops nobody.
 // Frozen pages: cross_context_frozen.test.mjs.
 // Times are measured from just before the test's command (so they include CDP latency) to the waiter's grant,
 // both on this machine's wall clock. Needs the build (`npm run build`).
@@ -23,8 +23,8 @@ import {
   withOrigin as withOriginOf,
 } from './fixtures/xctx_harness.mjs';
 
-// The issue's bounds, and what this loaded 2-core machine is allowed on top (the figures are printed):
-// issue 3's 1 s after a crash, issue 6's 500 ms for a page with a deputy (js/deputy.js).
+// The bounds of docs/PROTOCOL.md §7, and what a loaded 2-core machine is allowed on top (the figures are
+// printed): 1 s after a crash, 500 ms for a page with a deputy (js/deputy.js).
 const CLOSE_BOUND_MS = 100;
 const CRASH_BOUND_MS = 1000;
 const CRASH_WITH_DEPUTY_BOUND_MS = 500;

@@ -1,7 +1,8 @@
-// Issue 3 under load in Chromium: many tabs of one origin doing read-modify-writes of one IndexedDB counter
-// under one exclusive weblocks lock, with an `await` inside (racy without the lock), each holder checking an
-// "inside" marker on entry and exit. Zero lost updates and zero overlaps are required; a control run with
-// per-tab lock managers (a different engine scope per tab) must show both, so these tests can fail.
+// One lock manager per origin under load in Chromium: many tabs of one origin doing read-modify-writes of
+// one IndexedDB counter under one exclusive weblocks lock, with an `await` inside (racy without the lock),
+// each holder checking an "inside" marker on entry and exit. Zero lost updates and zero overlaps are
+// required; a control run with per-tab lock managers (a different engine scope per tab) must show both, so
+// these tests can fail.
 // Also: ten tabs opened at once (a session restore) all requesting on load, and the handoff latency between
 // two tabs. Needs the build (`npm run build`).
 import { test, before, after } from 'node:test';

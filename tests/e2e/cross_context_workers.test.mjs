@@ -1,8 +1,8 @@
-// Issue 3 across every kind of global scope: two tabs, a dedicated worker, a shared worker and a service
-// worker of one origin, each with the classic build (dist/weblocks.polyfill.js) installed where the native
-// API was removed first (fixtures/xctx_classic_agent.js), share one lock manager: a lock held in any of
-// them blocks the others, FIFO across them, ifAvailable and steal span them all, and query() from a tab
-// lists every scope's locks with its client id.
+// Every kind of global scope shares one lock manager: two tabs, a dedicated worker, a shared worker and a
+// service worker of one origin, each with the classic build (dist/weblocks.polyfill.js) installed where the
+// native API was removed first (fixtures/xctx_classic_agent.js). A lock held in any of them blocks the
+// others, FIFO across them, ifAvailable and steal span them all, and query() from a tab lists every
+// scope's locks with its client id.
 // Run: npm run build && node --test tests/e2e/cross_context_workers.test.mjs
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,6 +1,6 @@
 // The lease service (weblocks-lease-server) against SQLite (one instance) and a throwaway PostgreSQL (two
 // instances on one database: requests alternate between them and streams are read from the other one, so
-// every change crosses instances through LISTEN/NOTIFY). Each backend: the seed's four operations with
+// every change crosses instances through LISTEN/NOTIFY). Each backend: the four lease operations with
 // the holder and since when, takeOver and Revoked, fencing numbers, change streams (a page learns of a
 // release, an expiry or a take-over within a second), and bad input, each answered by its status and
 // error name with the tables unchanged. Then, on SQLite: CORS, and a graceful shutdown.
@@ -64,7 +64,7 @@ for (const [backend, open] of Object.entries(backends)) {
       assert.deepEqual([health.status, health.body], [200, { status: 'ok', database: backend }]);
     });
 
-    test("the seed's four operations, with the holder's name and since when, and growing fencing numbers", async () => {
+    test("the four lease operations (tryLock, checkLock, releaseLock, extendLockExpiration), with the holder's name and since when, and growing fencing numbers", async () => {
       const taken = await alice.tryLock('domain.Article', '10', 60_000);
       assert.equal(taken.status, 200, JSON.stringify(taken.body));
       const { lockId, fence, acquiredAt, expiresAt } = taken.body;

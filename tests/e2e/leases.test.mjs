@@ -59,7 +59,7 @@ async function withContext(body) {
   }
 }
 
-test('the seed scenario in one tab: acquire, conflict, check, list, release', () =>
+test('the edit-form story in one tab: acquire, conflict, check, list, release', () =>
   withContext(async (context) => {
     const tab = await openTab(context);
     const before = Date.now();
@@ -239,7 +239,8 @@ test('keepAlive adds the time that really elapsed, so late timers (a busy or thr
       return { elapsed: await run('elapsed', {}), fixed: await run('fixed', { incMs: 100 }) };
     });
     assert.deepEqual(outcome.elapsed, { state: 'alive', lost: null });
-    // The seed's fixed increment falls behind (100 ms added per 1 s): the control shows the difference.
+    // A fixed increment (keepAlive's `incMs`) falls behind (100 ms added per 1 s): the control shows the
+    // difference.
     assert.deepEqual(outcome.fixed, { state: 'Expired', lost: 'Expired' });
   }));
 

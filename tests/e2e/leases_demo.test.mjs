@@ -1,4 +1,4 @@
-// The leases demo (www/edit-form.html), the seed's story end to end in Chromium tabs, with short ttls:
+// The leases demo (www/edit-form.html), the edit-form story end to end in Chromium tabs, with short ttls:
 // the second tab is told the article is being edited elsewhere; the first keeps its lease alive past its
 // ttl and through a reload; once the first is closed without saving, the second can edit after the lease
 // expires; a save after expiry fails with a clear message and overwrites nothing.

@@ -1,4 +1,4 @@
-// Issue 3's fallback where BroadcastChannel is missing (Safari before 15.4, which also lacks the native API):
+// The fallback where BroadcastChannel is missing (Safari before 15.4, which also lacks the native API):
 // the contexts coordinate over the IndexedDB log of js/log_channel.js, poked by `storage` events. Chromium
 // has BroadcastChannel, so every context of these tests deletes it before loading weblocks (the fixture's
 // `?transport=log`, passed on to its iframes and workers) and has its native navigator.locks removed: what

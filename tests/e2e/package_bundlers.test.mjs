@@ -4,9 +4,8 @@
 // - each bundler emits (or, for esbuild, the documented copy puts) the wasm where the bundle fetches it;
 //   it is loaded once per context, with its exact bytes, and no request fails;
 // - in the page: the polyfill installed the ponyfill's objects, and locks work (shared/lock_checks.js);
-// - two tabs of the app: each loads the package and its own locks work, with distinct client ids. What
-//   the two tabs see of each other is NOT asserted yet: cross-tab coordination is the cross-context engine's
-//   job (not built); when it lands this test gains the cross-tab exclusion checks;
+// - two tabs of the app: each loads the package and its own locks work, with distinct client ids (what
+//   the tabs see of each other is the cross-context tests' job, tests/e2e/cross_context*.test.mjs);
 // - a module worker of the app: the same checks there;
 // - Vite's dev server (dependency pre-bundling included) serves the same app, page and worker working.
 // The bundlers run from this repository's node_modules (devDependencies), on the temporary app.
@@ -161,7 +160,7 @@ for (const [name, buildApp] of Object.entries(bundlers)) {
     }
   });
 
-  test(`${name}: two tabs: each tab's own locks work, distinct client ids (cross-tab exclusion: not asserted until the cross-context engine lands)`, { timeout: 30_000 }, async (t) => {
+  test(`${name}: two tabs: each tab's own locks work, distinct client ids (cross-tab exclusion: cross_context*.test.mjs)`, { timeout: 30_000 }, async (t) => {
     if (!built) return t.skip('the build failed');
     const session = await openApp(server.url, 2);
     try {

@@ -1,6 +1,6 @@
-//! Scripted scenarios: the protocol's time bounds (docs/PROTOCOL.md §7: handoff, crash and close recovery, frozen and slow
-//! holders, the back/forward cache, ten contexts starting at once, a version skew, quiet when idle),
-//! each run in the simulated world with every check of checks.rs active.
+//! Scripted scenarios: the time bounds of docs/PROTOCOL.md §7 (handoff, crash and close recovery,
+//! frozen and slow holders, the back/forward cache, ten contexts starting at once, a version skew, quiet
+//! when idle), each run in the simulated world with every check of checks.rs active.
 
 use std::rc::Rc;
 

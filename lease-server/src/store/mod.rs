@@ -1,9 +1,9 @@
 //! The `locks` table, in SQLite (one instance, the embedded default) or PostgreSQL (any number of
 //! instances on one database).
 //!
-//! Both keep the seed's table, `locks(type, id, lockid, expiration_time)` with (type, id) the primary key
-//! and lockid unique, plus the holder, the time it was acquired, the lease's fencing number and the
-//! token it revoked; and `lock_fences(type, id, fence)`, the last fencing number granted per key, which
+//! Both keep the table `locks(type, id, lockid, expiration_time)` with (type, id) the primary key and
+//! lockid unique, plus the holder, the time it was acquired, the lease's fencing number and the token it
+//! revoked; and `lock_fences(type, id, fence)`, the last fencing number granted per key, which
 //! is never deleted, so numbers keep growing across releases.
 //!
 //! Every operation is one database transaction that reads the key's row and the database's clock,
