@@ -1,6 +1,5 @@
-// Frames, in every browser the bench drives (bench/lib/chromium.mjs and firefox.mjs; WebKit's
-// bench/lib/webkit.mjs too once it exists): a driver's `newTab(url)` gives `{ evaluate(fn, arg), close() }`,
-// and the tests use nothing else. Pages are on a plain-http origin (`weblocks.test`, which the drivers map
+// Frames, in every browser the bench drives (bench/lib/chromium.mjs, firefox.mjs and webkit.mjs): a
+// driver's `newTab(url)` gives `{ evaluate(fn, arg), close() }`, and the tests use nothing else. Pages are on a plain-http origin (`weblocks.test`, which the drivers map
 // to this machine), where no frame has the native API, and load the classic script (npm run build first).
 // - A same-origin about:blank or srcdoc iframe made by a script never runs the script; the page reaching it
 //   (`contentWindow`, `contentDocument`) installs an API of the frame's own there, as the native API exists
@@ -17,7 +16,7 @@ import path from 'node:path';
 import { repoRoot, startServer } from './server.mjs';
 import { plainHttpHost } from '../../bench/lib/variants.mjs';
 
-const drivers = ['chromium', 'firefox', 'webkit'].filter((name) => fs.existsSync(path.join(repoRoot, 'bench', 'lib', `${name}.mjs`)));
+const drivers = ['chromium', 'firefox', 'webkit'];
 
 let server;
 before(async () => {
