@@ -9,8 +9,8 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
-import { embedCompressedWasm } from './embed_wasm_plugin.mjs';
-import { iifeExports } from './iife_exports_plugin.mjs';
+import { embedCompressedWasm } from './size/embed_wasm.mjs';
+import { iifeExports } from './size/iife_exports.mjs';
 import { postMvpNeeds, withoutTargetFeatures } from './wasm_mvp.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -176,7 +176,7 @@ const CLASSIC_OPTIONS = {
 /**
  * dist/weblocks.legacy.js: the classic script for engines without WebAssembly (or where a page's CSP
  * forbids compiling it), from the same sources: the wasm compiled to JavaScript by wasm2js
- * (scripts/embed_wasm_plugin.mjs) and run by js/legacy_webassembly.js, at ES2015 (async functions become
+ * (scripts/size/embed_wasm.mjs) and run by js/legacy_webassembly.js, at ES2015 (async functions become
  * generators), with UTF-8 in JavaScript where the engine has no TextEncoder (js/legacy_text.js).
  */
 async function bundleLegacy() {
@@ -195,8 +195,8 @@ async function bundleClassic() {
   await esbuild.build({
     ...CLASSIC_OPTIONS,
     outfile: classicOut,
-    // The wasm embedded LZMA-compressed (scripts/embed_wasm_plugin.mjs); the global made by shorter code
-    // than esbuild's (scripts/iife_exports_plugin.mjs).
+    // The wasm embedded LZMA-compressed (scripts/size/embed_wasm.mjs); the global made by shorter code
+    // than esbuild's (scripts/size/iife_exports.mjs).
     plugins: [embedCompressedWasm(), iifeExports()],
   });
   const text = fs.readFileSync(classicOut, 'utf8');

@@ -14,9 +14,9 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
-import { bindgenAndOptimize, cargoBuildWasm } from './build.mjs';
+import { bindgenAndOptimize, cargoBuildWasm } from '../build.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLASSIC_BUDGET_GZIP = 40_000;
 
 // `gzip -9` itself where it is installed (its deflate differs a little from Node's zlib), else zlib level 9.

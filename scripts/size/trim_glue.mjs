@@ -1,4 +1,4 @@
-// The wasm-bindgen glue (pkg/weblocks.js) as the classic build needs it (scripts/embed_wasm_plugin.mjs),
+// The wasm-bindgen glue (pkg/weblocks.js) as the classic build needs it (scripts/size/embed_wasm.mjs),
 // for the classic script's size. There the glue is always initialised with the embedded bytes,
 // `init({ module_or_path: promiseOfBytes })` (js/classic.js), so some of its paths can never run:
 //  - init's other inputs: a URL or string to fetch, a Response, the deprecated non-object parameter, the
@@ -12,7 +12,7 @@
 //  - Engine's FinalizationRegistry: its wrapper can never be collected, as js/lock_api.js keeps it (`engine`)
 //    in the scope of the `sink` function that the wasm holds (in the glue's heap of JS values) for the
 //    Engine's life; with it goes the wasm's engine_free (the classic wasm keeps only the exports the glue
-//    uses: scripts/embed_wasm_plugin.mjs);
+//    uses: scripts/size/embed_wasm.mjs);
 //  - LeaseOperation's registry (js/lease_idb_store.js frees each operation it makes, in a `finally`), whose
 //    `free` then takes the pointer itself; the closures' registry (checkClosuresOwned);
 //  - the freeing of Engine's constructor strings when passing one throws (it passes the script's own client
@@ -41,7 +41,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const JS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'js');
+const JS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'js');
 
 const EDITS = [
   {
@@ -299,7 +299,7 @@ function checkEngineMembersUnused() {
   for (const file of fs.readdirSync(JS_DIR).filter((name) => name.endsWith('.js'))) {
     for (const [, member] of fs.readFileSync(path.join(JS_DIR, file), 'utf8').matchAll(/\bengine\.(\w+)/g)) {
       if (UNUSED_ENGINE_MEMBERS.some((unused) => unused.split(' ').pop() === member)) {
-        throw new Error(`trim_wasm_glue: js/${file} uses engine.${member}, which the classic glue drops`);
+        throw new Error(`trim_glue: js/${file} uses engine.${member}, which the classic glue drops`);
       }
     }
   }
@@ -311,7 +311,7 @@ function checkEngineMembersUnused() {
 function checkLeaseOperationsFreed() {
   const store = fs.readFileSync(path.join(JS_DIR, 'lease_idb_store.js'), 'utf8');
   if (store.match(/= LeaseOperation\[/g)?.length !== 1 || !/\} finally \{\n\s+operation\.free\(\);/.test(store)) {
-    throw new Error('trim_wasm_glue: js/lease_idb_store.js no longer frees each LeaseOperation it makes in a finally: the classic glue drops their finalization');
+    throw new Error('trim_glue: js/lease_idb_store.js no longer frees each LeaseOperation it makes in a finally: the classic glue drops their finalization');
   }
 }
 
@@ -324,7 +324,7 @@ const WASM_DIR = path.join(JS_DIR, '..', 'src', 'wasm');
 function checkClosuresOwned() {
   for (const file of fs.readdirSync(WASM_DIR).filter((name) => name.endsWith('.rs'))) {
     if (/\binto_js_value\(|\.forget\(\)/.test(fs.readFileSync(path.join(WASM_DIR, file), 'utf8'))) {
-      throw new Error(`trim_wasm_glue: src/wasm/${file} gives a closure away (into_js_value or forget): the classic glue drops the closures' FinalizationRegistry`);
+      throw new Error(`trim_glue: src/wasm/${file} gives a closure away (into_js_value or forget): the classic glue drops the closures' FinalizationRegistry`);
     }
   }
 }
@@ -350,7 +350,7 @@ export function trimGlue(glue, { legacy = false } = {}) {
   checkLeaseOperationsFreed();
   checkClosuresOwned();
   const engine = /^export class Engine \{\n[^]*?\n\}\n/m.exec(out);
-  if (engine === null) throw new Error('trim_wasm_glue: no Engine class in the glue');
+  if (engine === null) throw new Error('trim_glue: no Engine class in the glue');
   let trimmed = engine[0];
   for (const member of UNUSED_ENGINE_MEMBERS) {
     trimmed = trimmed.replace(new RegExp(`^    ${member}\\(\\) \\{\n[^]*?\n    \\}\n`, 'm'), '');
@@ -359,18 +359,18 @@ export function trimGlue(glue, { legacy = false } = {}) {
   for (const { what, from, to, count } of legacy ? [...EDITS, ...LEGACY_EDITS] : EDITS) {
     const found = from.global ? [...out.matchAll(from)].length : from.test(out) ? 1 : 0;
     if (count === undefined ? found === 0 : count !== 'any' && found !== count) {
-      throw new Error(`trim_wasm_glue: ${what}: the glue has ${found} matches, expected ${count}`);
+      throw new Error(`trim_glue: ${what}: the glue has ${found} matches, expected ${count}`);
     }
     out = out.replace(from, to);
   }
-  if (/passStringToWasm0\(\w+,/.test(out)) throw new Error('trim_wasm_glue: a call of passStringToWasm0 of another shape');
+  if (/passStringToWasm0\(\w+,/.test(out)) throw new Error('trim_glue: a call of passStringToWasm0 of another shape');
   if (out.includes('handleError(function') || out.includes('arguments); }')) {
-    throw new Error('trim_wasm_glue: an import that may throw kept its old shape');
+    throw new Error('trim_glue: an import that may throw kept its old shape');
   }
   // What the arrows rely on: no import function uses `this` or `arguments` any more; and no constant
   // that stood for an argument is read after the line that now reads the argument itself.
   const imports = (/function __wbg_get_imports\(\) \{\n[^]*?\n\}\n/.exec(out)?.[0] ?? '').replace(/\/\/.*$/gm, '');
-  if (/\bthis\b|arguments\)/.test(imports)) throw new Error('trim_wasm_glue: an import of the glue uses `this` or `arguments`');
-  if (/\b(v|val|obj)\b/.test(imports)) throw new Error('trim_wasm_glue: an import still reads a constant it no longer has');
+  if (/\bthis\b|arguments\)/.test(imports)) throw new Error('trim_glue: an import of the glue uses `this` or `arguments`');
+  if (/\b(v|val|obj)\b/.test(imports)) throw new Error('trim_glue: an import still reads a constant it no longer has');
   return out;
 }
