@@ -10,6 +10,7 @@ import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { embedCompressedWasm } from './size/embed_wasm.mjs';
+import { hoistEmbeddedWasm, minifyAgain } from './size/classic_text.mjs';
 import { iifeExports } from './size/iife_exports.mjs';
 import { postMvpNeeds, withoutTargetFeatures } from './wasm_mvp.mjs';
 
@@ -201,29 +202,8 @@ async function bundleClassic() {
   });
   const text = fs.readFileSync(classicOut, 'utf8');
   if (text.includes('import.meta')) fail('the classic build still mentions import.meta');
-  fs.writeFileSync(classicOut, hoistEmbeddedWasm(text));
-}
-
-// The name of the embedded wasm's text once hoisted; `$` + a word esbuild's minifier never makes.
-const HOISTED_WASM = '$wasm';
-
-/**
- * The classic script with the embedded wasm's base64 text moved to the top of the IIFE, `var $wasm="…"`,
- * ahead of all code. esbuild leaves it where its module falls (after its runtime helpers and the LZMA
- * decoder), and there the 48 KB of base64 splits the JS in two: deflate's 32 KB window cannot reach from
- * the code after it back to the code before it. First, the JS stays whole. Measured at 524b2a5: gzip -9
- * 48,311 -> 47,837 B, Node's zlib -9 (and -6, what compression middleware uses) 46,917 -> 46,793 B. At
- * the end of the file instead, GNU gzip gives 46,723 B but zlib 47,399 B: no layout is best for both,
- * this one is better than esbuild's for every compressor tried.
- */
-function hoistEmbeddedWasm(text) {
-  const prologue = 'var weblocks=(()=>{';
-  const blob = /atob\(("[A-Za-z0-9+/=]{1000,}")\)/.exec(text);
-  if (!text.startsWith(prologue) || blob === null || text.includes(HOISTED_WASM)) {
-    fail('the classic build is not shaped as expected (IIFE, one atob of the embedded wasm): cannot hoist the wasm');
-  }
-  const rest = text.slice(0, blob.index) + `atob(${HOISTED_WASM})` + text.slice(blob.index + blob[0].length);
-  return `${prologue}var ${HOISTED_WASM}=${blob[1]};${rest.slice(prologue.length)}`;
+  // Minified again by terser, the wasm's text moved first (scripts/size/classic_text.mjs).
+  fs.writeFileSync(classicOut, hoistEmbeddedWasm(await minifyAgain(text)));
 }
 
 /** The classic add-on with the lease service's store (js/classic_lease_server.js). */
