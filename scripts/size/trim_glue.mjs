@@ -6,20 +6,19 @@
 //    its guard against running twice (js/wasm_lock_api.js calls it once, whatever the number of APIs);
 //  - passStringToWasm0's branch for a missing `realloc` (every call passes the same malloc and realloc,
 //    which it now reads itself);
-//  - `Symbol.dispose` on Engine and LeaseOperation, which no code of the script disposes with `using`,
+//  - `Symbol.dispose` on Engine, which no code of the script disposes with `using`,
 //    and Engine's `free` (the engine lives as long as the page; nothing frees it), and its other members
 //    that js/ never calls;
 //  - Engine's FinalizationRegistry: its wrapper can never be collected, as js/lock_api.js keeps it (`engine`)
 //    in the scope of the `sink` function that the wasm holds (in the glue's heap of JS values) for the
 //    Engine's life; with it goes the wasm's engine_free (the classic wasm keeps only the exports the glue
 //    uses: scripts/size/embed_wasm.mjs);
-//  - LeaseOperation's registry (js/lease_idb_store.js frees each operation it makes, in a `finally`), whose
-//    `free` then takes the pointer itself; the closures' registry (checkClosuresOwned);
+//  - the closures' registry (checkClosuresOwned);
 //  - the freeing of Engine's constructor strings when passing one throws (it passes the script's own client
 //    id, and no scope).
 // What the engines of the support floor (ES2017, WebAssembly MVP) may lack keeps its fallback:
 // TextEncoder.encodeInto (Chrome 74, Safari 14.1); FinalizationRegistry (Chrome 84, Safari 14.1) is read
-// nowhere once its three registries are dropped.
+// nowhere once its two registries are dropped.
 // And two shapes minifiers cannot shorten are rewritten: an import that may throw,
 // `function() { return handleError(function (a, b) {...}, arguments); }`, becomes `handleError((a, b) =>
 // {...})` (and handleError returns the catching wrapper, made once instead of a closure per call); the
@@ -98,17 +97,6 @@ const EDITS = [
     what: "Engine's free",
     from: /(export class Engine \{\n)    __destroy_into_raw\(\) \{\n[^]*?\n    \}\n    free\(\) \{\n[^]*?\n    \}\n/,
     to: '$1',
-  },
-  {
-    what: "LeaseOperation's finalization (js/lease_idb_store.js frees every operation it makes, in a finally; after the edit above)",
-    from: /^ +LeaseOperationFinalization\.(?:register\(obj, obj\.\w+, obj\)|unregister\(this\));\n|^const LeaseOperationFinalization = [^;]*;\n/gm,
-    to: '',
-    count: 3,
-  },
-  {
-    what: "LeaseOperation's free takes its pointer itself (its __destroy_into_raw has no other caller)",
-    from: /^    __destroy_into_raw\(\) \{\n        const ptr = this\.__wbg_ptr;\n        this\.__wbg_ptr = 0;\n        return ptr;\n    \}\n    free\(\) \{\n        const ptr = this\.__destroy_into_raw\(\);\n/m,
-    to: '    free() {\n        const ptr = this.__wbg_ptr;\n        this.__wbg_ptr = 0;\n',
   },
   {
     what: "closures' FinalizationRegistry (every closure the wasm hands to JS is owned by Rust: see checkClosuresOwned)",
@@ -199,11 +187,6 @@ function getStringFromWasm0(`,
     to: '.p',
   },
   {
-    what: 'the static `__wrap` of the Rust objects\' wrappers: `w`',
-    from: /\b__wrap\b/g,
-    to: 'w',
-  },
-  {
     what: 'their `__destroy_into_raw`: `d`',
     from: /\b__destroy_into_raw\b/g,
     to: 'd',
@@ -263,7 +246,7 @@ function getStringFromWasm0(`,
       },
   {
     what: 'a result or an error returned through memory: one helper',
-    from: /^( +)try \{\n +const retptr = wasm\.__wbindgen_add_to_stack_pointer\(-16\) >>> 0;\n((?: +.*\n)*?) +var r0 = getDataViewMemory0\(\)\.getInt32\(retptr \+ 4 \* 0, true\);\n +var r1 = getDataViewMemory0\(\)\.getInt32\(retptr \+ 4, true\);\n +var r2 = getDataViewMemory0\(\)\.getInt32\(retptr \+ 4 \* 2, true\);\n +if \(r2\) \{\n +throw takeObject\(r1\);\n +\}\n +return (.*)\(r0\);\n +\} finally \{\n +wasm\.__wbindgen_add_to_stack_pointer\(16\);\n +\}$/gm,
+    from: /^( +)try \{\n +const retptr = wasm\.__wbindgen_add_to_stack_pointer\(-16\) >>> 0;\n((?: .*\n)*?) +var r0 = getDataViewMemory0\(\)\.getInt32\(retptr \+ 4 \* 0, true\);\n +var r1 = getDataViewMemory0\(\)\.getInt32\(retptr \+ 4, true\);\n +var r2 = getDataViewMemory0\(\)\.getInt32\(retptr \+ 4 \* 2, true\);\n +if \(r2\) \{\n +throw takeObject\(r1\);\n +\}\n +return (.*)\(r0\);\n +\} finally \{\n +wasm\.__wbindgen_add_to_stack_pointer\(16\);\n +\}$/gm,
     to: '$1return $3(resultOf((retptr) => {\n$2$1}));',
     count: 'any',
   },
@@ -305,16 +288,6 @@ function checkEngineMembersUnused() {
   }
 }
 
-// LeaseOperation loses its finalization: js/lease_idb_store.js, the one module that makes operations (js/
-// index.js and the classic script do not export the class), must make them in one place and free each in a
-// finally.
-function checkLeaseOperationsFreed() {
-  const store = fs.readFileSync(path.join(JS_DIR, 'lease_idb_store.js'), 'utf8');
-  if (store.match(/= LeaseOperation\[/g)?.length !== 1 || !/\} finally \{\n\s+operation\.free\(\);/.test(store)) {
-    throw new Error('trim_glue: js/lease_idb_store.js no longer frees each LeaseOperation it makes in a finally: the classic glue drops their finalization');
-  }
-}
-
 // The closures' FinalizationRegistry frees a Rust closure when JS collects its function, which matters
 // only for closures Rust gave away (`into_js_value`, `forget`): every closure of src/wasm/ is owned by Rust
 // (the coordination edge keeps its callbacks and drops them with it, which frees them), so the classic glue
@@ -347,7 +320,6 @@ const LEGACY_EDITS = [
 export function trimGlue(glue, { legacy = false } = {}) {
   let out = glue;
   checkEngineMembersUnused();
-  checkLeaseOperationsFreed();
   checkClosuresOwned();
   const engine = /^export class Engine \{\n[^]*?\n\}\n/m.exec(out);
   if (engine === null) throw new Error('trim_glue: no Engine class in the glue');
