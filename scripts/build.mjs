@@ -58,6 +58,7 @@ export const SIZE_RUSTFLAGS = [
   '-Zfmt-debug=none',
   '-Zlocation-detail=none',
   '-Cllvm-args=--inline-threshold=0',
+  '-Zshare-generics=n',
 ];
 
 function hasRustSrc(env) {
