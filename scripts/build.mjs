@@ -103,7 +103,8 @@ export function bindgenAndOptimize(wasm, outDir, { env, log = true } = {}) {
   }
   const input = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'weblocks-mvp-')), 'weblocks.wasm');
   fs.writeFileSync(input, withoutTargetFeatures(linked));
-  run('wasm-bindgen', ['--target', 'web', '--out-dir', outDir, input], env, log);
+  // No .d.ts: the package's types are types/ (pkg/ ships only the glue and the wasm).
+  run('wasm-bindgen', ['--target', 'web', '--no-typescript', '--out-dir', outDir, input], env, log);
   fs.rmSync(path.dirname(input), { recursive: true, force: true });
   const bg = path.join(outDir, 'weblocks_bg.wasm');
   // --converge repeats -Oz until it gains nothing (-0.4 KB gzipped, +4 s); the producers and target
@@ -166,13 +167,9 @@ const CLASSIC_OPTIONS = {
   entryPoints: [path.join(root, 'js', 'classic.js')],
   globalName: 'weblocks',
   mangleProps: /^[a-z][a-zA-Z0-9]*_$/, // properties named `word_` are internal (js/lock_api.js): one letter here
-  // The glue's default wasm URL (import.meta.url) is never used here: classic.js passes the bytes. For
-  // the same reason its fetch/Response paths are dead (-0.24 KB gzipped): `Response` and `Request` read
-  // as undefined in this build only, so the glue's `typeof Response === 'function'` tests fold away (no
-  // code of the classic script may use either).
-  // `process` reads as undefined too: js/lock_api.js's Node-only paths (IN_NODE) fold away; a page's
-  // own `process` shim is not Node either.
-  define: { 'import.meta.url': 'undefined', Response: 'undefined', Request: 'undefined', process: 'undefined' },
+  // `process` reads as undefined: js/lock_api.js's Node-only paths (IN_NODE) fold away; a page's own
+  // `process` shim is not Node either.
+  define: { process: 'undefined' },
 };
 
 /**

@@ -1,41 +1,45 @@
-// The wasm-bindgen glue (pkg/weblocks.js) as the classic build needs it (scripts/size/embed_wasm.mjs),
-// for the classic script's size. There the glue is always initialised with the embedded bytes,
-// `init({ module_or_path: promiseOfBytes })` (js/classic.js), so some of its paths can never run:
-//  - init's other inputs: a URL or string to fetch, a Response, the deprecated non-object parameter, the
-//    default URL (its Response/Request tests already fold away: build.mjs defines them as undefined); and
-//    its guard against running twice (js/wasm_lock_api.js calls it once, whatever the number of APIs);
+// The wasm-bindgen glue (pkg/weblocks.js) as the classic build needs it (scripts/size/embed_wasm.mjs).
+// What esbuild and terser do by themselves is not done here: functions nothing calls (the glue's fetch and
+// Response paths once init is replaced, initSync), variables nothing reads, constant folding. What is left
+// are the edits no tool option makes, each listed in EDITS with what it removes or rewrites:
+//
+// Paths that can never run in the classic script, where the glue is always initialised with the embedded
+// bytes, `init({ module_or_path: promiseOfBytes })` (js/classic.js), once (js/wasm_lock_api.js):
+//  - init's other inputs (a URL or string to fetch, a Response, the deprecated non-object parameter, the
+//    default URL) and its guard against running twice;
 //  - passStringToWasm0's branch for a missing `realloc` (every call passes the same malloc and realloc,
 //    which it now reads itself);
-//  - `Symbol.dispose` on Engine, which no code of the script disposes with `using`,
-//    and Engine's `free` (the engine lives as long as the page; nothing frees it), and its other members
-//    that js/ never calls;
+//  - `Symbol.dispose` on Engine, which no code of the script disposes with `using`, Engine's `free` (the
+//    engine lives as long as the page; nothing frees it), and its other members that js/ never calls
+//    (checked: checkEngineMembersUnused);
 //  - Engine's FinalizationRegistry: its wrapper can never be collected, as js/lock_api.js keeps it (`engine`)
 //    in the scope of the `sink` function that the wasm holds (in the glue's heap of JS values) for the
 //    Engine's life; with it goes the wasm's engine_free (the classic wasm keeps only the exports the glue
 //    uses: scripts/size/embed_wasm.mjs);
-//  - the closures' registry (checkClosuresOwned);
+//  - the closures' registry (checked: checkClosuresOwned);
 //  - the freeing of Engine's constructor strings when passing one throws (it passes the script's own client
 //    id, and no scope).
 // What the engines of the support floor (ES2017, WebAssembly MVP) may lack keeps its fallback:
 // TextEncoder.encodeInto (Chrome 74, Safari 14.1); FinalizationRegistry (Chrome 84, Safari 14.1) is read
 // nowhere once its two registries are dropped.
-// And two shapes minifiers cannot shorten are rewritten: an import that may throw,
-// `function() { return handleError(function (a, b) {...}, arguments); }`, becomes `handleError((a, b) =>
-// {...})` (and handleError returns the catching wrapper, made once instead of a closure per call); the
-// other imports, `name: function(a) {...}`, become arrows (none uses `this` or `arguments`); an
-// `instanceof` check returns from its try/catch; a (pointer, length) pair stored for the wasm is one call;
-// the pointer property of the Rust objects' wrappers is `p`, and more such names are one letter; an
-// argument copied to a constant (`const v = getObject(arg0);`) is read directly; a string (or none) returned through
-// memory is one call too, of the value itself; a result or an error returned through memory (the lease
-// operations) is read by one helper; a boolean (or none) for the wasm is one expression, a number
-// (or none) one test and one DataView; sizes and pointers are not
-// multiplied or divided by 1; a Uint32Array copied out of memory is a copied view (no cached Uint32Array of
-// the memory to keep, and reset, for that one import); the DataView that stores a few returned values is
-// made per store (~0.1 µs, against a cache tested for a detached or replaced buffer at each use).
 //
-// Each edit is an exact text of wasm-bindgen 0.2.130's output and must match (once; or at least once; or,
-// `count: 'any'`, for the shapes of imports that the Rust code may stop needing, any number of times): a
-// glue of another shape fails the build instead of shipping half-edited.
+// Shapes no minifier can shorten, rewritten: an import that may throw, `function() { return
+// handleError(function (a, b) {...}, arguments); }`, becomes `handleError((a, b) => {...})` (and
+// handleError returns the catching wrapper, made once instead of a closure per call); the other imports,
+// `name: function(a) {...}`, become arrows (none uses `this` or `arguments`: checked); a (pointer, length)
+// pair stored for the wasm is one call; property names of the glue's own objects are one letter; an
+// argument copied to a constant (`const v = getObject(arg0);`) is read directly; a string (or none)
+// returned through memory is one call, of the value itself; a result or an error returned through memory
+// (the lease operations) is read by one helper; a boolean (or none) for the wasm is one expression, a
+// number (or none) one test and one DataView; sizes and pointers are not multiplied or divided by 1; a
+// Uint32Array copied out of memory is a copied view (no cached Uint32Array of the memory to keep, and
+// reset, for that one import); the DataView that stores a few returned values is made per store (~0.1 µs,
+// against a cache tested for a detached or replaced buffer at each use).
+//
+// What an upgrade of wasm-bindgen risks: each edit is an exact text of wasm-bindgen 0.2.130's output and
+// must match (once; or at least once; or, `count: 'any'`, for the shapes of imports that the Rust code may
+// stop needing, any number of times): a glue of another shape fails the build instead of shipping
+// half-edited. A new glue then needs each failing edit rewritten to its new text, or dropped.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,11 +47,6 @@ import { fileURLToPath } from 'node:url';
 const JS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'js');
 
 const EDITS = [
-  {
-    what: "init's fetch/Response/URL paths",
-    from: /async function __wbg_load\(module, imports\) \{\n[^]*?\n\}\n\nfunction initSync/,
-    to: 'function initSync',
-  },
   {
     what: "init's parameter forms other than { module_or_path: bytes }",
     from: /async function __wbg_init_once\(module_or_path\) \{\n[^]*?\n\}\n/,
@@ -64,19 +63,9 @@ const EDITS = [
     to: 'async function __wbg_init({ module_or_path }) {\n',
   },
   {
-    what: 'the memory caches reset at init (null until then: init runs once, before any use)',
-    from: /^    cachedUint8ArrayMemory0 = null;\n(    (?:wasm\.__wbindgen_start\(\);|return wasm;))$/m,
-    to: '$1',
-  },
-  {
     what: "passStringToWasm0's branch without realloc",
     from: /(function passStringToWasm0\(arg, malloc, realloc\) \{\n)    if \(realloc === undefined\) \{\n[^]*?\n    \}\n/,
     to: '$1',
-  },
-  {
-    what: 'the module and instance kept in variables nothing reads',
-    from: /^let wasmModule, wasmInstance, wasm;\n(function __wbg_finalize_init\(instance, module\) \{\n)    wasmInstance = instance;\n(    wasm = instance\.exports;\n)    wasmModule = module;\n/m,
-    to: 'let wasm;\n$1$2',
   },
   {
     what: "passStringToWasm0's allocators, always the same two: read inside",
@@ -105,21 +94,10 @@ const EDITS = [
     count: 3,
   },
   {
-    what: "closures' reference count: `c`",
-    from: /\bcnt\b/g,
-    to: 'c',
-  },
-  {
     what: "Engine's finalization (its wrapper is never garbage: js/lock_api.js keeps it in the scope of the sink the wasm holds)",
     from: /^ +EngineFinalization\.register\(this, this\.\w+, this\);\n|^const EngineFinalization = [^;]*;\n/gm,
     to: '',
     count: 2,
-  },
-  {
-    what: 'instanceof checks',
-    from: /\{\n( +)let result;\n +try \{\n +result = (getObject\(arg0\) instanceof \w+);\n +\} catch \(_\) \{\n +result = false;\n +\}\n +const ret = result;\n +return ret;\n/g,
-    to: '{\n$1try {\n$1    return $2;\n$1} catch (_) {\n$1    return false;\n$1}\n',
-    count: 'any',
   },
   {
     what: 'a string returned through memory: one helper',
@@ -166,12 +144,6 @@ function getStringFromWasm0(`,
     count: 'any',
   },
   {
-    what: 'the cached Uint32Array of the memory, once unused',
-    from: /^    cachedUint32ArrayMemory0 = null;\n/m,
-    to: (line, _offset, glue) => (glue.includes('getArrayU32FromWasm0(arg') ? line : ''),
-    count: 'any',
-  },
-  {
     what: 'a DataView of the memory made when needed, not cached (no checks of a detached buffer)',
     from: /^let cachedDataViewMemory0 = null;\nfunction getDataViewMemory0\(\) \{\n[^]*?\n\}\n/m,
     to: 'function getDataViewMemory0() {\n    return new DataView(wasm.memory.buffer);\n}\n',
@@ -185,12 +157,6 @@ function getStringFromWasm0(`,
     what: "the property holding a Rust object's pointer, `__wbg_ptr` (no other code reads it): `p`",
     from: /\.__wbg_ptr\b/g,
     to: '.p',
-  },
-  {
-    what: 'their `__destroy_into_raw`: `d`',
-    from: /\b__destroy_into_raw\b/g,
-    to: 'd',
-    count: 'any',
   },
   {
     what: 'the property of Rust closures that releases them, `_wbg_cb_unref` (of the glue only): `u`',
@@ -218,13 +184,6 @@ function getStringFromWasm0(`,
     what: 'an argument copied to a constant before its one use',
     from: /^ +const (v|val|obj) = (arg\d|getObject\(arg\d\));\n( +const ret = )(.*)$/gm,
     to: (_, name, arg, start, rest) => start + rest.replace(new RegExp(`\\b${name}\\b`, 'g'), () => arg),
-    count: 'any',
-  },
-  {
-    what: 'a string or none returned through memory: read where it is passed',
-    from: /^( +)const ret = (getObject\(arg1\)\.\w+);\n +storeString\(arg0, ret\);$|^( +)const ret = typeof\(getObject\(arg1\)\) === 'string' \? getObject\(arg1\) : undefined;\n +storeString\(arg0, ret\);$/gm,
-    to: (_, indent, read, indent2) =>
-      read !== undefined ? `${indent}storeString(arg0, ${read});` : `${indent2}const x = getObject(arg1);\n${indent2}storeString(arg0, typeof x === 'string' ? x : undefined);`,
     count: 'any',
   },
   {
