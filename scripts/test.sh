@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up the machine (idempotent) and runs every test: lint, host tests, release build and the classic
 # script's size budget, browser tests in Chromium and Firefox, the builds in old JavaScript engines,
-# end-to-end tests (the lease service's among them, each starting and stopping its own service instances and PostgreSQL cluster). Ends with one summary line
-# "N passed, M failed".
+# end-to-end tests (the lease service's among them, each starting and stopping its own service instances
+# and PostgreSQL cluster). Ends with one summary line "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
