@@ -1,11 +1,17 @@
 // The default LeaseStore: leases kept in IndexedDB, the seed's `locks` table as an object store keyed by
 // [type, id]. Every operation is ONE readwrite transaction: read the record, let the Rust core decide
-// (`LeaseOperation.decide`, synchronous), and issue the write in the same success callback, with nothing
+// (`decideLease`, synchronous), and issue the write in the same success callback, with nothing
 // awaited in between (a transaction commits as soon as no request is pending, so an await there would let
 // another context in). IndexedDB serialises readwrite transactions on a store across every same-origin
 // window and worker: that gives the seed's "two users can never both insert". localStorage gives no such
 // guarantee. Works wherever `indexedDB` exists (windows, all workers).
-import { LeaseOperation, decideLeaseList } from '../pkg/weblocks.js';
+import { decideLease, decideLeaseList, leaseKey } from '../pkg/weblocks.js';
+
+// The operations as the wasm edge numbers them (src/wasm/lease_operation.rs).
+const TRY_LOCK = 0;
+const CHECK = 1;
+const RELEASE = 2;
+const EXTEND = 3;
 
 const OBJECT_STORE = 'leases';
 
@@ -60,30 +66,26 @@ function indexedDbLeaseStore(db) {
       tx.onabort = () => reject(storageError(describe(tx.error, 'the transaction was aborted')));
     });
 
-  /** `LeaseOperation[method](...args)` (throws a LockError at once for bad arguments), then read, decide
+  /** Operation `method` on `args` (`leaseKey` throws a LockError at once for bad ones), then read, decide
    *  and write in one transaction. */
   const run = async (method, ...args) => {
-    const operation = LeaseOperation[method](...args);
-    try {
-      return await transaction(
-        (store) => store.get(operation.key),
-        (current, store) => {
-          const { outcome, put, delete: key } = operation.decide(current, Date.now());
-          if (put !== undefined) store.put(put);
-          if (key !== undefined) store.delete(key);
-          return outcome;
-        },
-      );
-    } finally {
-      operation.free();
-    }
+    const key = leaseKey(method, args);
+    return transaction(
+      (store) => store.get(key),
+      (current, store) => {
+        const { outcome, put, delete: deleted } = decideLease(method, args, current, Date.now());
+        if (put !== undefined) store.put(put);
+        if (deleted !== undefined) store.delete(deleted);
+        return outcome;
+      },
+    );
   };
 
   return {
-    tryLock: (type, id, ttlMs) => run('tryLock', type, id, ttlMs, crypto.getRandomValues(new Uint8Array(16))),
-    checkLock: (lockId) => run('checkLock', lockId),
-    releaseLock: (lockId) => run('releaseLock', lockId),
-    extendLockExpiration: (lockId, incMs) => run('extendLockExpiration', lockId, incMs),
+    tryLock: (type, id, ttlMs) => run(TRY_LOCK, type, id, ttlMs, ...crypto.getRandomValues(new Uint8Array(16))),
+    checkLock: (lockId) => run(CHECK, lockId),
+    releaseLock: (lockId) => run(RELEASE, lockId),
+    extendLockExpiration: (lockId, incMs) => run(EXTEND, lockId, incMs),
     list: () =>
       transaction(
         (store) => store.getAll(),

@@ -1,5 +1,5 @@
 // A raw LZMA1 decoder, the inverse of `xz --format=raw --lzma1=...`: the classic build embeds the wasm
-// LZMA-compressed (scripts/embed_wasm_plugin.mjs), 12% smaller than Zopfli's DEFLATE, and this decoder
+// LZMA-compressed (scripts/size/embed_wasm.mjs), 12% smaller than Zopfli's DEFLATE, and this decoder
 // (~1 KB gzipped) is all it takes to read it back. Written from the LZMA specification (the LZMA SDK's
 // lzma-specification.txt): a range coder over adaptive bit probabilities; literals coded in a tree chosen by
 // the previous byte (and, after a match, steered by the byte at the last distance); lengths and distances

@@ -9,8 +9,10 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
-import { embedCompressedWasm } from './embed_wasm_plugin.mjs';
-import { iifeExports } from './iife_exports_plugin.mjs';
+import { embedCompressedWasm } from './size/embed_wasm.mjs';
+import { hoistEmbeddedWasm, minifyAgain } from './size/classic_text.mjs';
+import { BUILD_STD_ARGS, SIZE_RUSTFLAGS, WASM_OPT_PASSES } from './size/compiler_flags.mjs';
+import { iifeExports } from './size/iife_exports.mjs';
 import { postMvpNeeds, withoutTargetFeatures } from './wasm_mvp.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -36,28 +38,15 @@ function run(command, args, env, log = true) {
 // wasm32 by default, 1.87+ bulk memory and non-trapping float-to-int; without them wasm-bindgen also emits
 // no externref glue), every wasm-opt run is told `--mvp-features` (else it may write sign-extension
 // instructions, which the linked module's target features section allows), and the build fails if the
-// wasm it ships needs anything newer (scripts/wasm_mvp.mjs). It is also built for size (the classic script
-// under 40 KB gzipped):
-//  - std itself is rebuilt with `-Z build-std` and its `optimize_for_size` feature, and panics abort at once
-//    (`-Cpanic=immediate-abort`: no panic message formatting, no unwinding tables), Debug formatting and
-//    panic locations are compiled out (`-Zfmt-debug=none`, `-Zlocation-detail=none`). These are unstable
-//    flags of the pinned stable toolchain, enabled for this one build with RUSTC_BOOTSTRAP=1; they change
-//    no behaviour of the library (nothing it does reads a Debug string or a panic message), only bytes.
-//    It needs the `rust-src` component (rust-toolchain.toml and scripts/setup.sh add it): std must be
-//    rebuilt for MVP, so without it (or with `WEBLOCKS_PLAIN_BUILD=1`) the plain stable build runs, whose
-//    precompiled std uses the target's default features, and the MVP check fails it loudly.
-//  - Its own --target-dir, so these flags never invalidate the caches of `cargo test` / `wasm-pack test`.
-//  - wasm-bindgen (the CLI pinned in Cargo.toml), then npm's wasm-opt -Oz (never Debian's binaryen 108).
+// wasm it ships needs anything newer (scripts/wasm_mvp.mjs). std must be rebuilt for that (`-Z build-std`,
+// under RUSTC_BOOTSTRAP=1 for the pinned stable compiler), which needs the `rust-src` component
+// (rust-toolchain.toml and scripts/setup.sh add it): without it (or with `WEBLOCKS_PLAIN_BUILD=1`) the
+// plain stable build runs, whose precompiled std uses the target's default features, and the MVP check
+// fails it loudly. It is also built for size, with the compilers' options of scripts/size/compiler_flags.mjs
+// (docs/SIZE.md). Its own --target-dir keeps these flags from invalidating the caches of `cargo test` and
+// `wasm-pack test`. Then wasm-bindgen (the CLI pinned in Cargo.toml) and npm's wasm-opt (never Debian's
+// binaryen 108).
 export const SIZE_TARGET_DIR = path.join('target', 'size');
-// `--inline-threshold=0` (opt-level z: 5): LLVM inlines less, -0.14 KB LZMA (see the wasm-opt inlining below).
-export const SIZE_RUSTFLAGS = [
-  '-Ctarget-cpu=mvp',
-  '-Zunstable-options',
-  '-Cpanic=immediate-abort',
-  '-Zfmt-debug=none',
-  '-Zlocation-detail=none',
-  '-Cllvm-args=--inline-threshold=0',
-];
 
 function hasRustSrc(env) {
   const list = spawnSync('rustup', ['component', 'list', '--installed'], { encoding: 'utf8', env });
@@ -72,8 +61,8 @@ export function cargoBuildWasm({ env, features = null, log = true } = {}) {
   if (features !== null) args.push('--no-default-features', '--features', features.join(','));
   let buildEnv = env;
   if (sizeBuild) {
-    args.push('-Z', 'build-std=std,panic_abort', '-Z', 'build-std-features=optimize_for_size');
-    buildEnv = { ...env, RUSTC_BOOTSTRAP: '1', RUSTFLAGS: SIZE_RUSTFLAGS.join(' ') };
+    args.push(...BUILD_STD_ARGS);
+    buildEnv = { ...env, RUSTC_BOOTSTRAP: '1', RUSTFLAGS: ['-Ctarget-cpu=mvp', ...SIZE_RUSTFLAGS].join(' ') };
   } else {
     console.log('build: rust-src missing (or WEBLOCKS_PLAIN_BUILD set): plain stable build, std not rebuilt for MVP');
     // Only the MVP flag: those of a previous size build must not leak in through the environment.
@@ -101,41 +90,11 @@ export function bindgenAndOptimize(wasm, outDir, { env, log = true } = {}) {
   }
   const input = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'weblocks-mvp-')), 'weblocks.wasm');
   fs.writeFileSync(input, withoutTargetFeatures(linked));
-  run('wasm-bindgen', ['--target', 'web', '--out-dir', outDir, input], env, log);
+  // No .d.ts: the package's types are types/ (pkg/ ships only the glue and the wasm).
+  run('wasm-bindgen', ['--target', 'web', '--no-typescript', '--out-dir', outDir, input], env, log);
   fs.rmSync(path.dirname(input), { recursive: true, force: true });
   const bg = path.join(outDir, 'weblocks_bg.wasm');
-  // --converge repeats -Oz until it gains nothing (-0.4 KB gzipped, +4 s); the producers and target
-  // features sections are read by no browser. --low-memory-unused lets constant offsets fold into loads
-  // and stores (-0.4 KB gzipped): it assumes nothing lives below address 1024, true of Rust's wasm, whose
-  // 1 MB stack comes first and grows down towards 0 (a program that got that deep would be broken anyway).
-  // Inlining: a function with one caller is inlined only up to 20 bytes (-Oz: any size), a function of up
-  // to 4 bytes always (-Oz: 2). Measured: the wasm comes out 2.7 KB larger but compresses better (-2.0 KB
-  // with LZMA, -2.6 KB gzipped), presumably because a function left whole keeps the shapes it shares with
-  // similar code, where inlined into its caller it is optimized into something unique.
-  const inlining = ['--one-caller-inline-max-function-size=20', '--always-inline-max-function-size=4'];
-  // Functions sorted by their (Rust) names first: the copies of one generic and the functions of one
-  // module end up side by side, where LZMA finds their likeness (-0.17 KB LZMA; the name section is
-  // dropped from the output as before).
-  const order = ['--reorder-functions-by-name'];
-  // Control flow flattened and rebuilt by the Relooper (`--flatten --rereloop`), once before the main
-  // -Oz and once after (then -Oz twice): the code comes out in more regular shapes, which compress
-  // better (-0.26 KB LZMA at fbda228; +15 s of build). Other pass lists tried gained less or nothing:
-  // these passes once or three times, -O3 first, other inlining limits with them, --coalesce-locals-learning,
-  // --merge-similar-functions, --gufa, -O4, --monomorphize, --local-cse.
-  const reloop = ['--flatten', '--rereloop'];
-  const passes = [
-    '--mvp-features',
-    ...['-Oz', ...reloop],
-    ...order,
-    '-Oz',
-    '--converge',
-    ...inlining,
-    '--low-memory-unused',
-    '--strip-producers',
-    '--strip-target-features',
-    ...[...reloop, '-Oz', '-Oz'],
-  ];
-  run('wasm-opt', [...passes, bg, '-o', bg], env, log);
+  run('wasm-opt', ['--mvp-features', ...WASM_OPT_PASSES, bg, '-o', bg], env, log);
   const needs = postMvpNeeds(fs.readFileSync(bg));
   if (needs.length > 0) {
     fail(`${path.relative(root, bg)} needs more than WebAssembly MVP after wasm-opt:\n  ${needs.join('\n  ')}`);
@@ -164,19 +123,15 @@ const CLASSIC_OPTIONS = {
   entryPoints: [path.join(root, 'js', 'classic.js')],
   globalName: 'weblocks',
   mangleProps: /^[a-z][a-zA-Z0-9]*_$/, // properties named `word_` are internal (js/lock_api.js): one letter here
-  // The glue's default wasm URL (import.meta.url) is never used here: classic.js passes the bytes. For
-  // the same reason its fetch/Response paths are dead (-0.24 KB gzipped): `Response` and `Request` read
-  // as undefined in this build only, so the glue's `typeof Response === 'function'` tests fold away (no
-  // code of the classic script may use either).
-  // `process` reads as undefined too: js/lock_api.js's Node-only paths (IN_NODE) fold away; a page's
-  // own `process` shim is not Node either.
-  define: { 'import.meta.url': 'undefined', Response: 'undefined', Request: 'undefined', process: 'undefined' },
+  // `process` reads as undefined: js/lock_api.js's Node-only paths (IN_NODE) fold away; a page's own
+  // `process` shim is not Node either.
+  define: { process: 'undefined' },
 };
 
 /**
  * dist/weblocks.legacy.js: the classic script for engines without WebAssembly (or where a page's CSP
  * forbids compiling it), from the same sources: the wasm compiled to JavaScript by wasm2js
- * (scripts/embed_wasm_plugin.mjs) and run by js/legacy_webassembly.js, at ES2015 (async functions become
+ * (scripts/size/embed_wasm.mjs) and run by js/legacy_webassembly.js, at ES2015 (async functions become
  * generators), with UTF-8 in JavaScript where the engine has no TextEncoder (js/legacy_text.js).
  */
 async function bundleLegacy() {
@@ -195,35 +150,14 @@ async function bundleClassic() {
   await esbuild.build({
     ...CLASSIC_OPTIONS,
     outfile: classicOut,
-    // The wasm embedded LZMA-compressed (scripts/embed_wasm_plugin.mjs); the global made by shorter code
-    // than esbuild's (scripts/iife_exports_plugin.mjs).
+    // The wasm embedded LZMA-compressed (scripts/size/embed_wasm.mjs); the global made by shorter code
+    // than esbuild's (scripts/size/iife_exports.mjs).
     plugins: [embedCompressedWasm(), iifeExports()],
   });
   const text = fs.readFileSync(classicOut, 'utf8');
   if (text.includes('import.meta')) fail('the classic build still mentions import.meta');
-  fs.writeFileSync(classicOut, hoistEmbeddedWasm(text));
-}
-
-// The name of the embedded wasm's text once hoisted; `$` + a word esbuild's minifier never makes.
-const HOISTED_WASM = '$wasm';
-
-/**
- * The classic script with the embedded wasm's base64 text moved to the top of the IIFE, `var $wasm="…"`,
- * ahead of all code. esbuild leaves it where its module falls (after its runtime helpers and the LZMA
- * decoder), and there the 48 KB of base64 splits the JS in two: deflate's 32 KB window cannot reach from
- * the code after it back to the code before it. First, the JS stays whole. Measured at 524b2a5: gzip -9
- * 48,311 -> 47,837 B, Node's zlib -9 (and -6, what compression middleware uses) 46,917 -> 46,793 B. At
- * the end of the file instead, GNU gzip gives 46,723 B but zlib 47,399 B: no layout is best for both,
- * this one is better than esbuild's for every compressor tried.
- */
-function hoistEmbeddedWasm(text) {
-  const prologue = 'var weblocks=(()=>{';
-  const blob = /atob\(("[A-Za-z0-9+/=]{1000,}")\)/.exec(text);
-  if (!text.startsWith(prologue) || blob === null || text.includes(HOISTED_WASM)) {
-    fail('the classic build is not shaped as expected (IIFE, one atob of the embedded wasm): cannot hoist the wasm');
-  }
-  const rest = text.slice(0, blob.index) + `atob(${HOISTED_WASM})` + text.slice(blob.index + blob[0].length);
-  return `${prologue}var ${HOISTED_WASM}=${blob[1]};${rest.slice(prologue.length)}`;
+  // Minified again by terser, the wasm's text moved first (scripts/size/classic_text.mjs).
+  fs.writeFileSync(classicOut, hoistEmbeddedWasm(await minifyAgain(text)));
 }
 
 /** The classic add-on with the lease service's store (js/classic_lease_server.js). */

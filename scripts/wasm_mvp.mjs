@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readNames, readUleb, sections } from './short_wasm_names.mjs';
+import { readNames, readUleb, sections } from './size/wasm_names.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TYPE_SECTION = 1;

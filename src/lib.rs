@@ -11,7 +11,7 @@
 //!   snapshot, tested natively); see `docs/ARCHITECTURE.md` for its contract.
 //!
 //! The cargo features `coordination` (the protocol) and `leases` are on in every shipped build; turning one
-//! off only serves to measure its bytes (`node scripts/sizes.mjs --features`).
+//! off only serves to measure its bytes (`node scripts/size/sizes.mjs --features`).
 
 #[cfg(feature = "leases")]
 pub mod lease;

@@ -139,7 +139,7 @@ export function loadScenario(sizes) {
         pick: (r) => r.bytes.gzip,
         digits: 0,
         noRatio: true,
-        target: { atMost: 40_000, unit: ' B (classic build)', variants: ['polyfill'] }, // the classic script's budget, as in scripts/sizes.mjs
+        target: { atMost: 40_000, unit: ' B (classic build)', variants: ['polyfill'] }, // the classic script's budget, as in scripts/size/sizes.mjs
       },
     ],
   };

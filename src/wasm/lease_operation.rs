@@ -1,11 +1,15 @@
-//! The wasm edge of leases: `LeaseOperation`, one validated lease operation that a JS store runs atomically.
+//! The wasm edge of leases: the operations that a JS store runs atomically, one record each.
 //!
-//! The store (`js/lease_idb_store.js` for IndexedDB) builds the operation (arguments are checked here, at
-//! call time), reads the record at `operation.key` inside a `readwrite` transaction and, in that read's
-//! success callback, calls `operation.decide(record, Date.now())` and issues the write it returns, so that
-//! the read, the decision and the write are one transaction. Everything decided is the core's
-//! ([`crate::lease`]); this file only converts values. Errors are thrown as `Error`s named `LockError` with
-//! a `code` (and `expiresAt` where it applies), which `js/leases.js` turns into its `LockError` class.
+//! The store (`js/lease_idb_store.js` for IndexedDB) names an operation by number ([`TRY_LOCK`],
+//! [`CHECK`], [`RELEASE`], 3 for extend) with its arguments. `leaseKey` validates them and returns the key
+//! of the one record the operation reads and may write (a bad argument throws at once); inside a
+//! `readwrite` transaction the store reads that record and, in the read's success callback, calls
+//! `decideLease` with the same arguments, the record and `Date.now()`, and issues the write it returns, so
+//! that the read, the decision and the write are one transaction. The arguments are primitives (and the
+//! same random bytes make the same token), so both calls build the same operation. Everything decided is
+//! the core's ([`crate::lease`]); this file only converts values. Errors are thrown as `Error`s named
+//! `LockError` with a `code` (and `expiresAt` where it applies), which `js/leases.js` turns into its
+//! `LockError` class.
 
 use js_sys::{Array, JsString, Object, Reflect};
 use wasm_bindgen::prelude::*;
@@ -15,87 +19,79 @@ use crate::lease::{
     LeaseError, LeaseInfo, LeaseKey, LeaseRecord, Operation, Outcome, Token, Write, list_live,
 };
 
-/// One of the seed's four operations, validated; `decide` may be called once per transaction attempt.
-#[wasm_bindgen]
-pub struct LeaseOperation {
-    operation: Operation,
+/// The operations by number, as `js/lease_idb_store.js` names them; 3 is extendLockExpiration.
+const TRY_LOCK: u32 = 0;
+const CHECK: u32 = 1;
+const RELEASE: u32 = 2;
+
+/// Operation `method` on `args`, validated: `tryLock(type, id, ttlMs)` followed by the 16 random bytes of
+/// the new lease's token (from `crypto.getRandomValues`); `checkLock(lockId)`, `releaseLock(lockId)`,
+/// `extendLockExpiration(lockId, incMs)`.
+fn operation(method: u32, args: &Array) -> Result<Operation, LeaseError> {
+    let arg = |i: u32| args.get(i);
+    if method == TRY_LOCK {
+        if args.length() != 3 + 16 {
+            return Err(LeaseError::Storage("a token needs 16 random bytes".into()));
+        }
+        let mut bytes = [0u8; 16];
+        for (i, byte) in (3..).zip(bytes.iter_mut()) {
+            *byte = arg(i).as_f64().unwrap_or(0.0) as u8;
+        }
+        return Operation::try_lock(
+            string_argument("type", &arg(0))?,
+            string_argument("id", &arg(1))?,
+            number_argument("ttlMs", &arg(2))?,
+            Token::from_random_bytes(bytes),
+        );
+    }
+    let lock_id = string_argument("lockId", &arg(0))?;
+    match method {
+        CHECK => Operation::check(&lock_id),
+        RELEASE => Operation::release(&lock_id),
+        _ => Operation::extend(&lock_id, number_argument("incMs", &arg(1))?),
+    }
 }
 
-#[wasm_bindgen]
-impl LeaseOperation {
-    /// `tryLock(type, id, ttlMs)`; `randomBytes`: 16 bytes from `crypto.getRandomValues` for the token.
-    #[wasm_bindgen(js_name = tryLock)]
-    pub fn try_lock(
-        lease_type: JsValue,
-        id: JsValue,
-        ttl_ms: JsValue,
-        random_bytes: &[u8],
-    ) -> Result<LeaseOperation, JsValue> {
-        let token = <[u8; 16]>::try_from(random_bytes)
-            .map(Token::from_random_bytes)
-            .map_err(|_| LeaseError::Storage("a token needs 16 random bytes".into()));
-        let operation = token.and_then(|token| {
-            Operation::try_lock(
-                string_argument("type", &lease_type)?,
-                string_argument("id", &id)?,
-                number_argument("ttlMs", &ttl_ms)?,
-                token,
-            )
-        });
-        wrap(operation)
-    }
+/// The key `[type, id]` of the one record operation `method` on `args` (see [`operation`]) reads and may
+/// write. Throws a `LockError` for a bad argument.
+#[wasm_bindgen(js_name = leaseKey)]
+pub fn lease_key(method: u32, args: Array) -> Result<JsValue, JsValue> {
+    let operation = operation(method, &args).map_err(to_js_error)?;
+    Ok(key_to_js(operation.key()))
+}
 
-    #[wasm_bindgen(js_name = checkLock)]
-    pub fn check_lock(lock_id: JsValue) -> Result<LeaseOperation, JsValue> {
-        wrap(string_argument("lockId", &lock_id).and_then(|l| Operation::check(&l)))
+/// Decide operation `method` on `args` (those of its `leaseKey`), given the record stored at its key
+/// (`undefined` if none) and the time. Returns `{ outcome, put }` (a record to store), `{ outcome, delete }`
+/// (a key to delete) or `{ outcome }`; `outcome` is `{ lockId, type, id, expiresAt }` for tryLock,
+/// `{ type, id, expiresAt }` for check and extend, `undefined` for release. Throws a `LockError` when the
+/// operation fails (then nothing is written).
+#[wasm_bindgen(js_name = decideLease)]
+pub fn decide_lease(
+    method: u32,
+    args: Array,
+    current: JsValue,
+    now_ms: f64,
+) -> Result<JsValue, JsValue> {
+    let operation = operation(method, &args).map_err(to_js_error)?;
+    let current = record_from_js(&current).map_err(to_js_error)?;
+    let decision = operation
+        .decide(current.as_ref(), now_ms)
+        .map_err(to_js_error)?;
+    let answer: JsValue = Object::new().into();
+    set(&answer, "outcome", &outcome_to_js(decision.outcome));
+    match decision.write {
+        Write::Nothing => {}
+        Write::Put(record) => set(&answer, "put", &record_to_js(&record)),
+        Write::Delete(key) => set(&answer, "delete", &key_to_js(&key)),
     }
-
-    #[wasm_bindgen(js_name = releaseLock)]
-    pub fn release_lock(lock_id: JsValue) -> Result<LeaseOperation, JsValue> {
-        wrap(string_argument("lockId", &lock_id).and_then(|l| Operation::release(&l)))
-    }
-
-    #[wasm_bindgen(js_name = extendLockExpiration)]
-    pub fn extend_lock_expiration(
-        lock_id: JsValue,
-        inc_ms: JsValue,
-    ) -> Result<LeaseOperation, JsValue> {
-        let lock_id = string_argument("lockId", &lock_id);
-        wrap(lock_id.and_then(|l| Operation::extend(&l, number_argument("incMs", &inc_ms)?)))
-    }
-
-    /// The key of the one record the operation reads and may write: `[type, id]`.
-    #[wasm_bindgen(getter)]
-    pub fn key(&self) -> JsValue {
-        key_to_js(self.operation.key())
-    }
-
-    /// Decide, given the stored record (`undefined` if none) and the time. Returns `{ outcome, put }`
-    /// (a record to store), `{ outcome, delete }` (a key to delete) or `{ outcome }`; `outcome` is
-    /// `{ lockId, type, id, expiresAt }` for tryLock, `{ type, id, expiresAt }` for check and extend,
-    /// `undefined` for release. Throws a `LockError` when the operation fails (then nothing is written).
-    pub fn decide(&self, current: JsValue, now_ms: f64) -> Result<JsValue, JsValue> {
-        let current = record_from_js(&current).map_err(to_js_error)?;
-        let decision = self
-            .operation
-            .decide(current.as_ref(), now_ms)
-            .map_err(to_js_error)?;
-        let answer: JsValue = Object::new().into();
-        set(&answer, "outcome", &outcome_to_js(decision.outcome));
-        match decision.write {
-            Write::Nothing => {}
-            Write::Put(record) => set(&answer, "put", &record_to_js(&record)),
-            Write::Delete(key) => set(&answer, "delete", &key_to_js(&key)),
-        }
-        Ok(answer)
-    }
+    Ok(answer)
 }
 
 /// `list()`, given every stored record and the time: `{ live: [{ type, id, expiresAt }], purge: [key] }`,
 /// the keys to delete in the same transaction.
 #[wasm_bindgen(js_name = decideLeaseList)]
 pub fn decide_lease_list(records: Array, now_ms: f64) -> Result<JsValue, JsValue> {
-    // A loop, not `collect::<Result<Vec<_>, _>>()`, whose adapters cost ~0.3 KB more in the wasm.
+    // The first record that does not convert fails the whole list (nothing is purged).
     let mut list = Vec::new();
     for i in 0..records.length() {
         let value = records.get(i);
@@ -117,12 +113,6 @@ pub fn decide_lease_list(records: Array, now_ms: f64) -> Result<JsValue, JsValue
     Ok(answer)
 }
 
-fn wrap(operation: Result<Operation, LeaseError>) -> Result<LeaseOperation, JsValue> {
-    operation
-        .map(|operation| LeaseOperation { operation })
-        .map_err(to_js_error)
-}
-
 /// A string argument; lone surrogates are refused (converted to Rust they would collapse into U+FFFD, so
 /// two different JS strings could name the same lease).
 fn string_argument(name: &str, value: &JsValue) -> Result<String, LeaseError> {
@@ -134,8 +124,8 @@ fn string_argument(name: &str, value: &JsValue) -> Result<String, LeaseError> {
     }
 }
 
-/// `JsString::is_valid_utf16` as a plain loop: every high surrogate followed by a low one, and no low
-/// one alone (its `decode_utf16` iterator cost ~0.3 KB more in the wasm).
+/// Whether `s` is well-formed UTF-16 (`JsString::is_valid_utf16`): every high surrogate followed by a
+/// low one, and no low one alone.
 fn well_formed(s: &JsString) -> bool {
     let unit = |i: u32| s.char_code_at(i) as u32;
     let is_low = |i: u32| (0xDC00..0xE000).contains(&unit(i));

@@ -1,4 +1,4 @@
-// js/lzma_decoder.js, the decoder of the wasm the classic build embeds (scripts/embed_wasm_plugin.mjs),
+// js/lzma_decoder.js, the decoder of the wasm the classic build embeds (scripts/size/embed_wasm.mjs),
 // against xz's encoder: every byte comes back, for the literal/position settings the build uses and
 // others (each changes which probabilities the decoder picks), on data with long repeats, on incompressible
 // data (long distances, the direct-bit path), on the built wasm itself when present, and on edge sizes.
@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { repoRoot } from './server.mjs';
 import { lzmaDecode } from '../../js/lzma_decoder.js';
-import { embeddedStream, lzmaCompress } from '../../scripts/embed_wasm_plugin.mjs';
+import { embeddedStream, lzmaCompress } from '../../scripts/size/embed_wasm.mjs';
 
 function xz(bytes, lc, lp, pb) {
   const result = spawnSync('xz', ['--format=raw', `--lzma1=preset=6,lc=${lc},lp=${lp},pb=${pb}`, '--stdout'], { input: bytes });

@@ -1,4 +1,4 @@
-// Short import and export names for the classic build (scripts/embed_wasm_plugin.mjs): wasm-bindgen names
+// Short import and export names for the classic build (scripts/size/embed_wasm.mjs): wasm-bindgen names
 // every import `__wbg_<method>_<16 hex digits>` and some exports after their Rust path (up to 149 bytes),
 // and each name is in the wasm and again in the glue, where minifying cannot touch it (an object key, a
 // property of `instance.exports`). Renamed to `a`, `b`, ... in both: -1.1 KB (LZMA) in the wasm and -0.6 KB
@@ -67,7 +67,7 @@ function skipImportDescriptor(bytes, at) {
     case 4: // tag: attribute, type index
       return readUleb(bytes, at + 1)[1];
     default:
-      throw new Error(`short_wasm_names: unknown import kind ${kind}`);
+      throw new Error(`wasm_names: unknown import kind ${kind}`);
   }
 }
 
@@ -127,7 +127,7 @@ function shortName(i) {
 export function shortNames(wasm) {
   const { imports, exports } = readNames(wasm);
   const modules = new Set(imports.map((i) => i.module));
-  if (modules.size > 1) throw new Error(`short_wasm_names: imports from ${modules.size} modules, expected one`);
+  if (modules.size > 1) throw new Error(`wasm_names: imports from ${modules.size} modules, expected one`);
   return {
     module: { from: [...modules][0], to: 'a' },
     imports: new Map([...new Set(imports.map((i) => i.name))].map((name, i) => [name, shortName(i)])),
@@ -164,7 +164,7 @@ const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 /** The glue `glue` (wasm-bindgen's --target web JS) using the names of `renameWasm(wasm, names)`. */
 export function renameGlue(glue, names) {
   const moduleKey = JSON.stringify(names.module.from);
-  if (glue.split(moduleKey).length !== 2) throw new Error(`short_wasm_names: the glue names ${moduleKey} other than once`);
+  if (glue.split(moduleKey).length !== 2) throw new Error(`wasm_names: the glue names ${moduleKey} other than once`);
   let out = glue.replace(moduleKey, JSON.stringify(names.module.to));
   for (const [from, to] of names.exports) out = out.replace(new RegExp(`\\bwasm\\.${escape(from)}\\b`, 'g'), `wasm.${to}`);
   // An import is a key of the imports object: `name: function(...` at the start of a line.
@@ -173,7 +173,7 @@ export function renameGlue(glue, names) {
     // A name may still appear as a local function of the glue (wasm-bindgen names the JS wrapper of a
     // closure export after it): only a property use or a key left over is an error.
     if (new RegExp(`(\\.${escape(from)}\\b|^\\s*${escape(from)}:|["']${escape(from)}["'])`, 'm').test(out)) {
-      throw new Error(`short_wasm_names: the glue still uses ${from}`);
+      throw new Error(`wasm_names: the glue still uses ${from}`);
     }
   }
   return out;

@@ -24,10 +24,10 @@ const HELPERS = new RegExp(
 /** The classic script `text` with the exports made as described above. */
 export function compactIifeExports(text) {
   const helpers = HELPERS.exec(text);
-  if (helpers === null) throw new Error('iife_exports_plugin: the build does not start with the expected export helpers');
+  if (helpers === null) throw new Error('iife_exports: the build does not start with the expected export helpers');
   const [all, prologue, , , , toCommonJs, namespace, exportList] = helpers;
   const ending = `return ${toCommonJs}(${namespace});})();\n`;
-  if (!text.endsWith(ending)) throw new Error('iife_exports_plugin: the build does not end by returning its exports');
+  if (!text.endsWith(ending)) throw new Error('iife_exports: the build does not end by returning its exports');
   const members = exportList.split(',').map((entry) => {
     const [name, value] = entry.split(':()=>');
     return `${name}:{get:()=>${value},enumerable:!0}`;

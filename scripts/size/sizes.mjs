@@ -4,9 +4,10 @@
 //   - ESM package, bundled: the same modules as one minified bundle (esbuild --minify), plus the wasm;
 //   - classic script: dist/weblocks.polyfill.js, one file with the wasm embedded;
 //   - legacy build: dist/weblocks.legacy.js, the same with the wasm compiled to JavaScript.
-// `--check`: exit 1 if the classic script is over its budget (CLASSIC_BUDGET_GZIP, issue 4: < 40 KB gzipped).
-// `--features`: also what each part of the wasm costs (issue 6): builds the wasm once per cargo feature set
-// (a few minutes) and prints, per feature, the bytes it adds to pkg/weblocks_bg.wasm.
+// `--check`: exit 1 if the classic script is over its budget (CLASSIC_BUDGET_GZIP, gzip -9); the test
+// command runs it after the build (scripts/test.sh).
+// `--features`: also what each part of the wasm costs: builds the wasm once per cargo feature set (a few
+// minutes) and prints, per feature, the bytes it adds to pkg/weblocks_bg.wasm.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,9 +15,10 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
-import { bindgenAndOptimize, cargoBuildWasm } from './build.mjs';
+import { bindgenAndOptimize, cargoBuildWasm } from '../build.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The classic script's budget: 40 KB gzip -9 (docs/SIZE.md). */
 export const CLASSIC_BUDGET_GZIP = 40_000;
 
 // `gzip -9` itself where it is installed (its deflate differs a little from Node's zlib), else zlib level 9.

@@ -1,54 +1,52 @@
-// The wasm-bindgen glue (pkg/weblocks.js) as the classic build needs it (scripts/embed_wasm_plugin.mjs),
-// for the classic script's size. There the glue is always initialised with the embedded bytes,
-// `init({ module_or_path: promiseOfBytes })` (js/classic.js), so some of its paths can never run:
-//  - init's other inputs: a URL or string to fetch, a Response, the deprecated non-object parameter, the
-//    default URL (its Response/Request tests already fold away: build.mjs defines them as undefined); and
-//    its guard against running twice (js/wasm_lock_api.js calls it once, whatever the number of APIs);
+// The wasm-bindgen glue (pkg/weblocks.js) as the classic build needs it (scripts/size/embed_wasm.mjs).
+// What esbuild and terser do by themselves is not done here: functions nothing calls (the glue's fetch and
+// Response paths once init is replaced, initSync), variables nothing reads, constant folding. What is left
+// are the edits no tool option makes, each listed in EDITS with what it removes or rewrites:
+//
+// Paths that can never run in the classic script, where the glue is always initialised with the embedded
+// bytes, `init({ module_or_path: promiseOfBytes })` (js/classic.js), once (js/wasm_lock_api.js):
+//  - init's other inputs (a URL or string to fetch, a Response, the deprecated non-object parameter, the
+//    default URL) and its guard against running twice;
 //  - passStringToWasm0's branch for a missing `realloc` (every call passes the same malloc and realloc,
 //    which it now reads itself);
-//  - `Symbol.dispose` on Engine and LeaseOperation, which no code of the script disposes with `using`,
-//    and Engine's `free` (the engine lives as long as the page; nothing frees it), and its other members
-//    that js/ never calls;
+//  - `Symbol.dispose` on Engine, which no code of the script disposes with `using`, Engine's `free` (the
+//    engine lives as long as the page; nothing frees it), and its other members that js/ never calls
+//    (checked: checkEngineMembersUnused);
 //  - Engine's FinalizationRegistry: its wrapper can never be collected, as js/lock_api.js keeps it (`engine`)
 //    in the scope of the `sink` function that the wasm holds (in the glue's heap of JS values) for the
 //    Engine's life; with it goes the wasm's engine_free (the classic wasm keeps only the exports the glue
-//    uses: scripts/embed_wasm_plugin.mjs);
-//  - LeaseOperation's registry (js/lease_idb_store.js frees each operation it makes, in a `finally`), whose
-//    `free` then takes the pointer itself; the closures' registry (checkClosuresOwned);
+//    uses: scripts/size/embed_wasm.mjs);
+//  - the closures' registry (checked: checkClosuresOwned);
 //  - the freeing of Engine's constructor strings when passing one throws (it passes the script's own client
 //    id, and no scope).
 // What the engines of the support floor (ES2017, WebAssembly MVP) may lack keeps its fallback:
 // TextEncoder.encodeInto (Chrome 74, Safari 14.1); FinalizationRegistry (Chrome 84, Safari 14.1) is read
-// nowhere once its three registries are dropped.
-// And two shapes minifiers cannot shorten are rewritten: an import that may throw,
-// `function() { return handleError(function (a, b) {...}, arguments); }`, becomes `handleError((a, b) =>
-// {...})` (and handleError returns the catching wrapper, made once instead of a closure per call); the
-// other imports, `name: function(a) {...}`, become arrows (none uses `this` or `arguments`); an
-// `instanceof` check returns from its try/catch; a (pointer, length) pair stored for the wasm is one call;
-// the pointer property of the Rust objects' wrappers is `p`, and more such names are one letter; an
-// argument copied to a constant (`const v = getObject(arg0);`) is read directly; a string (or none) returned through
-// memory is one call too, of the value itself; a result or an error returned through memory (the lease
-// operations) is read by one helper; a boolean (or none) for the wasm is one expression, a number
-// (or none) one test and one DataView; sizes and pointers are not
-// multiplied or divided by 1; a Uint32Array copied out of memory is a copied view (no cached Uint32Array of
-// the memory to keep, and reset, for that one import); the DataView that stores a few returned values is
-// made per store (~0.1 µs, against a cache tested for a detached or replaced buffer at each use).
+// nowhere once its two registries are dropped.
 //
-// Each edit is an exact text of wasm-bindgen 0.2.130's output and must match (once; or at least once; or,
-// `count: 'any'`, for the shapes of imports that the Rust code may stop needing, any number of times): a
-// glue of another shape fails the build instead of shipping half-edited.
+// Shapes no minifier can shorten, rewritten: an import that may throw, `function() { return
+// handleError(function (a, b) {...}, arguments); }`, becomes `handleError((a, b) => {...})` (and
+// handleError returns the catching wrapper, made once instead of a closure per call); the other imports,
+// `name: function(a) {...}`, become arrows (none uses `this` or `arguments`: checked); a (pointer, length)
+// pair stored for the wasm is one call; property names of the glue's own objects are one letter; an
+// argument copied to a constant (`const v = getObject(arg0);`) is read directly; a string (or none)
+// returned through memory is one call, of the value itself; a result or an error returned through memory
+// (the lease operations) is read by one helper; a boolean (or none) for the wasm is one expression, a
+// number (or none) one test and one DataView; sizes and pointers are not multiplied or divided by 1; a
+// Uint32Array copied out of memory is a copied view (no cached Uint32Array of the memory to keep, and
+// reset, for that one import); the DataView that stores a few returned values is made per store (~0.1 µs,
+// against a cache tested for a detached or replaced buffer at each use).
+//
+// What an upgrade of wasm-bindgen risks: each edit is an exact text of wasm-bindgen 0.2.130's output and
+// must match (once; or at least once; or, `count: 'any'`, for the shapes of imports that the Rust code may
+// stop needing, any number of times): a glue of another shape fails the build instead of shipping
+// half-edited. A new glue then needs each failing edit rewritten to its new text, or dropped.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const JS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'js');
+const JS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'js');
 
 const EDITS = [
-  {
-    what: "init's fetch/Response/URL paths",
-    from: /async function __wbg_load\(module, imports\) \{\n[^]*?\n\}\n\nfunction initSync/,
-    to: 'function initSync',
-  },
   {
     what: "init's parameter forms other than { module_or_path: bytes }",
     from: /async function __wbg_init_once\(module_or_path\) \{\n[^]*?\n\}\n/,
@@ -65,19 +63,9 @@ const EDITS = [
     to: 'async function __wbg_init({ module_or_path }) {\n',
   },
   {
-    what: 'the memory caches reset at init (null until then: init runs once, before any use)',
-    from: /^    cachedUint8ArrayMemory0 = null;\n(    (?:wasm\.__wbindgen_start\(\);|return wasm;))$/m,
-    to: '$1',
-  },
-  {
     what: "passStringToWasm0's branch without realloc",
     from: /(function passStringToWasm0\(arg, malloc, realloc\) \{\n)    if \(realloc === undefined\) \{\n[^]*?\n    \}\n/,
     to: '$1',
-  },
-  {
-    what: 'the module and instance kept in variables nothing reads',
-    from: /^let wasmModule, wasmInstance, wasm;\n(function __wbg_finalize_init\(instance, module\) \{\n)    wasmInstance = instance;\n(    wasm = instance\.exports;\n)    wasmModule = module;\n/m,
-    to: 'let wasm;\n$1$2',
   },
   {
     what: "passStringToWasm0's allocators, always the same two: read inside",
@@ -100,38 +88,16 @@ const EDITS = [
     to: '$1',
   },
   {
-    what: "LeaseOperation's finalization (js/lease_idb_store.js frees every operation it makes, in a finally; after the edit above)",
-    from: /^ +LeaseOperationFinalization\.(?:register\(obj, obj\.\w+, obj\)|unregister\(this\));\n|^const LeaseOperationFinalization = [^;]*;\n/gm,
-    to: '',
-    count: 3,
-  },
-  {
-    what: "LeaseOperation's free takes its pointer itself (its __destroy_into_raw has no other caller)",
-    from: /^    __destroy_into_raw\(\) \{\n        const ptr = this\.__wbg_ptr;\n        this\.__wbg_ptr = 0;\n        return ptr;\n    \}\n    free\(\) \{\n        const ptr = this\.__destroy_into_raw\(\);\n/m,
-    to: '    free() {\n        const ptr = this.__wbg_ptr;\n        this.__wbg_ptr = 0;\n',
-  },
-  {
     what: "closures' FinalizationRegistry (every closure the wasm hands to JS is owned by Rust: see checkClosuresOwned)",
     from: /^const CLOSURE_DTORS = [^;]*;\n|^ +CLOSURE_DTORS\.(?:register\(real, state, state\)|unregister\(state\));\n/gm,
     to: '',
     count: 3,
   },
   {
-    what: "closures' reference count: `c`",
-    from: /\bcnt\b/g,
-    to: 'c',
-  },
-  {
     what: "Engine's finalization (its wrapper is never garbage: js/lock_api.js keeps it in the scope of the sink the wasm holds)",
     from: /^ +EngineFinalization\.register\(this, this\.\w+, this\);\n|^const EngineFinalization = [^;]*;\n/gm,
     to: '',
     count: 2,
-  },
-  {
-    what: 'instanceof checks',
-    from: /\{\n( +)let result;\n +try \{\n +result = (getObject\(arg0\) instanceof \w+);\n +\} catch \(_\) \{\n +result = false;\n +\}\n +const ret = result;\n +return ret;\n/g,
-    to: '{\n$1try {\n$1    return $2;\n$1} catch (_) {\n$1    return false;\n$1}\n',
-    count: 'any',
   },
   {
     what: 'a string returned through memory: one helper',
@@ -178,12 +144,6 @@ function getStringFromWasm0(`,
     count: 'any',
   },
   {
-    what: 'the cached Uint32Array of the memory, once unused',
-    from: /^    cachedUint32ArrayMemory0 = null;\n/m,
-    to: (line, _offset, glue) => (glue.includes('getArrayU32FromWasm0(arg') ? line : ''),
-    count: 'any',
-  },
-  {
     what: 'a DataView of the memory made when needed, not cached (no checks of a detached buffer)',
     from: /^let cachedDataViewMemory0 = null;\nfunction getDataViewMemory0\(\) \{\n[^]*?\n\}\n/m,
     to: 'function getDataViewMemory0() {\n    return new DataView(wasm.memory.buffer);\n}\n',
@@ -197,17 +157,6 @@ function getStringFromWasm0(`,
     what: "the property holding a Rust object's pointer, `__wbg_ptr` (no other code reads it): `p`",
     from: /\.__wbg_ptr\b/g,
     to: '.p',
-  },
-  {
-    what: 'the static `__wrap` of the Rust objects\' wrappers: `w`',
-    from: /\b__wrap\b/g,
-    to: 'w',
-  },
-  {
-    what: 'their `__destroy_into_raw`: `d`',
-    from: /\b__destroy_into_raw\b/g,
-    to: 'd',
-    count: 'any',
   },
   {
     what: 'the property of Rust closures that releases them, `_wbg_cb_unref` (of the glue only): `u`',
@@ -238,13 +187,6 @@ function getStringFromWasm0(`,
     count: 'any',
   },
   {
-    what: 'a string or none returned through memory: read where it is passed',
-    from: /^( +)const ret = (getObject\(arg1\)\.\w+);\n +storeString\(arg0, ret\);$|^( +)const ret = typeof\(getObject\(arg1\)\) === 'string' \? getObject\(arg1\) : undefined;\n +storeString\(arg0, ret\);$/gm,
-    to: (_, indent, read, indent2) =>
-      read !== undefined ? `${indent}storeString(arg0, ${read});` : `${indent2}const x = getObject(arg1);\n${indent2}storeString(arg0, typeof x === 'string' ? x : undefined);`,
-    count: 'any',
-  },
-  {
     what: 'a number or none for the wasm: one DataView, one test',
     from: /^( +)const ret = typeof\(getObject\(arg1\)\) === 'number' \? getObject\(arg1\) : undefined;\n +getDataViewMemory0\(\)\.setFloat64\(\(arg0 >>> 0\) \+ 8, isLikeNone\(ret\) \? 0 : ret, true\);\n +getDataViewMemory0\(\)\.setInt32\(\(arg0 >>> 0\) \+ 4 \* 0, !isLikeNone\(ret\), true\);$/m,
     to: "$1const x = getObject(arg1);\n$1const isNumber = typeof x === 'number';\n$1const view = getDataViewMemory0();\n$1view.setFloat64((arg0 >>> 0) + 8, isNumber ? x : 0, true);\n$1view.setInt32(arg0 >>> 0, isNumber, true);",
@@ -263,7 +205,7 @@ function getStringFromWasm0(`,
       },
   {
     what: 'a result or an error returned through memory: one helper',
-    from: /^( +)try \{\n +const retptr = wasm\.__wbindgen_add_to_stack_pointer\(-16\) >>> 0;\n((?: +.*\n)*?) +var r0 = getDataViewMemory0\(\)\.getInt32\(retptr \+ 4 \* 0, true\);\n +var r1 = getDataViewMemory0\(\)\.getInt32\(retptr \+ 4, true\);\n +var r2 = getDataViewMemory0\(\)\.getInt32\(retptr \+ 4 \* 2, true\);\n +if \(r2\) \{\n +throw takeObject\(r1\);\n +\}\n +return (.*)\(r0\);\n +\} finally \{\n +wasm\.__wbindgen_add_to_stack_pointer\(16\);\n +\}$/gm,
+    from: /^( +)try \{\n +const retptr = wasm\.__wbindgen_add_to_stack_pointer\(-16\) >>> 0;\n((?: .*\n)*?) +var r0 = getDataViewMemory0\(\)\.getInt32\(retptr \+ 4 \* 0, true\);\n +var r1 = getDataViewMemory0\(\)\.getInt32\(retptr \+ 4, true\);\n +var r2 = getDataViewMemory0\(\)\.getInt32\(retptr \+ 4 \* 2, true\);\n +if \(r2\) \{\n +throw takeObject\(r1\);\n +\}\n +return (.*)\(r0\);\n +\} finally \{\n +wasm\.__wbindgen_add_to_stack_pointer\(16\);\n +\}$/gm,
     to: '$1return $3(resultOf((retptr) => {\n$2$1}));',
     count: 'any',
   },
@@ -299,19 +241,9 @@ function checkEngineMembersUnused() {
   for (const file of fs.readdirSync(JS_DIR).filter((name) => name.endsWith('.js'))) {
     for (const [, member] of fs.readFileSync(path.join(JS_DIR, file), 'utf8').matchAll(/\bengine\.(\w+)/g)) {
       if (UNUSED_ENGINE_MEMBERS.some((unused) => unused.split(' ').pop() === member)) {
-        throw new Error(`trim_wasm_glue: js/${file} uses engine.${member}, which the classic glue drops`);
+        throw new Error(`trim_glue: js/${file} uses engine.${member}, which the classic glue drops`);
       }
     }
-  }
-}
-
-// LeaseOperation loses its finalization: js/lease_idb_store.js, the one module that makes operations (js/
-// index.js and the classic script do not export the class), must make them in one place and free each in a
-// finally.
-function checkLeaseOperationsFreed() {
-  const store = fs.readFileSync(path.join(JS_DIR, 'lease_idb_store.js'), 'utf8');
-  if (store.match(/= LeaseOperation\[/g)?.length !== 1 || !/\} finally \{\n\s+operation\.free\(\);/.test(store)) {
-    throw new Error('trim_wasm_glue: js/lease_idb_store.js no longer frees each LeaseOperation it makes in a finally: the classic glue drops their finalization');
   }
 }
 
@@ -324,7 +256,7 @@ const WASM_DIR = path.join(JS_DIR, '..', 'src', 'wasm');
 function checkClosuresOwned() {
   for (const file of fs.readdirSync(WASM_DIR).filter((name) => name.endsWith('.rs'))) {
     if (/\binto_js_value\(|\.forget\(\)/.test(fs.readFileSync(path.join(WASM_DIR, file), 'utf8'))) {
-      throw new Error(`trim_wasm_glue: src/wasm/${file} gives a closure away (into_js_value or forget): the classic glue drops the closures' FinalizationRegistry`);
+      throw new Error(`trim_glue: src/wasm/${file} gives a closure away (into_js_value or forget): the classic glue drops the closures' FinalizationRegistry`);
     }
   }
 }
@@ -347,10 +279,9 @@ const LEGACY_EDITS = [
 export function trimGlue(glue, { legacy = false } = {}) {
   let out = glue;
   checkEngineMembersUnused();
-  checkLeaseOperationsFreed();
   checkClosuresOwned();
   const engine = /^export class Engine \{\n[^]*?\n\}\n/m.exec(out);
-  if (engine === null) throw new Error('trim_wasm_glue: no Engine class in the glue');
+  if (engine === null) throw new Error('trim_glue: no Engine class in the glue');
   let trimmed = engine[0];
   for (const member of UNUSED_ENGINE_MEMBERS) {
     trimmed = trimmed.replace(new RegExp(`^    ${member}\\(\\) \\{\n[^]*?\n    \\}\n`, 'm'), '');
@@ -359,18 +290,18 @@ export function trimGlue(glue, { legacy = false } = {}) {
   for (const { what, from, to, count } of legacy ? [...EDITS, ...LEGACY_EDITS] : EDITS) {
     const found = from.global ? [...out.matchAll(from)].length : from.test(out) ? 1 : 0;
     if (count === undefined ? found === 0 : count !== 'any' && found !== count) {
-      throw new Error(`trim_wasm_glue: ${what}: the glue has ${found} matches, expected ${count}`);
+      throw new Error(`trim_glue: ${what}: the glue has ${found} matches, expected ${count}`);
     }
     out = out.replace(from, to);
   }
-  if (/passStringToWasm0\(\w+,/.test(out)) throw new Error('trim_wasm_glue: a call of passStringToWasm0 of another shape');
+  if (/passStringToWasm0\(\w+,/.test(out)) throw new Error('trim_glue: a call of passStringToWasm0 of another shape');
   if (out.includes('handleError(function') || out.includes('arguments); }')) {
-    throw new Error('trim_wasm_glue: an import that may throw kept its old shape');
+    throw new Error('trim_glue: an import that may throw kept its old shape');
   }
   // What the arrows rely on: no import function uses `this` or `arguments` any more; and no constant
   // that stood for an argument is read after the line that now reads the argument itself.
   const imports = (/function __wbg_get_imports\(\) \{\n[^]*?\n\}\n/.exec(out)?.[0] ?? '').replace(/\/\/.*$/gm, '');
-  if (/\bthis\b|arguments\)/.test(imports)) throw new Error('trim_wasm_glue: an import of the glue uses `this` or `arguments`');
-  if (/\b(v|val|obj)\b/.test(imports)) throw new Error('trim_wasm_glue: an import still reads a constant it no longer has');
+  if (/\bthis\b|arguments\)/.test(imports)) throw new Error('trim_glue: an import of the glue uses `this` or `arguments`');
+  if (/\b(v|val|obj)\b/.test(imports)) throw new Error('trim_glue: an import still reads a constant it no longer has');
   return out;
 }

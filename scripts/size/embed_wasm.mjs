@@ -13,11 +13,11 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { renameGlue, renameWasm, shortNames } from './short_wasm_names.mjs';
-import { trimGlue } from './trim_wasm_glue.mjs';
-import { lzmaDecode } from '../js/lzma_decoder.js';
+import { renameGlue, renameWasm, shortNames } from './wasm_names.mjs';
+import { trimGlue } from './trim_glue.mjs';
+import { lzmaDecode } from '../../js/lzma_decoder.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 // LZMA's literal context, literal position and position bits: lc=3, lp=0, pb=0 is the smallest of all
 // (lc, lp, pb) on this wasm (pb=0: wasm code has no 2- or 4-byte alignment).
@@ -67,7 +67,7 @@ export function embeddedStream(bytes) {
     }
   };
   let end = stream.length;
-  if (!decodes(end)) throw new Error('embed_wasm_plugin: the LZMA stream does not decode to the wasm');
+  if (!decodes(end)) throw new Error('embed_wasm: the LZMA stream does not decode to the wasm');
   while (end > 0 && decodes(end - 1)) end--;
   return stream.subarray(0, end);
 }
@@ -111,7 +111,7 @@ function withoutUnreachableCode(wasm) {
     }
     const out = readFileSync(output);
     if (out.length < wasm.length) return out;
-    console.warn(`embed_wasm_plugin: wasm-opt made the classic wasm no smaller (${wasm.length} -> ${out.length} B); kept as it was`);
+    console.warn(`embed_wasm: wasm-opt made the classic wasm no smaller (${wasm.length} -> ${out.length} B); kept as it was`);
     return wasm;
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -139,7 +139,7 @@ function wasm2jsModule(wasm) {
     const opening = /^import \* as \S+ from '[^']*';\n/.exec(text);
     const ending = text.indexOf('\nvar retasmFunc = asmFunc(');
     if (opening === null || ending < 0 || !/\nfunction asmFunc\(imports\) \{\n/.test(text)) {
-      throw new Error('embed_wasm_plugin: wasm2js wrote a module of another shape (one import, asmFunc, retasmFunc)');
+      throw new Error('embed_wasm: wasm2js wrote a module of another shape (one import, asmFunc, retasmFunc)');
     }
     return `${text.slice(opening[0].length, ending)}\nexport default asmFunc;\n`;
   } finally {
@@ -149,8 +149,8 @@ function wasm2jsModule(wasm) {
 
 /**
  * The wasm, and wasm-bindgen's glue next to it (`x.js` beside `x_bg.wasm`), with short import and export
- * names (scripts/short_wasm_names.mjs): both are loaded through this plugin, so they always agree. The glue
- * is also cut to what the classic build runs (scripts/trim_wasm_glue.mjs), and the wasm keeps only the
+ * names (scripts/size/wasm_names.mjs): both are loaded through this plugin, so they always agree. The glue
+ * is also cut to what the classic build runs (scripts/size/trim_glue.mjs), and the wasm keeps only the
  * exports that glue uses (`wasm.<name>`), and the code they reach (withoutUnreachableCode).
  * With `legacy`, the wasm is embedded compiled to JavaScript (wasm2jsModule) instead of compressed.
  */
