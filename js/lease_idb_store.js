@@ -1,9 +1,9 @@
-// The default LeaseStore: leases kept in IndexedDB, the seed's `locks` table as an object store keyed by
+// The default LeaseStore: leases kept in IndexedDB, a `locks` table as an object store keyed by
 // [type, id]. Every operation is ONE readwrite transaction: read the record, let the Rust core decide
 // (`decideLease`, synchronous), and issue the write in the same success callback, with nothing
 // awaited in between (a transaction commits as soon as no request is pending, so an await there would let
 // another context in). IndexedDB serialises readwrite transactions on a store across every same-origin
-// window and worker: that gives the seed's "two users can never both insert". localStorage gives no such
+// window and worker: so two contexts can never both take the same (type, id). localStorage gives no such
 // guarantee. Works wherever `indexedDB` exists (windows, all workers).
 import { decideLease, decideLeaseList, leaseKey } from '../pkg/weblocks.js';
 

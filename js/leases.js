@@ -1,5 +1,5 @@
 // Leases, an extension next to the standard API: offline pessimistic locks that outlive a page load (the
-// seed's LockManager: tryLock, checkLock, releaseLock, extendLockExpiration), plus keepAlive and list.
+// classic offline-lock API: tryLock, checkLock, releaseLock, extendLockExpiration), plus keepAlive and list.
 // See docs/LEASES.md. The decisions are the Rust core's (src/lease/); this file adds promises, `LockError`,
 // option defaults and keepAlive, over any `LeaseStore`:
 //
@@ -19,9 +19,9 @@
 import { openIndexedDbLeaseStore } from './lease_idb_store.js';
 import { theGlobal } from './lock_api.js';
 
-/** The ttl of `tryLock` without `ttlMs`: 5 minutes, as in the seed's implementation. */
+/** The ttl of `tryLock` without `ttlMs`: 5 minutes: long enough to fill in a form, short enough that an abandoned edit frees the record soon. */
 export const DEFAULT_TTL_MS = 5 * 60 * 1000;
-/** keepAlive's default period: extend every minute (the seed's example). */
+/** keepAlive's default period: extend every minute, well inside the default ttl. */
 export const DEFAULT_KEEP_ALIVE_MS = 60 * 1000;
 /** The IndexedDB database of the default store. */
 export const DEFAULT_DATABASE_NAME = 'weblocks-leases';
@@ -125,7 +125,7 @@ export function createLeases(store) {
      * extension fails (then `onLost(lockError)` is called). Returns `stop`. Each extension adds the time
      * elapsed since the previous one, so the lease keeps the time it had left when keepAlive started even
      * when timers run late (hidden tabs are throttled, to once a minute in the worst case: keep that much
-     * left); pass `incMs` to add a fixed amount instead, as the seed does.
+     * left); pass `incMs` to add a fixed amount instead.
      */
     keepAlive(lockId, { everyMs = DEFAULT_KEEP_ALIVE_MS, incMs, onLost } = {}) {
       if (!(typeof everyMs === 'number' && everyMs > 0 && Number.isFinite(everyMs))) {

@@ -64,10 +64,12 @@ pub struct Snapshot {
     pub pending: Vec<LockInfo>,
 }
 
-/// A lock request queue: a `Vec` whose first `head` entries have left from the front (copies of
-/// them were granted; the entries go at the next compaction, when they are half of it), so that taking
-/// the head moves nothing. A `VecDeque` did the same at ~1 KB more in the wasm (its ring copies and
-/// two-slice iterators); here only a steal into a queue whose front has not moved is O(n).
+/// A lock request queue (spec 2.5): requests in the order they will be considered for a grant.
+///
+/// A `Vec` whose first `head` entries have already left from the front; they are dropped when they
+/// make up half of it. So taking the head is O(1) amortised and the live requests are always one
+/// contiguous slice (`iter`); only `push_front` (a steal) into a queue whose front has not moved is
+/// O(n).
 #[derive(Debug, Default)]
 struct RequestQueue {
     entries: Vec<LockRequest>,
@@ -109,8 +111,7 @@ impl RequestQueue {
         Some(request)
     }
 
-    /// Keeps the requests `keep` selects (a `dyn` predicate: one instantiation for every caller), and
-    /// drops the entries that have left.
+    /// Keeps the live requests that `keep` selects, in order, and drops the entries that have left.
     fn retain(&mut self, keep: &mut dyn FnMut(&LockRequest) -> bool) {
         let mut left = self.head;
         self.entries.retain(|r| {
@@ -123,7 +124,7 @@ impl RequestQueue {
         self.head = 0;
     }
 
-    /// Drops the entries that have left, by the one `retain` (no `Drain` code in the wasm).
+    /// Drops the entries that have left.
     fn compact(&mut self) {
         self.retain(&mut |_| true);
     }
@@ -156,9 +157,13 @@ enum Tracked {
 /// A lock manager (spec 2.2): the held lock set and the lock request queue map.
 ///
 /// The held lock set is an ordered set: the held entries of `requests` (by id), each with its grant
-/// order, which also has the name of each pending request (one map where two were). Its order is
-/// gathered when asked for ([`LockManager::held_where`]: queries, steals and terminations), not
-/// kept in a second map that every grant and release would update (~0.3 KB less wasm).
+/// order; the same map has the name of each pending request. Its order is gathered when asked for
+/// ([`LockManager::held_where`]: queries, steals and terminations), so a grant or a release updates
+/// one map.
+///
+/// Every order gathered here (held-set order, queue-map order) sorts `(key, position)` pairs whose
+/// keys, a grant order or a map order, are unique: an unstable sort then gives the one order every
+/// replica computes.
 /// Names whose queue is empty and that hold no lock are dropped from the map, so memory follows the
 /// live state; a name that comes back is appended at the end of the map, as a new key would be.
 #[derive(Debug, Default)]
@@ -384,7 +389,7 @@ impl LockManager {
 
     /// The held locks whose request `pick` selects, in held-set order (grant order). Gathered in id
     /// order, which is grant order in the common case (requests are mostly granted in the order they
-    /// were made); otherwise sorted as (grant order, position) pairs, the crate's one pair sort.
+    /// were made); otherwise sorted by grant order.
     fn held_where(&self, pick: &dyn Fn(&LockRequest) -> bool) -> Vec<&HeldLock> {
         let mut held: Vec<&HeldLock> = Vec::new();
         let mut in_order = true;
@@ -420,9 +425,7 @@ impl LockManager {
         ids
     }
 
-    /// The names (each of which has a resource) in queue-map order, without repeats. Sorted as
-    /// `(map order, index)` pairs: one sort instantiation shared with the other `(u64, u64)` sorts
-    /// (equal pairs are one name, so an unstable sort gives one order).
+    /// The names (each of which has a resource) in queue-map order, without repeats.
     fn in_map_order<'a>(&self, names: impl Iterator<Item = &'a Rc<str>>) -> Vec<Rc<str>> {
         let mut order: Vec<(u64, u64)> = Vec::new();
         for name in names {
@@ -504,7 +507,7 @@ impl LockManager {
 
     /// Pending requests of every queue, in queue-map order.
     pub fn pending_requests(&self) -> Vec<&LockRequest> {
-        // Only the names with a queue, sorted as (map order, index) pairs: the crate's one pair sort.
+        // The names with a queue, by map order.
         let mut order: Vec<(u64, u64)> = Vec::new();
         for i in 0..self.resources.len() {
             let resource = self.resources.at(i).1;
