@@ -10,7 +10,7 @@
 // interleave. Console output does not reach the driver: the fixtures record their errors in the page
 // (`window.pageErrors`), and `errors` reads them when asked.
 import { spawn } from 'node:child_process';
-import net from 'node:net';
+import { freePort } from './free_port.mjs';
 
 export const name = 'webkit';
 
@@ -18,18 +18,6 @@ export const miniBrowserPath = process.env.MINIBROWSER_PATH ?? '/usr/lib/x86_64-
 export const webDriverPath = process.env.WEBKIT_WEBDRIVER_PATH ?? '/usr/bin/WebKitWebDriver';
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** A free TCP port on the loopback interface. */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Starts Xvfb on a display it picks itself; resolves with `{ display, stop }`. */
 function startXvfb() {

@@ -4,7 +4,7 @@
 // down and removes the directory.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
+import { freePort } from '../../bench/lib/free_port.mjs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -15,17 +15,6 @@ export function postgresBin() {
   if (versions.length === 0) throw new Error('PostgreSQL is not installed (run scripts/setup.sh)');
   versions.sort((a, b) => Number(b) - Number(a));
   return path.join(root, versions[0], 'bin');
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 const asRoot = process.getuid?.() === 0;
