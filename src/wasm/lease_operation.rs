@@ -1,7 +1,7 @@
 //! The wasm edge of leases: the operations that a JS store runs atomically, one record each.
 //!
 //! The store (`js/lease_idb_store.js` for IndexedDB) names an operation by number ([`TRY_LOCK`],
-//! [`CHECK`], [`RELEASE`], 3 for extend) with its arguments. `leaseKey` validates them and returns the key
+//! [`CHECK`], [`RELEASE`], [`EXTEND`]) with its arguments. `leaseKey` validates them and returns the key
 //! of the one record the operation reads and may write (a bad argument throws at once); inside a
 //! `readwrite` transaction the store reads that record and, in the read's success callback, calls
 //! `decideLease` with the same arguments, the record and `Date.now()`, and issues the write it returns, so
@@ -19,10 +19,11 @@ use crate::lease::{
     LeaseError, LeaseInfo, LeaseKey, LeaseRecord, Operation, Outcome, Token, Write, list_live,
 };
 
-/// The operations by number, as `js/lease_idb_store.js` names them; 3 is extendLockExpiration.
+/// The operations by number, as `js/lease_idb_store.js` names them.
 const TRY_LOCK: u32 = 0;
 const CHECK: u32 = 1;
 const RELEASE: u32 = 2;
+const EXTEND: u32 = 3;
 
 /// Operation `method` on `args`, validated: `tryLock(type, id, ttlMs)` followed by the 16 random bytes of
 /// the new lease's token (from `crypto.getRandomValues`); `checkLock(lockId)`, `releaseLock(lockId)`,
@@ -48,7 +49,8 @@ fn operation(method: u32, args: &Array) -> Result<Operation, LeaseError> {
     match method {
         CHECK => Operation::check(&lock_id),
         RELEASE => Operation::release(&lock_id),
-        _ => Operation::extend(&lock_id, number_argument("incMs", &arg(1))?),
+        EXTEND => Operation::extend(&lock_id, number_argument("incMs", &arg(1))?),
+        _ => Err(LeaseError::Storage("unknown lease operation".into())),
     }
 }
 
