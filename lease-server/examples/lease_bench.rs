@@ -27,7 +27,7 @@ use weblocks::lease::{Operation, Token};
 use weblocks_lease_server::config::Database;
 use weblocks_lease_server::events::Events;
 use weblocks_lease_server::lease_row::{Grant, Holder, LeaseRequest, Reply};
-use weblocks_lease_server::store::{Store, StoreOptions};
+use weblocks_lease_server::store::{PgTimeouts, Store, StoreOptions};
 
 #[derive(Parser)]
 struct Args {
@@ -90,9 +90,18 @@ async fn main() {
             group,
         } => {
             let (events, _expiries) = Events::new();
+            // Generous bounds: the ceiling is measured, not the timeouts.
+            let bound = std::time::Duration::from_secs(30);
             let options = StoreOptions {
                 pg_pool: *pool,
                 sqlite_group: *group,
+                pg: PgTimeouts {
+                    connect: bound,
+                    pool_wait: bound,
+                    statement: bound,
+                    lock: bound,
+                    idle_in_transaction: bound,
+                },
             };
             let store = Arc::new(
                 Store::open(database, Arc::new(events), options)

@@ -3,7 +3,7 @@
 //! `checkLock`, `releaseLock` and `extendLockExpiration`. Every failure is a typed JSON error
 //! ([`ApiError`]) and writes nothing.
 
-use std::time::Duration;
+use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
@@ -84,7 +84,17 @@ pub async fn take_over(
             "taking over a lease needs the `takeover` permission".into(),
         ));
     }
-    grant(&state, identity, &body, Grant::TakeOver).await
+    let sub = identity.holder.sub.clone();
+    let taken = grant(&state, identity, &body, Grant::TakeOver).await?;
+    // Who took whose lease stays in the log (the lockId, a capability, never does).
+    tracing::info!(
+        sub,
+        lease_type = body.lease_type,
+        id = body.id,
+        fence = %taken["fence"],
+        "lease taken over"
+    );
+    Ok(taken)
 }
 
 /// `POST /v1/checkLock {lockId}` → the lease, while it is live.
@@ -102,7 +112,17 @@ pub async fn release_lock(
     identity: Identity,
     JsonBody(body): JsonBody<LockIdOnly>,
 ) -> Result<Json<Value>, ApiError> {
-    on_lock_id(&state, identity, Operation::release(&body.lock_id)).await
+    let sub = identity.holder.sub.clone();
+    let request = LeaseRequest::on_lock_id(Operation::release(&body.lock_id)?, identity.holder);
+    let key = request.key().clone();
+    let released = run(&state, request).await?;
+    tracing::info!(
+        sub,
+        lease_type = key.lease_type(),
+        id = key.id(),
+        "lease released"
+    );
+    Ok(released)
 }
 
 /// `POST /v1/extendLockExpiration {lockId, incMs}` → the lease with its new expiry (capped at the
@@ -190,6 +210,11 @@ pub async fn watch(
         }
         None => Topic::Type(checked_type(&query.lease_type)?.to_owned()),
     };
+    let slot = Arc::clone(&state.limits.streams)
+        .try_acquire_owned()
+        .map_err(|_| {
+            ApiError::Busy("this instance has as many change streams open as it may".into())
+        })?;
     // Subscribe before reading the state: a change committed in between is then both in the state and in
     // the stream, never in neither (the stream drops what is not news).
     let subscription = state.events.bus.subscribe(topic.clone());
@@ -197,14 +222,22 @@ pub async fn watch(
     for change in snapshot.iter().filter(|change| change.lease.is_some()) {
         state.events.time_expiry(change.clone());
     }
-    let stream = change_stream(subscription, snapshot, state.shutdown.clone());
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+    let stream = change_stream(subscription, snapshot, state.shutdown.clone(), slot);
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(state.limits.keep_alive)))
 }
 
 /// `GET /health` → `{status: "ok", database}` while the database answers (and, with PostgreSQL, this
-/// instance listens for changes); else 503 with a `StorageError`.
+/// instance listens for changes); else, within the health timeout, 503 with a `StorageError`.
 pub async fn health(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    let database = state.store.health().await?;
+    let bound = state.limits.health_timeout;
+    let database = tokio::time::timeout(bound, state.store.health())
+        .await
+        .map_err(|_| {
+            ApiError::from(LeaseError::Storage(format!(
+                "the database did not answer within {} ms",
+                bound.as_millis()
+            )))
+        })??;
     Ok(Json(json!({ "status": "ok", "database": database })))
 }
 

@@ -29,6 +29,8 @@ pub enum ApiError {
     MethodNotAllowed,
     /// 500 `InternalError`: a bug (a handler panicked); the service stays up.
     Internal,
+    /// 503 `ServiceBusy`: a limit of the service is reached (e.g. its change streams); try again later.
+    Busy(String),
 }
 
 impl From<LeaseError> for ApiError {
@@ -58,6 +60,7 @@ impl ApiError {
             ApiError::NoSuchEndpoint => ("NoSuchEndpoint", StatusCode::NOT_FOUND),
             ApiError::MethodNotAllowed => ("MethodNotAllowed", StatusCode::METHOD_NOT_ALLOWED),
             ApiError::Internal => ("InternalError", StatusCode::INTERNAL_SERVER_ERROR),
+            ApiError::Busy(_) => ("ServiceBusy", StatusCode::SERVICE_UNAVAILABLE),
         }
     }
 
@@ -75,6 +78,7 @@ impl ApiError {
             ApiError::NoSuchEndpoint => "no such endpoint".into(),
             ApiError::MethodNotAllowed => "method not allowed on this endpoint".into(),
             ApiError::Internal => "internal error (details in the service's log)".into(),
+            ApiError::Busy(why) => format!("busy: {why}"),
         }
     }
 

@@ -5,12 +5,18 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::time::Duration;
 
 use clap::Parser;
 use weblocks::lease::key::MAX_TTL_MS;
 
+use crate::connections::ConnectionLimits;
 use crate::limits::TtlBounds;
-use crate::store::StoreOptions;
+use crate::store::{PgTimeouts, StoreOptions};
+
+fn ms(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
 
 /// Where the `locks` table lives.
 #[derive(Clone, Debug)]
@@ -43,7 +49,14 @@ impl FromStr for Database {
 
 /// `weblocks-lease-server`: leases between users over HTTP/JSON (see docs/LEASES.md).
 #[derive(Parser, Debug)]
-#[command(name = "weblocks-lease-server", version, about)]
+#[command(
+    name = "weblocks-lease-server",
+    version,
+    about,
+    after_help = "Environment: WEBLOCKS_LEASE_SECRET (required, never a flag so that it stays out of \
+                  process lists): the HS256 secret shared with the backend that mints the users' tokens, \
+                  at least 32 bytes from a random generator, e.g. `openssl rand -hex 32`."
+)]
 pub struct Config {
     /// Address to listen on.
     #[arg(long, env = "WEBLOCKS_LEASE_LISTEN", default_value = "127.0.0.1:8787")]
@@ -89,13 +102,81 @@ pub struct Config {
     #[arg(long, env = "WEBLOCKS_LEASE_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
 
-    /// How long a shutdown waits for in-flight requests, in ms.
+    /// How long a shutdown waits for in-flight requests and open connections, in ms.
     #[arg(
         long,
         env = "WEBLOCKS_LEASE_SHUTDOWN_GRACE_MS",
         default_value_t = 10_000
     )]
     pub shutdown_grace_ms: u64,
+
+    /// Most HTTP connections open at once; one beyond is closed as soon as it is accepted.
+    #[arg(long, env = "WEBLOCKS_LEASE_MAX_CONNECTIONS", default_value_t = 1024)]
+    pub max_connections: usize,
+
+    /// Most change streams open at once; one more is answered 503 `ServiceBusy`.
+    #[arg(long, env = "WEBLOCKS_LEASE_MAX_STREAMS", default_value_t = 512)]
+    pub max_streams: usize,
+
+    /// A request's head must arrive within this, in ms, from the connection's opening or the end of
+    /// the previous answer (so a kept-alive connection left unused this long is closed too).
+    #[arg(
+        long,
+        env = "WEBLOCKS_LEASE_HEADER_TIMEOUT_MS",
+        default_value_t = 10_000
+    )]
+    pub header_timeout_ms: u64,
+
+    /// A connection that moves no byte either way for this long, in ms, is closed (a change stream
+    /// writes a keep-alive at least three times per period).
+    #[arg(long, env = "WEBLOCKS_LEASE_IDLE_TIMEOUT_MS", default_value_t = 60_000)]
+    pub idle_timeout_ms: u64,
+
+    /// `/health` answers 503 if the database has not answered within this, in ms.
+    #[arg(
+        long,
+        env = "WEBLOCKS_LEASE_HEALTH_TIMEOUT_MS",
+        default_value_t = 2_000
+    )]
+    pub health_timeout_ms: u64,
+
+    /// PostgreSQL: the most a new connection (TCP, TLS-less start-up and authentication) may take, in ms.
+    #[arg(
+        long,
+        env = "WEBLOCKS_LEASE_PG_CONNECT_TIMEOUT_MS",
+        default_value_t = 5_000
+    )]
+    pub pg_connect_timeout_ms: u64,
+
+    /// PostgreSQL: the most an operation waits for a free pooled connection, in ms (then 503).
+    #[arg(long, env = "WEBLOCKS_LEASE_PG_POOL_WAIT_MS", default_value_t = 5_000)]
+    pub pg_pool_wait_ms: u64,
+
+    /// PostgreSQL: `statement_timeout`, in ms. An operation that has not finished 1 s after it (a server
+    /// that stopped answering) has its connection dropped.
+    #[arg(
+        long,
+        env = "WEBLOCKS_LEASE_PG_STATEMENT_TIMEOUT_MS",
+        default_value_t = 5_000
+    )]
+    pub pg_statement_timeout_ms: u64,
+
+    /// PostgreSQL: `lock_timeout`, in ms: the most an operation waits for its key's row lock.
+    #[arg(
+        long,
+        env = "WEBLOCKS_LEASE_PG_LOCK_TIMEOUT_MS",
+        default_value_t = 3_000
+    )]
+    pub pg_lock_timeout_ms: u64,
+
+    /// PostgreSQL: `idle_in_transaction_session_timeout`, in ms: the server ends a session left inside a
+    /// transaction this long.
+    #[arg(
+        long,
+        env = "WEBLOCKS_LEASE_PG_IDLE_IN_TRANSACTION_MS",
+        default_value_t = 10_000
+    )]
+    pub pg_idle_in_transaction_ms: u64,
 }
 
 impl Config {
@@ -122,6 +203,25 @@ impl Config {
                     .into(),
             );
         }
+        if self.max_connections == 0 || self.max_streams == 0 {
+            return Err("--max-connections and --max-streams must be at least 1".into());
+        }
+        let timeouts = [
+            ("--header-timeout-ms", self.header_timeout_ms),
+            ("--idle-timeout-ms", self.idle_timeout_ms),
+            ("--health-timeout-ms", self.health_timeout_ms),
+            ("--pg-connect-timeout-ms", self.pg_connect_timeout_ms),
+            ("--pg-pool-wait-ms", self.pg_pool_wait_ms),
+            ("--pg-statement-timeout-ms", self.pg_statement_timeout_ms),
+            ("--pg-lock-timeout-ms", self.pg_lock_timeout_ms),
+            (
+                "--pg-idle-in-transaction-ms",
+                self.pg_idle_in_transaction_ms,
+            ),
+        ];
+        if let Some((flag, _)) = timeouts.iter().find(|(_, ms)| *ms == 0) {
+            return Err(format!("{flag} must be at least 1 ms"));
+        }
         Ok(())
     }
 
@@ -129,6 +229,22 @@ impl Config {
         StoreOptions {
             pg_pool: self.pg_pool,
             sqlite_group: self.sqlite_group,
+            pg: PgTimeouts {
+                connect: ms(self.pg_connect_timeout_ms),
+                pool_wait: ms(self.pg_pool_wait_ms),
+                statement: ms(self.pg_statement_timeout_ms),
+                lock: ms(self.pg_lock_timeout_ms),
+                idle_in_transaction: ms(self.pg_idle_in_transaction_ms),
+            },
+        }
+    }
+
+    pub fn connection_limits(&self) -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: self.max_connections,
+            header_timeout: ms(self.header_timeout_ms),
+            idle_timeout: ms(self.idle_timeout_ms),
+            grace: ms(self.shutdown_grace_ms),
         }
     }
 
@@ -170,6 +286,22 @@ mod tests {
         }
         assert!(parse(&["--database", "mysql://x"]).is_err());
         assert!(parse(&["--database", "sqlite:"]).is_err());
+    }
+
+    #[test]
+    fn help_names_the_secret_s_variable_and_every_limit_s() {
+        use clap::CommandFactory;
+        let help = Config::command().render_long_help().to_string();
+        for variable in [
+            "WEBLOCKS_LEASE_SECRET",
+            "WEBLOCKS_LEASE_HEADER_TIMEOUT_MS",
+            "WEBLOCKS_LEASE_MAX_CONNECTIONS",
+            "WEBLOCKS_LEASE_PG_STATEMENT_TIMEOUT_MS",
+        ] {
+            assert!(help.contains(variable), "{variable} in {help}");
+        }
+        assert!(parse(&["--header-timeout-ms", "0"]).is_err());
+        assert!(parse(&["--max-streams", "0"]).is_err());
     }
 
     #[test]

@@ -6,8 +6,7 @@
 //! A timer runs on this machine's monotonic clock for the time the database said was left (`expiresAt`
 //! minus the database's `now` in the change), so the two machines' clocks need not agree.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,13 +21,21 @@ use crate::store::Store;
 /// Added to each timer, so the database, asked when it fires, finds the lease already expired.
 const MARGIN: Duration = Duration::from_millis(5);
 
-/// The timers: a queue of due times, and per key the timer that counts (the one set for the latest live
-/// state seen: its number, fencing number and expiry); an earlier timer of the key fires for nothing.
+/// One key's timer: when it is due, and the live state (fencing number, expiry) it was set for.
+struct Timer {
+    at: (Instant, u64),
+    fence: i64,
+    expires_at: f64,
+}
+
+/// The timers, one per key at most: setting a key's timer again (an extension, a new lease) moves it, so
+/// their number, and their memory, follow the number of leases watched, never the number of changes.
 #[derive(Default)]
 struct Timers {
-    latest: HashMap<LeaseKey, (u64, i64, f64)>,
-    due: BinaryHeap<Reverse<(Instant, u64, LeaseKey)>>,
-    next_id: u64,
+    by_key: HashMap<LeaseKey, Timer>,
+    /// The same timers in due order (the sequence number tells apart those due at the same instant).
+    due: BTreeMap<(Instant, u64), LeaseKey>,
+    next_seq: u64,
 }
 
 impl Timers {
@@ -38,38 +45,47 @@ impl Timers {
         };
         let state = (change.fence, lease.expires_at);
         // An older state of the key (a snapshot or a late notification) never moves its timer.
-        if let Some(&(_, fence, expires_at)) = self.latest.get(&key)
-            && (fence, expires_at) >= state
+        if let Some(timer) = self.by_key.get(&key)
+            && (timer.fence, timer.expires_at) >= state
         {
             return;
         }
         let left_ms = (lease.expires_at - change.now).max(0.0);
         let at = Instant::now() + Duration::from_secs_f64(left_ms / 1000.0) + MARGIN;
-        self.next_id += 1;
-        self.latest
-            .insert(key.clone(), (self.next_id, state.0, state.1));
-        self.due.push(Reverse((at, self.next_id, key)));
+        self.next_seq += 1;
+        let timer = Timer {
+            at: (at, self.next_seq),
+            fence: state.0,
+            expires_at: state.1,
+        };
+        if let Some(replaced) = self.by_key.insert(key.clone(), timer) {
+            self.due.remove(&replaced.at);
+        }
+        self.due.insert((at, self.next_seq), key);
     }
 
     fn next_due(&self) -> Option<Instant> {
-        self.due.peek().map(|Reverse((at, _, _))| *at)
+        self.due.first_key_value().map(|((at, _), _)| *at)
     }
 
-    /// The keys whose timer that counts is due at `now`, with the (fence, expiry) it was set for.
+    /// The keys whose timer is due at `now`, with the (fence, expiry) it was set for.
     fn take_due(&mut self, now: Instant) -> Vec<(LeaseKey, (i64, f64))> {
         let mut fired = Vec::new();
         while self.next_due().is_some_and(|at| at <= now) {
-            let Some(Reverse((_, id, key))) = self.due.pop() else {
+            let Some((_, key)) = self.due.pop_first() else {
                 break;
             };
-            if let Some(&(latest, fence, expires_at)) = self.latest.get(&key)
-                && latest == id
-            {
-                self.latest.remove(&key);
-                fired.push((key, (fence, expires_at)));
+            if let Some(timer) = self.by_key.remove(&key) {
+                fired.push((key, (timer.fence, timer.expires_at)));
             }
         }
         fired
+    }
+
+    /// The timers set (for tests: one per key).
+    #[cfg(test)]
+    fn entries(&self) -> usize {
+        self.due.len().max(self.by_key.len())
     }
 }
 
@@ -174,5 +190,18 @@ mod tests {
         assert_eq!(fired.len(), 1);
         assert_eq!(fired[0].1, (1, 3000.0));
         assert_eq!(timers.next_due(), None);
+        assert_eq!(timers.entries(), 0);
+    }
+
+    #[test]
+    fn extending_a_watched_lease_keeps_one_timer_per_key() {
+        let mut timers = Timers::default();
+        for extension in 1..=10_000 {
+            let now = f64::from(extension);
+            timers.set(&live("1", 1, 60_000.0 + now, now));
+        }
+        timers.set(&live("2", 1, 60_000.0, 0.0));
+        assert_eq!(timers.entries(), 2, "one timer per watched lease");
+        assert!(timers.take_due(Instant::now()).is_empty());
     }
 }

@@ -2,8 +2,9 @@
 //! service shares with it (`WEBLOCKS_LEASE_SECRET`).
 //!
 //! Claims: `sub` (the user's id), `name` (the display name other users see as the holder), `perms` (a list;
-//! `takeover` allows `takeOver`, `admin` allows it too), `exp` (required: a token expires). A request
-//! without a token that verifies gets 401 before anything else is looked at.
+//! `takeover` allows `takeOver`, `admin` allows it too), `exp` (required: a token expires), `nbf` (if
+//! present, the token is refused before that time). A request without a token that verifies gets 401
+//! before anything else is looked at.
 
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode};
 use serde::Deserialize;
@@ -14,6 +15,11 @@ use crate::limits::check_name;
 
 /// The shortest secret accepted: HS256's key should carry at least the hash's 256 bits.
 pub const MIN_SECRET_BYTES: usize = 32;
+
+/// The fewest distinct byte values a secret must use. A random secret of 32 bytes or more uses far more
+/// (32 random hex digits: 14 or more of the 16 but for one secret in a million); a secret with fewer is
+/// made by hand (`aaaa…`, `abab…`, a word repeated) and guessable whatever its length.
+pub const MIN_DISTINCT_SECRET_BYTES: usize = 8;
 
 /// Clock skew tolerated on `exp` and `nbf` between the backend that mints tokens and the service.
 const LEEWAY_SECONDS: u64 = 5;
@@ -40,16 +46,33 @@ pub struct TokenVerifier {
 }
 
 impl TokenVerifier {
-    /// `None` if the secret is shorter than [`MIN_SECRET_BYTES`].
-    pub fn new(secret: &[u8]) -> Option<TokenVerifier> {
+    /// A verifier for `secret`, or why the secret is too weak: shorter than [`MIN_SECRET_BYTES`], or
+    /// fewer than [`MIN_DISTINCT_SECRET_BYTES`] distinct bytes.
+    pub fn new(secret: &[u8]) -> Result<TokenVerifier, String> {
         if secret.len() < MIN_SECRET_BYTES {
-            return None;
+            return Err(format!(
+                "the secret must hold at least {MIN_SECRET_BYTES} bytes (it holds {}); make one with \
+                 `openssl rand -hex 32`",
+                secret.len()
+            ));
+        }
+        let mut seen = [false; 256];
+        for byte in secret {
+            seen[usize::from(*byte)] = true;
+        }
+        let distinct = seen.iter().filter(|seen| **seen).count();
+        if distinct < MIN_DISTINCT_SECRET_BYTES {
+            return Err(format!(
+                "the secret uses only {distinct} distinct bytes (at least {MIN_DISTINCT_SECRET_BYTES}): \
+                 it was not made by a random generator; make one with `openssl rand -hex 32`"
+            ));
         }
         crate::hs256::install();
         let mut validation = Validation::new(Algorithm::HS256);
         validation.leeway = LEEWAY_SECONDS;
+        validation.validate_nbf = true;
         validation.set_required_spec_claims(&["exp", "sub"]);
-        Some(TokenVerifier {
+        Ok(TokenVerifier {
             key: DecodingKey::from_secret(secret),
             validation,
         })
@@ -126,6 +149,7 @@ mod tests {
 
     fn verify(token: &str) -> Result<Identity, ApiError> {
         TokenVerifier::new(SECRET)
+            .ok()
             .unwrap()
             .verify(Some(&format!("Bearer {token}")))
     }
@@ -185,13 +209,34 @@ mod tests {
         );
         assert!(reason(verify(&other_alg)).contains("HS256"));
         assert!(reason(verify("not.a.token")).contains("malformed"));
-        let verifier = TokenVerifier::new(SECRET).unwrap();
+        let verifier = TokenVerifier::new(SECRET).ok().unwrap();
         assert!(reason(verifier.verify(None)).contains("no bearer"));
         assert!(reason(verifier.verify(Some("Basic dXNlcjpwYXNz"))).contains("bearer"));
     }
 
     #[test]
-    fn a_short_secret_is_refused() {
-        assert!(TokenVerifier::new(&SECRET[..31]).is_none());
+    fn short_and_weak_secrets_are_refused() {
+        assert!(
+            TokenVerifier::new(&SECRET[..31])
+                .err()
+                .unwrap()
+                .contains("32 bytes")
+        );
+        let repeated = TokenVerifier::new(&[b'a'; 64]).err().unwrap();
+        assert!(repeated.contains("only 1 distinct"), "{repeated}");
+        assert!(TokenVerifier::new(&b"abcdefg".repeat(10)).is_err());
+        assert!(TokenVerifier::new(b"0123456789abcdef0123456789abcdef").is_ok());
+    }
+
+    #[test]
+    fn a_token_not_valid_yet_is_refused() {
+        let later =
+            json!({ "sub": "u1", "name": "Alice", "nbf": now() + 3600, "exp": now() + 7200 });
+        assert!(reason(verify(&token(later, SECRET, Algorithm::HS256))).contains("not valid yet"));
+        let skewed = json!({ "sub": "u1", "name": "Alice", "nbf": now() + 2, "exp": now() + 60 });
+        assert!(
+            verify(&token(skewed, SECRET, Algorithm::HS256)).is_ok(),
+            "within the leeway"
+        );
     }
 }

@@ -3,18 +3,21 @@
 //! default) or PostgreSQL (several instances on one database). See docs/LEASES.md.
 //!
 //! - [`config`]: flags and environment; [`server`]: the assembled service; [`shutdown`]: its stop signal.
+//! - [`connections`]: HTTP connections with their timeouts and cap; [`descriptors`]: room for them.
 //! - [`api`]: the endpoints; [`extract`]: their request parsing; [`api_error`]: typed JSON errors.
 //! - [`identity`] and [`hs256`]: who is asking (an HS256 JWT); [`limits`]: what the service accepts.
 //! - [`lease_row`]: a row of `locks` and what an operation does to it (the core's decision applied).
 //! - [`store`]: SQLite and PostgreSQL, one transaction per operation.
 //! - [`change`], [`events`], [`bus`], [`stream`], [`expiry`]: change events, from the database to
-//!   this instance's streams, and the expiries nobody writes.
+//!   this instance's streams, and the expiries nobody writes; [`purge`]: deleting long-expired rows.
 
 pub mod api;
 pub mod api_error;
 pub mod bus;
 pub mod change;
 pub mod config;
+pub mod connections;
+pub mod descriptors;
 pub mod events;
 pub mod expiry;
 pub mod extract;
@@ -22,6 +25,7 @@ pub mod hs256;
 pub mod identity;
 pub mod lease_row;
 pub mod limits;
+pub mod purge;
 pub mod server;
 pub mod shutdown;
 pub mod store;

@@ -1,6 +1,7 @@
-//! Putting the service together: the store, the change hub and its expiry timers, the router with its
-//! layers (CORS for the configured origins only, body limit, request logs, panics answered as 500s),
-//! and a graceful shutdown that finishes in-flight requests.
+//! Putting the service together: the store, the change hub and its expiry timers, the purge of old
+//! rows, the router with its layers (CORS for the configured origins only, body limit, request logs,
+//! panics answered as 500s), the connections with their limits ([`crate::connections`]), and a shutdown
+//! that finishes in-flight requests within its grace period.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +12,7 @@ use axum::http::{HeaderValue, Method, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, watch};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
@@ -21,13 +22,20 @@ use crate::api;
 use crate::api_error::ApiError;
 use crate::config::Config;
 use crate::events::Events;
-use crate::identity::{MIN_SECRET_BYTES, TokenVerifier};
+use crate::identity::TokenVerifier;
 use crate::limits::TtlBounds;
 use crate::store::Store;
 
 pub struct Limits {
     pub ttls: TtlBounds,
     pub max_body_bytes: usize,
+    /// `/health` answers 503 past this.
+    pub health_timeout: Duration,
+    /// A change stream writes a keep-alive comment this often (a third of the idle timeout, at most 15
+    /// s), so an open stream is never closed as idle.
+    pub keep_alive: Duration,
+    /// One permit per change stream that may be open.
+    pub streams: Arc<Semaphore>,
 }
 
 #[derive(Clone)]
@@ -86,11 +94,22 @@ pub fn router(state: AppState, origins: &[String]) -> Router {
 /// Run the service until SIGTERM or SIGINT, then finish in-flight requests (within the grace period),
 /// end the change streams and close the database.
 pub async fn run(config: Config, secret: Vec<u8>) -> Result<(), String> {
-    let verifier = TokenVerifier::new(&secret).ok_or_else(|| {
-        format!(
-            "WEBLOCKS_LEASE_SECRET must be set to a secret of at least {MIN_SECRET_BYTES} bytes"
-        )
-    })?;
+    let verifier =
+        TokenVerifier::new(&secret).map_err(|why| format!("WEBLOCKS_LEASE_SECRET: {why}"))?;
+    let connection_limits = config.connection_limits();
+    let needed = config.max_connections as u64
+        + config.pg_pool as u64
+        + crate::descriptors::BESIDES_CONNECTIONS;
+    match crate::descriptors::make_room(needed) {
+        Ok(limit) if limit < needed => tracing::warn!(
+            limit,
+            needed,
+            "the open-file limit is below what --max-connections needs: lower it or raise the limit \
+             (LimitNOFILE= in a systemd unit)"
+        ),
+        Ok(_) => {}
+        Err(error) => tracing::warn!(%error, "cannot read the open-file limit"),
+    }
     let (events, expiry_requests) = Events::new();
     let events = Arc::new(events);
     let store = Arc::new(
@@ -112,6 +131,7 @@ pub async fn run(config: Config, secret: Vec<u8>) -> Result<(), String> {
         Arc::clone(&store),
         shutdown.clone(),
     ));
+    let purge = tokio::spawn(crate::purge::run(Arc::clone(&store), shutdown.clone()));
     let state = AppState {
         store: Arc::clone(&store),
         events,
@@ -119,6 +139,9 @@ pub async fn run(config: Config, secret: Vec<u8>) -> Result<(), String> {
         limits: Arc::new(Limits {
             ttls: config.ttl_bounds(),
             max_body_bytes: config.max_body_bytes,
+            health_timeout: Duration::from_millis(config.health_timeout_ms),
+            keep_alive: (connection_limits.idle_timeout / 3).min(Duration::from_secs(15)),
+            streams: Arc::new(Semaphore::new(config.max_streams)),
         }),
         shutdown: shutdown.clone(),
     };
@@ -133,21 +156,15 @@ pub async fn run(config: Config, secret: Vec<u8>) -> Result<(), String> {
         tracing::info!("shutting down: finishing in-flight requests");
         let _ = stop.send(true);
     });
-    let mut stopping = shutdown.clone();
-    let server =
-        axum::serve(listener, router(state, &config.origins)).with_graceful_shutdown(async move {
-            crate::shutdown::stopped(&mut stopping).await;
-        });
-    let mut stopping = shutdown.clone();
-    let grace = Duration::from_millis(config.shutdown_grace_ms);
-    tokio::select! {
-        served = server => served.map_err(|e| e.to_string())?,
-        () = async move {
-            crate::shutdown::stopped(&mut stopping).await;
-            tokio::time::sleep(grace).await;
-        } => tracing::warn!(?grace, "requests still running after the grace period: stopping anyway"),
+    let router = router(state, &config.origins);
+    if !crate::connections::serve(listener, router, connection_limits, shutdown).await {
+        tracing::warn!(
+            grace = ?connection_limits.grace,
+            "connections still open after the grace period: stopping anyway"
+        );
     }
     let _ = expiries.await;
+    let _ = purge.await;
     store.close().await;
     tracing::info!("stopped");
     Ok(())

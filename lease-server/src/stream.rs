@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use axum::response::sse::Event;
 use futures_util::Stream;
-use tokio::sync::watch;
+use tokio::sync::{OwnedSemaphorePermit, watch};
 
 use crate::bus::Subscription;
 use crate::change::{Change, Order};
@@ -22,6 +22,8 @@ struct Watch {
     sent: HashMap<(String, String), Order>,
     shutdown: watch::Receiver<bool>,
     started: bool,
+    /// This stream's place among those the instance may have open, given back when it ends.
+    _slot: OwnedSemaphorePermit,
 }
 
 impl Watch {
@@ -54,6 +56,7 @@ pub fn change_stream(
     subscription: Subscription,
     first: Vec<Change>,
     shutdown: watch::Receiver<bool>,
+    slot: OwnedSemaphorePermit,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
     let watch = Watch {
         first: first.into(),
@@ -61,6 +64,7 @@ pub fn change_stream(
         sent: HashMap::new(),
         shutdown,
         started: false,
+        _slot: slot,
     };
     futures_util::stream::unfold(watch, |mut watch| async move {
         loop {

@@ -5,14 +5,19 @@
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from './server.mjs';
 import { mintToken as mintWith } from '../../scripts/dev_lease_backend.mjs';
 
-export const serviceBinary = path.join(repoRoot, 'target', 'debug', 'weblocks-lease-server');
+/**
+ * The service's debug build, or the binary named by WEBLOCKS_LEASE_SERVER_BINARY (to run the tests
+ * against another build, e.g. an older commit's, which is then not built).
+ */
+export const serviceBinary = process.env.WEBLOCKS_LEASE_SERVER_BINARY ?? path.join(repoRoot, 'target', 'debug', 'weblocks-lease-server');
 
-let built = false;
+let built = process.env.WEBLOCKS_LEASE_SERVER_BINARY !== undefined;
 /** `cargo build` the service (a no-op when `cargo test --workspace` already built it). */
 export function buildLeaseService() {
   if (built) return;
@@ -202,5 +207,87 @@ export function dumpSqlite(file) {
   return {
     locks: JSON.parse(query('SELECT * FROM locks ORDER BY type, id')),
     fences: JSON.parse(query('SELECT * FROM lock_fences ORDER BY type, id')),
+  };
+}
+
+/**
+ * A raw TCP connection to the service at `url`, for what `fetch` cannot do: send `text` (a request, or
+ * part of one), more later with `send`, give up with `abandon`. `closed` resolves with the ms from
+ * opening to the service closing it; `answer()` is what the service sent so far.
+ */
+export function rawConnection(url, text = '') {
+  const { hostname, port } = new URL(url);
+  const socket = net.connect({ host: hostname, port: Number(port) });
+  const opened = performance.now();
+  let received = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk) => (received += chunk));
+  socket.on('error', () => {});
+  const closed = new Promise((resolve) => socket.once('close', () => resolve(performance.now() - opened)));
+  if (text) socket.write(text);
+  return {
+    send: (more) => socket.write(more),
+    abandon: () => socket.destroy(),
+    answer: () => received,
+    closed,
+    get isClosed() {
+      return socket.destroyed;
+    },
+  };
+}
+
+/** A POST's text with its head and JSON body, as `rawConnection` sends it. */
+export function rawPost(pathname, token, body) {
+  const json = JSON.stringify(body);
+  return (
+    `POST ${pathname} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${token}\r\n` +
+    `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(json)}\r\n\r\n${json}`
+  );
+}
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of `targetPort`, which can fall silent: `freeze()` stops passing
+ * bytes either way on every connection, open or new (they stay open: a server that accepted and never
+ * answers), `thaw()` lets the connections opened since through again. `{ port, freeze, thaw, close }`.
+ */
+export async function silenceableProxy(targetPort) {
+  let frozen = false;
+  const pairs = new Set();
+  const server = net.createServer((client) => {
+    client.on('error', () => {});
+    if (frozen) {
+      pairs.add({ client, upstream: null });
+      return;
+    }
+    const upstream = net.connect({ host: '127.0.0.1', port: targetPort });
+    upstream.on('error', () => client.destroy());
+    client.on('error', () => upstream.destroy());
+    const pair = { client, upstream };
+    pairs.add(pair);
+    client.on('data', (chunk) => frozen || upstream.write(chunk));
+    upstream.on('data', (chunk) => frozen || client.write(chunk));
+    client.on('close', () => (upstream.destroy(), pairs.delete(pair)));
+    upstream.on('close', () => (client.destroy(), pairs.delete(pair)));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: server.address().port,
+    freeze: () => (frozen = true),
+    thaw: () => {
+      frozen = false;
+      // What froze mid-conversation cannot resume: those connections are closed (their bytes were lost).
+      for (const pair of pairs) {
+        pair.client.destroy();
+        pair.upstream?.destroy();
+      }
+      pairs.clear();
+    },
+    close: () => {
+      for (const { client, upstream } of pairs) {
+        client.destroy();
+        upstream?.destroy();
+      }
+      return new Promise((resolve) => server.close(resolve));
+    },
   };
 }

@@ -17,8 +17,9 @@ mod sqlite;
 
 use std::fmt::Display;
 use std::sync::Arc;
+use std::time::Duration;
 
-use weblocks::lease::{LeaseError, LeaseKey, LeaseRecord, list_live};
+use weblocks::lease::{LeaseError, LeaseKey};
 
 use crate::api_error::ApiError;
 use crate::bus::Topic;
@@ -41,6 +42,10 @@ pub enum Store {
     Postgres(PostgresStore),
 }
 
+/// Most rows one purge deletes, in one transaction: purging is bounded work of its own, never a
+/// request's.
+pub const PURGE_BATCH: i64 = 1000;
+
 /// How a store uses its database.
 #[derive(Clone, Copy, Debug)]
 pub struct StoreOptions {
@@ -48,6 +53,17 @@ pub struct StoreOptions {
     pub pg_pool: usize,
     /// SQLite: the most operations committed together (1: each in a transaction of its own).
     pub sqlite_group: usize,
+    pub pg: PgTimeouts,
+}
+
+/// PostgreSQL: how long each step may take (see `Config` for each).
+#[derive(Clone, Copy, Debug)]
+pub struct PgTimeouts {
+    pub connect: Duration,
+    pub pool_wait: Duration,
+    pub statement: Duration,
+    pub lock: Duration,
+    pub idle_in_transaction: Duration,
 }
 
 impl Store {
@@ -61,9 +77,9 @@ impl Store {
             Database::Sqlite(path) => {
                 Store::Sqlite(SqliteStore::open(path, events, options.sqlite_group).await?)
             }
-            Database::Postgres(config) => Store::Postgres(
-                PostgresStore::open((**config).clone(), events, options.pg_pool).await?,
-            ),
+            Database::Postgres(config) => {
+                Store::Postgres(PostgresStore::open((**config).clone(), events, options).await?)
+            }
         })
     }
 
@@ -76,7 +92,8 @@ impl Store {
     }
 
     /// The live leases (of `lease_type` if given), at most `limit`, in (type, id) order, and the
-    /// database's time; rows expired for a day are deleted on the way (the core's lazy clean-up).
+    /// database's time. Only those rows are read, through the primary key's index: the cost follows the
+    /// answer (plus the expired rows among them not yet purged), not the table.
     pub async fn list(
         &self,
         lease_type: Option<String>,
@@ -85,6 +102,17 @@ impl Store {
         match self {
             Store::Sqlite(store) => store.list(lease_type, limit).await,
             Store::Postgres(store) => store.list(lease_type, limit).await,
+        }
+    }
+
+    /// Delete at most [`PURGE_BATCH`] rows that expired [`PURGE_EXPIRED_AFTER_MS`] ago or more (the
+    /// core's clean-up: until then, their holder still learns `Expired`); how many it deleted.
+    ///
+    /// [`PURGE_EXPIRED_AFTER_MS`]: weblocks::lease::operation::PURGE_EXPIRED_AFTER_MS
+    pub async fn purge_expired(&self) -> Result<usize, ApiError> {
+        match self {
+            Store::Sqlite(store) => store.purge_expired().await,
+            Store::Postgres(store) => store.purge_expired().await,
         }
     }
 
@@ -151,31 +179,19 @@ fn current(view: &LeaseView, now_ms: f64) -> Change {
     change
 }
 
-/// What `list` reports and deletes, as the core decides ([`list_live`]): the live rows' views, at most
-/// `limit`, and the rows expired for a day.
-fn listed(rows: Vec<LeaseRow>, now_ms: f64, limit: usize) -> (Vec<LeaseView>, Vec<LeaseRow>) {
-    let records: Vec<LeaseRecord> = rows.iter().map(|row| row.record.clone()).collect();
-    let (live, purge) = list_live(&records, now_ms);
-    // Both are subsequences of `rows`, in its order, and keys are unique: walk them alongside.
-    let (mut live, mut purge) = (live.into_iter().peekable(), purge.into_iter().peekable());
-    let (mut views, mut doomed) = (Vec::new(), Vec::new());
-    for row in rows {
-        if live.next_if(|info| info.key == row.record.key).is_some() {
-            if views.len() < limit {
-                views.push(row.view());
-            }
-        } else if purge.next_if(|key| *key == row.record.key).is_some() {
-            doomed.push(row);
-        }
-    }
-    (views, doomed)
+/// The views of the listed rows that are live at `now_ms` (as the core judges expiry).
+fn live_views(rows: Vec<LeaseRow>, now_ms: f64) -> Vec<LeaseView> {
+    rows.into_iter()
+        .filter(|row| !row.record.is_expired(now_ms))
+        .map(|row| row.view())
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::lease_row::Holder;
-    use weblocks::lease::Token;
+    use weblocks::lease::{LeaseRecord, Token};
 
     const T0: f64 = 1_700_000_000_000.0;
     const DAY: f64 = 86_400_000.0;
@@ -198,19 +214,15 @@ mod tests {
     }
 
     #[test]
-    fn list_reports_live_rows_up_to_the_limit_and_purges_day_old_ones() {
+    fn list_reports_live_rows_only() {
         let rows = vec![
             row("1", T0 + 1.0),
-            row("2", T0 - 1.0),
+            row("2", T0),
             row("3", T0 - DAY - 1.0),
             row("4", T0 + 5.0),
-            row("5", T0 + 9.0),
         ];
-        let (views, doomed) = listed(rows, T0, 2);
-        let ids: Vec<&str> = views.iter().map(|v| v.id.as_str()).collect();
+        let ids: Vec<String> = live_views(rows, T0).into_iter().map(|v| v.id).collect();
         assert_eq!(ids, ["1", "4"]);
-        let doomed: Vec<&str> = doomed.iter().map(|r| r.record.key.id()).collect();
-        assert_eq!(doomed, ["3"]);
     }
 
     #[test]

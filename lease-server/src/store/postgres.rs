@@ -7,6 +7,13 @@
 //! `checkLock` only reads, in one statement. The statements of one operation are pipelined on one
 //! connection: two round trips (begin, lock and read; write, notify and commit) whatever the operation.
 //!
+//! Cancel safety: each operation runs on a task of its own, which the request's handler awaits. If the
+//! client goes away, the handler is dropped but the task is not: the transaction runs to its end (commit
+//! or rollback) before its connection goes back to the pool. A connection that failed, or whose server
+//! did not answer within the statement timeout and a second, is dropped instead (closing it makes the
+//! server roll back), never pooled: a pooled connection is always outside any transaction. The server's
+//! `idle_in_transaction_session_timeout` is the last resort should one ever be left in one.
+//!
 //! Changes reach every instance through the database: the writing transaction `NOTIFY`s the change,
 //! delivered to every listening connection only if and when it commits, in commit order. Each instance
 //! keeps one connection `LISTEN`ing and publishes what arrives there (its own changes included).
@@ -15,14 +22,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use deadpool_postgres::{Client, Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{
+    Client, Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
+};
 use futures_util::StreamExt;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, NoTls, Row, Statement};
-use weblocks::lease::LeaseKey;
+use weblocks::lease::operation::PURGE_EXPIRED_AFTER_MS;
+use weblocks::lease::{LeaseError, LeaseKey};
 
-use super::{CHANNEL, key_state, listed, storage};
+use super::{CHANNEL, PURGE_BATCH, PgTimeouts, StoreOptions, key_state, live_views, storage};
 use crate::api_error::ApiError;
 use crate::change::Change;
 use crate::events::Events;
@@ -45,6 +55,7 @@ CREATE TABLE IF NOT EXISTS locks (
     revoked_lockid text,
     PRIMARY KEY (type, id)
 );
+CREATE INDEX IF NOT EXISTS locks_by_expiry ON locks (expiration_time);
 CREATE TABLE IF NOT EXISTS lock_fences (
     type text NOT NULL,
     id text NOT NULL,
@@ -69,7 +80,6 @@ ON CONFLICT (type, id) DO UPDATE SET
 const SET_FENCE: &str = "UPDATE lock_fences SET fence = $3 WHERE type = $1 AND id = $2";
 const EXTEND: &str = "UPDATE locks SET expiration_time = $3 WHERE type = $1 AND id = $2";
 const DELETE: &str = "DELETE FROM locks WHERE type = $1 AND id = $2";
-const PURGE: &str = "DELETE FROM locks WHERE type = $1 AND id = $2 AND lockid = $3";
 const NOTIFY: &str = "SELECT pg_notify($1, $2)";
 
 fn read_key_sql() -> String {
@@ -81,22 +91,55 @@ fn read_key_sql() -> String {
     )
 }
 
-fn list_sql() -> String {
+/// The live leases of type $1 (or of every type: `of_type` false, $1 unused), the first $2 in (type, id)
+/// order, and the time: a range of the primary key read in its order that stops at the limit (one row
+/// of NULLs, with the time, if there is none).
+fn list_sql(of_type: bool) -> String {
+    let filter = if of_type {
+        "type = $1 AND"
+    } else {
+        "$1::text IS NULL AND"
+    };
     format!(
-        "SELECT {NOW_MS}, l.type, l.id,
+        "SELECT c.now, l.type, l.id,
                 l.lockid, l.expiration_time, l.holder_sub, l.holder_name, l.acquired_time, l.fence, l.revoked_lockid
-         FROM (SELECT 1) AS one LEFT JOIN locks AS l ON $1::text IS NULL OR l.type = $1
+         FROM (SELECT {NOW_MS} AS now) AS c
+         LEFT JOIN LATERAL (
+             SELECT * FROM locks WHERE {filter} expiration_time > c.now ORDER BY type, id LIMIT $2
+         ) AS l ON true
          ORDER BY l.type, l.id"
     )
 }
 
+/// At most $2 rows expired $1 ms ago or more, found in expiry order through `locks_by_expiry` and
+/// deleted by their physical address (a row a grant rewrote meanwhile has a new address and is kept; the
+/// expiry is checked again on the row deleted).
+fn purge_sql() -> String {
+    format!(
+        "DELETE FROM locks WHERE ctid = ANY(ARRAY(
+             SELECT ctid FROM locks WHERE expiration_time <= {NOW_MS} - $1 ORDER BY expiration_time LIMIT $2
+         )) AND expiration_time <= {NOW_MS} - $1"
+    )
+}
+
 pub struct PostgresStore {
-    pool: Pool,
-    listening: Arc<AtomicBool>,
+    shared: Arc<Shared>,
     stop_listening: watch::Sender<bool>,
     listener: std::sync::Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What the operations' tasks share.
+struct Shared {
+    pool: Pool,
+    timeouts: PgTimeouts,
+    listening: Arc<AtomicBool>,
+    /// The most an operation may take once it has its connection: the statement timeout, plus a second
+    /// for the answer to travel.
+    deadline: Duration,
     read_key: String,
-    list: String,
+    list_of_type: String,
+    list_all: String,
+    purge: String,
 }
 
 /// The statements of one operation, prepared (or found in the connection's cache) before any is sent:
@@ -112,12 +155,107 @@ struct Prepared {
     notify: Statement,
 }
 
+/// `host:port` (or socket directory), user and database of `config`, for an error message: never the
+/// password.
+fn describe(config: &tokio_postgres::Config) -> String {
+    use tokio_postgres::config::Host;
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let port = config
+                .get_ports()
+                .get(i)
+                .or(config.get_ports().first())
+                .copied()
+                .unwrap_or(5432);
+            match host {
+                Host::Tcp(name) => format!("{name}:{port}"),
+                #[cfg(unix)]
+                Host::Unix(dir) => format!("{}/.s.PGSQL.{port}", dir.display()),
+            }
+        })
+        .collect();
+    let hosts = if hosts.is_empty() {
+        "localhost:5432".to_owned()
+    } else {
+        hosts.join(", ")
+    };
+    format!(
+        "{hosts} (user {}, database {})",
+        config.get_user().unwrap_or("?"),
+        config.get_dbname().or(config.get_user()).unwrap_or("?")
+    )
+}
+
+/// An error and its causes, outermost first (`tokio_postgres` keeps the reason, e.g. "Connection
+/// refused", in the source).
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let inner_text = inner.to_string();
+        if !text.contains(&inner_text) {
+            text = format!("{text}: {inner_text}");
+        }
+        cause = inner.source();
+    }
+    text
+}
+
+/// Why a pooled connection could not be had.
+fn pool_error(error: PoolError, timeouts: &PgTimeouts) -> String {
+    use deadpool_postgres::TimeoutType;
+    match error {
+        PoolError::Timeout(TimeoutType::Wait) => format!(
+            "no free connection within {} ms (all pooled connections busy)",
+            timeouts.pool_wait.as_millis()
+        ),
+        PoolError::Timeout(TimeoutType::Create) => format!(
+            "no answer within {} ms while connecting",
+            timeouts.connect.as_millis()
+        ),
+        PoolError::Timeout(TimeoutType::Recycle) => format!(
+            "no answer within {} ms while checking a pooled connection",
+            timeouts.connect.as_millis()
+        ),
+        other => with_causes(&other),
+    }
+}
+
+/// `config` with the service's session settings: its name (unless the URL gives one) and the server-side
+/// timeouts.
+fn with_session_settings(
+    mut config: tokio_postgres::Config,
+    timeouts: &PgTimeouts,
+) -> tokio_postgres::Config {
+    if config.get_application_name().is_none() {
+        config.application_name("weblocks-lease-server");
+    }
+    let settings = format!(
+        "-c statement_timeout={} -c lock_timeout={} -c idle_in_transaction_session_timeout={}",
+        timeouts.statement.as_millis(),
+        timeouts.lock.as_millis(),
+        timeouts.idle_in_transaction.as_millis(),
+    );
+    let options = match config.get_options() {
+        Some(given) if !given.is_empty() => format!("{given} {settings}"),
+        _ => settings,
+    };
+    config.options(&options);
+    config.connect_timeout(timeouts.connect);
+    config
+}
+
 impl PostgresStore {
     pub async fn open(
         config: tokio_postgres::Config,
         events: Arc<Events>,
-        pool_size: usize,
+        options: StoreOptions,
     ) -> Result<PostgresStore, String> {
+        let timeouts = options.pg;
+        let config = with_session_settings(config, &timeouts);
         let manager = Manager::from_config(
             config.clone(),
             NoTls,
@@ -126,23 +264,37 @@ impl PostgresStore {
             },
         );
         let pool = Pool::builder(manager)
-            .max_size(pool_size)
+            .max_size(options.pg_pool)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(timeouts.pool_wait))
+            .create_timeout(Some(timeouts.connect))
+            .recycle_timeout(Some(timeouts.connect))
             .build()
             .map_err(|e| e.to_string())?;
+        let cannot_connect = |why: String| {
+            format!(
+                "cannot connect to PostgreSQL at {}: {why}",
+                describe(&config)
+            )
+        };
         let client = pool
             .get()
             .await
-            .map_err(|e| format!("cannot connect to PostgreSQL: {e}"))?;
-        client
-            .batch_execute(SCHEMA)
-            .await
-            .map_err(|e| format!("cannot create the tables: {e}"))?;
+            .map_err(|e| cannot_connect(pool_error(e, &timeouts)))?;
+        tokio::time::timeout(
+            timeouts.statement + Duration::from_secs(1),
+            client.batch_execute(SCHEMA),
+        )
+        .await
+        .map_err(|_| cannot_connect("no answer while creating the tables".into()))?
+        .map_err(|e| format!("cannot create the tables: {}", with_causes(&e)))?;
         drop(client);
         let listening = Arc::new(AtomicBool::new(false));
         let (stop_listening, stop) = watch::channel(false);
         let (ready_tx, mut ready) = mpsc::channel(1);
         let listener = tokio::spawn(listen(
             config,
+            timeouts.connect,
             events,
             Arc::clone(&listening),
             stop,
@@ -151,17 +303,172 @@ impl PostgresStore {
         // Serve only once changes are heard: a stream opened before would miss them.
         ready.recv().await;
         Ok(PostgresStore {
-            pool,
-            listening,
+            shared: Arc::new(Shared {
+                pool,
+                timeouts,
+                listening,
+                deadline: timeouts.statement + Duration::from_secs(1),
+                read_key: read_key_sql(),
+                list_of_type: list_sql(true),
+                list_all: list_sql(false),
+                purge: purge_sql(),
+            }),
             stop_listening,
             listener: std::sync::Mutex::new(Some(listener)),
-            read_key: read_key_sql(),
-            list: list_sql(),
         })
     }
 
+    /// Run `work` on a task of its own, so that it finishes whatever happens to the caller (see the
+    /// module's comment).
+    async fn detached<T, F>(&self, work: impl FnOnce(Arc<Shared>) -> F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, ApiError>> + Send + 'static,
+    {
+        tokio::spawn(work(Arc::clone(&self.shared)))
+            .await
+            .unwrap_or_else(|failed| {
+                tracing::error!(error = %failed, "a PostgreSQL operation's task failed");
+                Err(ApiError::Internal)
+            })
+    }
+
+    pub async fn run(&self, request: LeaseRequest, max_left_ms: f64) -> Result<Reply, ApiError> {
+        self.detached(move |shared| async move {
+            let client = shared.client().await?;
+            let outcome = tokio::time::timeout(
+                shared.deadline,
+                shared.transact(&client, &request, max_left_ms),
+            )
+            .await;
+            shared.settle(client, outcome)
+        })
+        .await
+    }
+
+    pub async fn list(
+        &self,
+        lease_type: Option<String>,
+        limit: usize,
+    ) -> Result<(Vec<LeaseView>, f64), ApiError> {
+        self.detached(move |shared| async move {
+            let client = shared.client().await?;
+            let outcome =
+                tokio::time::timeout(shared.deadline, shared.list(&client, lease_type, limit))
+                    .await;
+            shared.settle(client, outcome)
+        })
+        .await
+    }
+
+    pub async fn purge_expired(&self) -> Result<usize, ApiError> {
+        self.detached(move |shared| async move {
+            let client = shared.client().await?;
+            let purge = async {
+                let purge = client
+                    .prepare_cached(&shared.purge)
+                    .await
+                    .map_err(storage)?;
+                let deleted = client
+                    .execute(&purge, &[&PURGE_EXPIRED_AFTER_MS, &PURGE_BATCH])
+                    .await
+                    .map_err(storage)?;
+                Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
+            };
+            let outcome = tokio::time::timeout(shared.deadline, purge).await;
+            shared.settle(client, outcome)
+        })
+        .await
+    }
+
+    pub async fn key_state(&self, key: &LeaseKey) -> Result<Change, ApiError> {
+        let key = key.clone();
+        self.detached(move |shared| async move {
+            let client = shared.client().await?;
+            let read = async {
+                let read = client
+                    .prepare_cached(&shared.read_key)
+                    .await
+                    .map_err(storage)?;
+                let row = client
+                    .query_one(&read, &[&key.lease_type(), &key.id()])
+                    .await
+                    .map_err(storage)?;
+                let (now, current, last_fence) = decode_key_row(&row, &key)?;
+                Ok(key_state(&key, current, last_fence, now))
+            };
+            let outcome = tokio::time::timeout(shared.deadline, read).await;
+            shared.settle(client, outcome)
+        })
+        .await
+    }
+
+    pub async fn health(&self) -> Result<(), ApiError> {
+        self.detached(move |shared| async move {
+            let client = shared.client().await?;
+            let outcome = tokio::time::timeout(shared.deadline, async {
+                client.batch_execute("SELECT 1").await.map_err(storage)
+            })
+            .await;
+            shared.settle(client, outcome)?;
+            if !shared.listening.load(Ordering::Acquire) {
+                return Err(storage("not listening for changes (reconnecting)"));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    pub async fn close(&self) {
+        let _ = self.stop_listening.send(true);
+        let listener = self
+            .listener
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(listener) = listener {
+            let _ = listener.await;
+        }
+        self.shared.pool.close();
+    }
+
+    /// The number of connections in the pool, busy or idle (for tests).
+    pub fn pooled(&self) -> usize {
+        self.shared.pool.status().size
+    }
+}
+
+impl Shared {
     async fn client(&self) -> Result<Client, ApiError> {
-        self.pool.get().await.map_err(storage)
+        self.pool
+            .get()
+            .await
+            .map_err(|error| storage(format!("PostgreSQL: {}", pool_error(error, &self.timeouts))))
+    }
+
+    /// The operation's outcome, with its connection back in the pool only if it is known to be outside
+    /// any transaction: after a store failure or a timeout it is dropped (closed) instead.
+    fn settle<T>(
+        &self,
+        client: Client,
+        outcome: Result<Result<T, ApiError>, tokio::time::error::Elapsed>,
+    ) -> Result<T, ApiError> {
+        match outcome {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => {
+                if is_storage_failure(&error) {
+                    drop(Object::take(client));
+                }
+                Err(error)
+            }
+            Err(_) => {
+                drop(Object::take(client));
+                Err(storage(format!(
+                    "PostgreSQL did not answer within {} ms: connection dropped",
+                    self.deadline.as_millis()
+                )))
+            }
+        }
     }
 
     async fn prepare(&self, client: &Client) -> Result<Prepared, ApiError> {
@@ -189,9 +496,14 @@ impl PostgresStore {
         })
     }
 
-    pub async fn run(&self, request: LeaseRequest, max_left_ms: f64) -> Result<Reply, ApiError> {
-        let client = self.client().await?;
-        let statements = self.prepare(&client).await?;
+    /// One lease operation, in one transaction (a check: one statement).
+    async fn transact(
+        &self,
+        client: &Client,
+        request: &LeaseRequest,
+        max_left_ms: f64,
+    ) -> Result<Reply, ApiError> {
+        let statements = self.prepare(client).await?;
         let key = request.key().clone();
         let (lease_type, id) = (key.lease_type(), key.id());
         if request.reads_only() {
@@ -200,7 +512,7 @@ impl PostgresStore {
                 .await
                 .map_err(storage)?;
             let (now, current, last_fence) = decode_key_row(&row, &key)?;
-            return Ok(plan(&request, current.as_ref(), now, last_fence, max_left_ms)?.reply);
+            return Ok(plan(request, current.as_ref(), now, last_fence, max_left_ms)?.reply);
         }
         // Round trip 1: begin, make sure the key's fencing row exists (a grant may create the key), lock it,
         // then read the key's row and the time.
@@ -221,10 +533,16 @@ impl PostgresStore {
         );
         let read = match begun {
             Ok((_, (), _, read)) => read,
-            Err(error) => return Err(abandon(&client, error).await),
+            Err(error) => return Err(abandon(client, error).await),
         };
-        let (now, current, last_fence) = decode_key_row(&read, &key)?;
-        let plan = match plan(&request, current.as_ref(), now, last_fence, max_left_ms) {
+        let (now, current, last_fence) = match decode_key_row(&read, &key) {
+            Ok(decoded) => decoded,
+            Err(error) => {
+                client.batch_execute("ROLLBACK").await.map_err(storage)?;
+                return Err(error);
+            }
+        };
+        let plan = match plan(request, current.as_ref(), now, last_fence, max_left_ms) {
             Ok(plan) => plan,
             Err(refusal) => {
                 client.batch_execute("ROLLBACK").await.map_err(storage)?;
@@ -243,89 +561,54 @@ impl PostgresStore {
             Ok(())
         };
         let committed = tokio::try_join!(
-            write(&client, &statements, &plan.write),
+            write(client, &statements, &plan.write),
             notify,
             client.batch_execute("COMMIT"),
         );
         match committed {
             Ok(_) => Ok(plan.reply),
-            Err(error) => Err(abandon(&client, error).await),
+            Err(error) => Err(abandon(client, error).await),
         }
     }
 
-    pub async fn list(
+    async fn list(
         &self,
+        client: &Client,
         lease_type: Option<String>,
         limit: usize,
     ) -> Result<(Vec<LeaseView>, f64), ApiError> {
-        let client = self.client().await?;
-        let list = client.prepare_cached(&self.list).await.map_err(storage)?;
-        let rows = client.query(&list, &[&lease_type]).await.map_err(storage)?;
+        let sql = match lease_type {
+            Some(_) => &self.list_of_type,
+            None => &self.list_all,
+        };
+        let list = client.prepare_cached(sql).await.map_err(storage)?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = client
+            .query(&list, &[&lease_type, &limit])
+            .await
+            .map_err(storage)?;
         let mut now = 0.0;
-        let mut leases = Vec::new();
+        let mut leases = Vec::with_capacity(rows.len());
         for row in &rows {
             now = row.try_get(0).map_err(storage)?;
             let (Some(lease_type), Some(id)) = (
                 row.try_get::<_, Option<String>>(1).map_err(storage)?,
                 row.try_get::<_, Option<String>>(2).map_err(storage)?,
             ) else {
-                continue; // the one row of an empty table
+                continue; // the one row when no lease is listed
             };
             let key = LeaseKey::new(lease_type, id)?;
             leases.extend(columns(row, 3).map_err(storage)?.into_row(&key)?);
         }
-        let (views, doomed) = listed(leases, now, limit);
-        if !doomed.is_empty() {
-            let purge = client.prepare_cached(PURGE).await.map_err(storage)?;
-            for row in &doomed {
-                let key = &row.record.key;
-                let token = row.record.token.to_hex();
-                client
-                    .execute(&purge, &[&key.lease_type(), &key.id(), &token])
-                    .await
-                    .map_err(storage)?;
-            }
-        }
-        Ok((views, now))
+        Ok((live_views(leases, now), now))
     }
+}
 
-    pub async fn key_state(&self, key: &LeaseKey) -> Result<Change, ApiError> {
-        let client = self.client().await?;
-        let read = client
-            .prepare_cached(&self.read_key)
-            .await
-            .map_err(storage)?;
-        let row = client
-            .query_one(&read, &[&key.lease_type(), &key.id()])
-            .await
-            .map_err(storage)?;
-        let (now, current, last_fence) = decode_key_row(&row, key)?;
-        Ok(key_state(key, current, last_fence, now))
-    }
-
-    pub async fn health(&self) -> Result<(), ApiError> {
-        self.client()
-            .await?
-            .batch_execute("SELECT 1")
-            .await
-            .map_err(storage)?;
-        if !self.listening.load(Ordering::Acquire) {
-            return Err(storage("not listening for changes (reconnecting)"));
-        }
-        Ok(())
-    }
-
-    pub async fn close(&self) {
-        let _ = self.stop_listening.send(true);
-        let listener = self
-            .listener
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(listener) = listener {
-            let _ = listener.await;
-        }
-        self.pool.close();
+/// Whether `error` is the store's own failure (rather than the core refusing the operation).
+fn is_storage_failure(error: &ApiError) -> bool {
+    match error {
+        ApiError::Lease(refusal) => matches!(refusal.error, LeaseError::Storage(_)),
+        _ => true,
     }
 }
 
@@ -405,13 +688,22 @@ fn decode_key_row(row: &Row, key: &LeaseKey) -> Result<(f64, Option<LeaseRow>, i
 /// `ready` is told once the first `LISTEN` is in place (or failed).
 async fn listen(
     config: tokio_postgres::Config,
+    connect_timeout: Duration,
     events: Arc<Events>,
     listening: Arc<AtomicBool>,
     mut stop: watch::Receiver<bool>,
     ready: mpsc::Sender<()>,
 ) {
     loop {
-        match config.connect(NoTls).await {
+        let connected = match tokio::time::timeout(connect_timeout, config.connect(NoTls)).await {
+            Ok(Ok(pair)) => Ok(pair),
+            Ok(Err(error)) => Err(with_causes(&error)),
+            Err(_) => Err(format!(
+                "no answer within {} ms",
+                connect_timeout.as_millis()
+            )),
+        };
+        match connected {
             Ok((client, mut connection)) => {
                 let (heard_tx, mut heard) = mpsc::unbounded_channel::<String>();
                 let driver = tokio::spawn(async move {
@@ -432,8 +724,9 @@ async fn listen(
                         }
                     }
                 });
-                match client.batch_execute(&format!("LISTEN {CHANNEL}")).await {
-                    Ok(()) => {
+                let listen = format!("LISTEN {CHANNEL}");
+                match tokio::time::timeout(connect_timeout, client.batch_execute(&listen)).await {
+                    Ok(Ok(())) => {
                         listening.store(true, Ordering::Release);
                         // Changes made while this instance was not listening were never heard: every
                         // stream ends, and its page reconnects to the current state.
@@ -458,7 +751,8 @@ async fn listen(
                         listening.store(false, Ordering::Release);
                         events.bus.end_all();
                     }
-                    Err(error) => tracing::warn!(%error, "LISTEN failed"),
+                    Ok(Err(error)) => tracing::warn!(error = %with_causes(&error), "LISTEN failed"),
+                    Err(_) => tracing::warn!("LISTEN got no answer"),
                 }
                 driver.abort();
             }
@@ -469,5 +763,105 @@ async fn listen(
             () = tokio::time::sleep(Duration::from_millis(500)) => {}
             () = crate::shutdown::stopped(&mut stop) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plan PostgreSQL keeps for `sql` once prepared (its generic plan), with these parameters.
+    async fn plan(client: &tokio_postgres::Client, sql: &str, types: &str, args: &str) -> String {
+        client
+            .batch_execute(&format!(
+                "DEALLOCATE ALL; SET plan_cache_mode = force_generic_plan; PREPARE p ({types}) AS {sql}"
+            ))
+            .await
+            .unwrap();
+        let rows = client
+            .simple_query(&format!("EXPLAIN EXECUTE p ({args})"))
+            .await
+            .unwrap();
+        rows.iter()
+            .filter_map(|message| match message {
+                tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Run by tests/e2e/lease_service_faults.test.mjs with a throwaway cluster in `WEBLOCKS_TEST_POSTGRES`.
+    #[tokio::test]
+    #[ignore = "needs a PostgreSQL cluster (WEBLOCKS_TEST_POSTGRES)"]
+    async fn list_and_purge_read_through_an_index() {
+        let url = std::env::var("WEBLOCKS_TEST_POSTGRES").expect("WEBLOCKS_TEST_POSTGRES");
+        let (client, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
+        tokio::spawn(connection);
+        client
+            .batch_execute("DROP DATABASE IF EXISTS plans")
+            .await
+            .unwrap();
+        client.batch_execute("CREATE DATABASE plans").await.unwrap();
+        let url = url
+            .rsplit_once('/')
+            .map(|(base, _)| format!("{base}/plans"))
+            .unwrap();
+        let (client, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
+        tokio::spawn(connection);
+        client.batch_execute(SCHEMA).await.unwrap();
+        // 40,000 leases of one type, half of them expired two days ago, and a few of another type.
+        client
+            .batch_execute(&format!(
+                "INSERT INTO locks
+                 SELECT 'bulk', lpad(i::text, 6, '0'), lpad(to_hex(i), 32, '0'), {NOW_MS} + (CASE WHEN i % 2 = 0 THEN 60000 ELSE -172800000 END),
+                        's', 'n', 0, 1, NULL
+                 FROM generate_series(1, 40000) AS i;
+                 INSERT INTO locks SELECT 'x', i::text, lpad(to_hex(1000000 + i), 32, '0'), {NOW_MS} + 60000, 's', 'n', 0, 1, NULL
+                 FROM generate_series(1, 5) AS i;
+                 ANALYZE locks;"
+            ))
+            .await
+            .unwrap();
+        for (sql, args) in [
+            (list_sql(true), "'x', 10"),
+            (list_sql(true), "'bulk', 10"),
+            (list_sql(false), "NULL, 10"),
+        ] {
+            let plan = plan(&client, &sql, "text, bigint", args).await;
+            assert!(
+                plan.contains("Index Scan using locks_pkey on locks"),
+                "{args}: {plan}"
+            );
+            assert!(plan.contains("Limit"), "{args}: {plan}");
+            assert!(!plan.contains("Seq Scan on locks"), "{args}: {plan}");
+        }
+        let purge = plan(&client, &purge_sql(), "float8, bigint", "86400000, 1000").await;
+        assert!(purge.contains("locks_by_expiry"), "{purge}");
+        assert!(!purge.contains("Seq Scan on locks"), "{purge}");
+
+        // The statements' answers: the live leases of the type, up to the limit; a purge of one batch.
+        let events = Arc::new(Events::new().0);
+        let options = StoreOptions {
+            pg_pool: 2,
+            sqlite_group: 1,
+            pg: PgTimeouts {
+                connect: Duration::from_secs(5),
+                pool_wait: Duration::from_secs(5),
+                statement: Duration::from_secs(5),
+                lock: Duration::from_secs(5),
+                idle_in_transaction: Duration::from_secs(5),
+            },
+        };
+        let store = PostgresStore::open(url.parse().unwrap(), events, options)
+            .await
+            .unwrap();
+        let (views, _) = store.list(Some("bulk".into()), 3).await.unwrap();
+        let ids: Vec<&str> = views.iter().map(|v| v.id.as_str()).collect();
+        assert_eq!(ids, ["000002", "000004", "000006"]);
+        assert_eq!(store.list(Some("none".into()), 3).await.unwrap().0.len(), 0);
+        assert_eq!(store.list(None, 10_000).await.unwrap().0.len(), 10_000);
+        assert_eq!(store.purge_expired().await.unwrap(), 1000);
+        store.close().await;
     }
 }

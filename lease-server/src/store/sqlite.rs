@@ -20,8 +20,9 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 use weblocks::lease::LeaseKey;
+use weblocks::lease::operation::PURGE_EXPIRED_AFTER_MS;
 
-use super::{key_state, listed, storage};
+use super::{PURGE_BATCH, key_state, live_views, storage};
 use crate::api_error::ApiError;
 use crate::change::Change;
 use crate::events::Events;
@@ -46,6 +47,7 @@ CREATE TABLE IF NOT EXISTS lock_fences (
     fence INTEGER NOT NULL,
     PRIMARY KEY (type, id)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS locks_by_expiry ON locks (expiration_time);
 ";
 
 /// The database's clock in ms since the epoch (`unixepoch('subsec')`: milliseconds resolution).
@@ -76,11 +78,24 @@ ON CONFLICT (type, id) DO UPDATE SET fence = excluded.fence";
 
 const EXTEND: &str = "UPDATE locks SET expiration_time = ?3 WHERE type = ?1 AND id = ?2";
 const DELETE: &str = "DELETE FROM locks WHERE type = ?1 AND id = ?2";
-/// Deletes a row only if it is still the lease that was listed (conditional: no lock needed).
-const PURGE: &str = "DELETE FROM locks WHERE type = ?1 AND id = ?2 AND lockid = ?3";
-const LIST: &str = "
+/// At most ?2 rows expired ?1 ms ago or more, found through `locks_by_expiry`.
+const PURGE: &str = "
+DELETE FROM locks WHERE (type, id) IN (
+    SELECT type, id FROM locks WHERE expiration_time <= unixepoch('subsec') * 1000.0 - ?1 LIMIT ?2
+)";
+
+/// The live leases of type ?1 (expiring after ?2), the first ?3 in id order: a range of the primary
+/// key, read in its order, that stops at the limit. (`+expiration_time` keeps the planner from reading
+/// the expiry index instead, which would read every live lease of every type and sort them.)
+pub(super) const LIST_OF_TYPE: &str = "
 SELECT type, id, lockid, expiration_time, holder_sub, holder_name, acquired_time, fence, revoked_lockid
-FROM locks WHERE ?1 IS NULL OR type = ?1 ORDER BY type, id";
+FROM locks WHERE type = ?1 AND +expiration_time > ?2 ORDER BY type, id LIMIT ?3";
+
+/// The live leases of every type (expiring after ?1), the first ?2 in (type, id) order: the primary key
+/// read in its order, stopping at the limit.
+pub(super) const LIST_ALL: &str = "
+SELECT type, id, lockid, expiration_time, holder_sub, holder_name, acquired_time, fence, revoked_lockid
+FROM locks WHERE +expiration_time > ?1 ORDER BY type, id LIMIT ?2";
 
 /// What an operation leaves to do once its group's transaction has ended (with the commit's outcome):
 /// answer its caller, and publish its change if it was committed.
@@ -199,20 +214,19 @@ impl SqliteStore {
             let now: f64 = connection
                 .query_row(&format!("SELECT {NOW_MS}"), [], |row| row.get(0))
                 .map_err(storage)?;
-            let rows = list_rows(connection, lease_type.as_deref())?;
-            let (views, doomed) = listed(rows, now, limit);
-            for row in &doomed {
-                let key = &row.record.key;
-                let mut purge = connection.prepare_cached(PURGE).map_err(storage)?;
-                purge
-                    .execute(params![
-                        key.lease_type(),
-                        key.id(),
-                        row.record.token.to_hex()
-                    ])
-                    .map_err(storage)?;
-            }
-            Ok(((views, now), None))
+            let rows = list_rows(connection, lease_type.as_deref(), now, limit)?;
+            Ok(((live_views(rows, now), now), None))
+        })
+        .await
+    }
+
+    pub async fn purge_expired(&self) -> Result<usize, ApiError> {
+        self.call(|connection| {
+            let deleted = connection
+                .prepare_cached(PURGE)
+                .and_then(|mut purge| purge.execute(params![PURGE_EXPIRED_AFTER_MS, PURGE_BATCH]))
+                .map_err(storage)?;
+            Ok((deleted, None))
         })
         .await
     }
@@ -351,20 +365,33 @@ fn read_key(
 fn list_rows(
     transaction: &Connection,
     lease_type: Option<&str>,
+    now_ms: f64,
+    limit: usize,
 ) -> Result<Vec<LeaseRow>, ApiError> {
-    let mut list = transaction.prepare_cached(LIST).map_err(storage)?;
-    let rows = list
-        .query_map(params![lease_type], |row| {
-            Ok((
-                row.get::<_, String>(0)?,
-                row.get::<_, String>(1)?,
-                columns(row, 2)?,
-            ))
-        })
-        .map_err(storage)?;
-    let mut leases = Vec::new();
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let read = |row: &rusqlite::Row| {
+        Ok((
+            row.get::<_, String>(0)?,
+            row.get::<_, String>(1)?,
+            columns(row, 2)?,
+        ))
+    };
+    let rows = match lease_type {
+        Some(lease_type) => transaction
+            .prepare_cached(LIST_OF_TYPE)
+            .and_then(|mut list| {
+                list.query_map(params![lease_type, now_ms, limit], read)?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            }),
+        None => transaction.prepare_cached(LIST_ALL).and_then(|mut list| {
+            list.query_map(params![now_ms, limit], read)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        }),
+    }
+    .map_err(storage)?;
+    let mut leases = Vec::with_capacity(rows.len());
     for row in rows {
-        let (lease_type, id, columns) = row.map_err(storage)?;
+        let (lease_type, id, columns) = row;
         let key = LeaseKey::new(lease_type, id)?;
         leases.extend(columns.into_row(&key)?);
     }
@@ -407,4 +434,123 @@ fn write(transaction: &Connection, write: &RowWrite) -> rusqlite::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(connection: &Connection, sql: &str) -> String {
+        let mut explain = connection
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap();
+        let count = explain.parameter_count();
+        let params: Vec<rusqlite::types::Value> = (0..count)
+            .map(|_| rusqlite::types::Value::Integer(1))
+            .collect();
+        let steps: Vec<String> = explain
+            .query_map(rusqlite::params_from_iter(params), |row| row.get(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        steps.join("; ")
+    }
+
+    /// `list` reads a range of the primary key in its order and stops at the limit (no sort of every
+    /// row); a purge finds its rows through the expiry index.
+    #[test]
+    fn list_and_purge_read_through_an_index() {
+        let dir = std::env::temp_dir().join(format!("weblocks-plan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let connection = connect(&dir.join("plan.sqlite3")).unwrap();
+        let of_type = plan(&connection, LIST_OF_TYPE);
+        assert!(
+            of_type.contains("SEARCH locks USING PRIMARY KEY (type=?)"),
+            "{of_type}"
+        );
+        let all = plan(&connection, LIST_ALL);
+        for listed in [&of_type, &all] {
+            assert!(!listed.contains("TEMP B-TREE"), "sorts every row: {listed}");
+        }
+        let purge = plan(&connection, PURGE);
+        assert!(
+            purge.contains("USING COVERING INDEX locks_by_expiry (expiration_time<?)")
+                || purge.contains("USING INDEX locks_by_expiry"),
+            "{purge}"
+        );
+        drop(connection);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn list_reads_live_leases_of_the_type_up_to_the_limit_and_purge_is_bounded() {
+        let dir = std::env::temp_dir().join(format!("weblocks-list-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (events, _expiries) = Events::new();
+        let store = SqliteStore::open(&dir.join("list.sqlite3"), Arc::new(events), 16)
+            .await
+            .unwrap();
+        store
+            .call(|connection| {
+                let now: f64 = connection
+                    .query_row(&format!("SELECT {NOW_MS}"), [], |row| row.get(0))
+                    .unwrap();
+                let mut insert = connection
+                    .prepare("INSERT INTO locks VALUES (?1, ?2, ?3, ?4, 's', 'n', 0, 1, NULL)")
+                    .unwrap();
+                for i in 0..2500 {
+                    let expires = if i % 2 == 0 {
+                        now + 60_000.0
+                    } else {
+                        now - 2.0 * 86_400_000.0
+                    };
+                    insert
+                        .execute(params![
+                            "Order",
+                            format!("{i:05}"),
+                            format!("{i:032x}"),
+                            expires
+                        ])
+                        .unwrap();
+                }
+                insert
+                    .execute(params![
+                        "Other",
+                        "1",
+                        format!("{:032x}", 1_000_000),
+                        now + 60_000.0
+                    ])
+                    .unwrap();
+                Ok(((), None))
+            })
+            .await
+            .unwrap();
+        let (views, _) = store.list(Some("Order".into()), 10).await.unwrap();
+        let ids: Vec<&str> = views.iter().map(|v| v.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "00000", "00002", "00004", "00006", "00008", "00010", "00012", "00014", "00016",
+                "00018"
+            ]
+        );
+        let (views, _) = store.list(Some("None".into()), 10).await.unwrap();
+        assert!(views.is_empty());
+        let (views, _) = store.list(None, 5000).await.unwrap();
+        assert_eq!(views.len(), 1251);
+        assert_eq!(
+            store.purge_expired().await.unwrap(),
+            1000,
+            "one batch at most"
+        );
+        assert_eq!(store.purge_expired().await.unwrap(), 250);
+        assert_eq!(store.purge_expired().await.unwrap(), 0);
+        assert_eq!(
+            store.list(None, 5000).await.unwrap().0.len(),
+            1251,
+            "live leases stay"
+        );
+        store.close().await;
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
