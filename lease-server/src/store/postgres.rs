@@ -335,13 +335,9 @@ impl PostgresStore {
 
     pub async fn run(&self, request: LeaseRequest, max_left_ms: f64) -> Result<Reply, ApiError> {
         self.detached(move |shared| async move {
-            let client = shared.client().await?;
-            let outcome = tokio::time::timeout(
-                shared.deadline,
-                shared.transact(&client, &request, max_left_ms),
-            )
-            .await;
-            shared.settle(client, outcome)
+            shared
+                .with_client(async |client| shared.transact(client, &request, max_left_ms).await)
+                .await
         })
         .await
     }
@@ -352,31 +348,28 @@ impl PostgresStore {
         limit: usize,
     ) -> Result<(Vec<LeaseView>, f64), ApiError> {
         self.detached(move |shared| async move {
-            let client = shared.client().await?;
-            let outcome =
-                tokio::time::timeout(shared.deadline, shared.list(&client, lease_type, limit))
-                    .await;
-            shared.settle(client, outcome)
+            shared
+                .with_client(async |client| shared.list(client, lease_type, limit).await)
+                .await
         })
         .await
     }
 
     pub async fn purge_expired(&self) -> Result<usize, ApiError> {
         self.detached(move |shared| async move {
-            let client = shared.client().await?;
-            let purge = async {
-                let purge = client
-                    .prepare_cached(&shared.purge)
-                    .await
-                    .map_err(storage)?;
-                let deleted = client
-                    .execute(&purge, &[&PURGE_EXPIRED_AFTER_MS, &PURGE_BATCH])
-                    .await
-                    .map_err(storage)?;
-                Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
-            };
-            let outcome = tokio::time::timeout(shared.deadline, purge).await;
-            shared.settle(client, outcome)
+            shared
+                .with_client(async |client| {
+                    let purge = client
+                        .prepare_cached(&shared.purge)
+                        .await
+                        .map_err(storage)?;
+                    let deleted = client
+                        .execute(&purge, &[&PURGE_EXPIRED_AFTER_MS, &PURGE_BATCH])
+                        .await
+                        .map_err(storage)?;
+                    Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
+                })
+                .await
         })
         .await
     }
@@ -384,33 +377,29 @@ impl PostgresStore {
     pub async fn key_state(&self, key: &LeaseKey) -> Result<Change, ApiError> {
         let key = key.clone();
         self.detached(move |shared| async move {
-            let client = shared.client().await?;
-            let read = async {
-                let read = client
-                    .prepare_cached(&shared.read_key)
-                    .await
-                    .map_err(storage)?;
-                let row = client
-                    .query_one(&read, &[&key.lease_type(), &key.id()])
-                    .await
-                    .map_err(storage)?;
-                let (now, current, last_fence) = decode_key_row(&row, &key)?;
-                Ok(key_state(&key, current, last_fence, now))
-            };
-            let outcome = tokio::time::timeout(shared.deadline, read).await;
-            shared.settle(client, outcome)
+            shared
+                .with_client(async |client| {
+                    let read = client
+                        .prepare_cached(&shared.read_key)
+                        .await
+                        .map_err(storage)?;
+                    let row = client
+                        .query_one(&read, &[&key.lease_type(), &key.id()])
+                        .await
+                        .map_err(storage)?;
+                    let (now, current, last_fence) = decode_key_row(&row, &key)?;
+                    Ok(key_state(&key, current, last_fence, now))
+                })
+                .await
         })
         .await
     }
 
     pub async fn health(&self) -> Result<(), ApiError> {
         self.detached(move |shared| async move {
-            let client = shared.client().await?;
-            let outcome = tokio::time::timeout(shared.deadline, async {
-                client.batch_execute("SELECT 1").await.map_err(storage)
-            })
-            .await;
-            shared.settle(client, outcome)?;
+            shared
+                .with_client(async |client| client.batch_execute("SELECT 1").await.map_err(storage))
+                .await?;
             if !shared.listening.load(Ordering::Acquire) {
                 return Err(storage("not listening for changes (reconnecting)"));
             }
@@ -446,8 +435,18 @@ impl Shared {
             .map_err(|error| storage(format!("PostgreSQL: {}", pool_error(error, &self.timeouts))))
     }
 
-    /// The operation's outcome, with its connection back in the pool only if it is known to be outside
-    /// any transaction: after a store failure or a timeout it is dropped (closed) instead.
+    /// `work` on a pooled connection, within the deadline. The connection goes back to the pool only if
+    /// it is known to be outside any transaction: after a store failure or a timeout it is dropped
+    /// (closed, which makes the server roll back) instead.
+    async fn with_client<T>(
+        &self,
+        work: impl AsyncFnOnce(&Client) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
+        let client = self.client().await?;
+        let outcome = tokio::time::timeout(self.deadline, work(&client)).await;
+        self.settle(client, outcome)
+    }
+
     fn settle<T>(
         &self,
         client: Client,
