@@ -10,7 +10,12 @@
 // Each pair of runs is repeated (--repeat, default 3), alternating store and service, and the table shows
 // the medians: the machine is shared, and one run can land in another program's busy second.
 //
-//   node bench/lease_service.mjs [--clients=64] [--seconds=5] [--repeat=3] [--streams=10000] [--out=FILE]
+// Last, the soak (bench/lease_soak.mjs): 64 users for --soak-seconds (default 60) with and without abuse
+// (slow-header connections, abandoned requests), on an instance holding 100,000 leases. --only=soak runs
+// it alone.
+//
+//   node bench/lease_service.mjs [--clients=64] [--seconds=5] [--repeat=3] [--streams=10000]
+//                                [--soak-seconds=60] [--only=soak] [--out=FILE]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +23,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { repoRoot } from '../tests/e2e/server.mjs';
 import { startLeaseService, mintToken, newSecret, temporarySqlite } from '../tests/e2e/lease_service.mjs';
 import { startPostgres } from '../tests/e2e/postgres_cluster.mjs';
+import { soak } from './lease_soak.mjs';
 
 const option = (name, fallback) => {
   const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
@@ -27,6 +33,8 @@ const clients = Number(option('clients', 64));
 const seconds = Number(option('seconds', 5));
 const streamCount = Number(option('streams', 10_000));
 const repeat = Number(option('repeat', 3));
+const soakSeconds = Number(option('soak-seconds', 60));
+const only = option('only', 'all');
 
 const log = (line) => console.error(`bench:leases: ${line}`);
 log('cargo build --profile server -p weblocks-lease-server --bin weblocks-lease-server --example lease_bench');
@@ -97,8 +105,9 @@ const freshSqlite = () => {
   sqliteFiles.push(db);
   return db.url;
 };
-const cluster = await startPostgres();
+const cluster = only === 'soak' ? null : await startPostgres();
 try {
+  if (only === 'soak') throw Object.assign(new Error('soak only'), { skip: true });
   results.runs.push(
     await compare('SQLite', freshSqlite, [
       { label: 'the database, one transaction per operation', args: ['--group=1'] },
@@ -115,7 +124,8 @@ try {
   results.runs.push(await compare('PostgreSQL', freshPostgres, [{ label: "the service's store, no HTTP", args: [] }]));
 
   log(`${streamCount} change streams on one SQLite instance`);
-  const service = await startLeaseService({ database: freshSqlite(), secret, binary, env: quiet });
+  const room = ['--max-streams', String(streamCount + 100), '--max-connections', String(streamCount + 200)];
+  const service = await startLeaseService({ database: freshSqlite(), secret, binary, env: quiet, args: room });
   try {
     results.streams = JSON.parse(
       execFileSync(bench, ['streams', `--url=${service.url}`, `--token=${token}`, `--pid=${service.pid}`, `--count=${streamCount}`], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }),
@@ -123,24 +133,28 @@ try {
   } finally {
     await service.stop();
   }
+} catch (e) {
+  if (!e.skip) throw e;
 } finally {
-  cluster.stop();
+  cluster?.stop();
   for (const db of sqliteFiles) db.remove();
 }
+log(`soak: ${clients} users for ${soakSeconds} s without abuse, then with`);
+results.soak = await soak({ binary, secret, env: quiet, seconds: soakSeconds, users: clients, log });
 results.loadAverageAtEnd = os.loadavg();
 
 const number = (n, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-console.log(
+if (results.runs.length) console.log(
   `\n## Lease service, ${clients} clients, tryLock + releaseLock cycles, median of ${repeat} (${results.date.slice(0, 10)}, commit ${results.commit}, ${results.cpus} CPUs)\n`,
 );
-console.log('| database | through | cycles/s | p50 | p99 | CPU per cycle |');
-console.log('| --- | --- | ---: | ---: | ---: | ---: |');
+if (results.runs.length) console.log('| database | through | cycles/s | p50 | p99 | CPU per cycle |');
+if (results.runs.length) console.log('| --- | --- | ---: | ---: | ---: | ---: |');
 const row = (database, label, m, cpu) => `| ${database} | ${label} | ${number(m.cyclesPerSecond)} | ${number(m.p50Ms, 1)} ms | ${number(m.p99Ms, 1)} ms | ${cpu} |`;
 for (const { database, stores, service } of results.runs) {
   for (const store of stores) console.log(row(database, store.label, store, `${number(store.selfCpuUs)} µs`));
   console.log(row(database, '**the service** (HTTP, JSON, JWT)', service, `${number(service.otherCpuUs)} µs + the clients' ${number(service.selfCpuUs)} µs`));
 }
-console.log('\nThe service ÷ each ceiling (target ≥ 0.5), median, and per round:\n');
+if (results.runs.length) console.log('\nThe service ÷ each ceiling (target ≥ 0.5), median, and per round:\n');
 for (const { database, stores, service } of results.runs) {
   for (const store of stores) {
     const ratio = service.cyclesPerSecond / store.cyclesPerSecond;
@@ -148,9 +162,32 @@ for (const { database, stores, service } of results.runs) {
   }
 }
 const s = results.streams;
+if (s) {
+  console.log(
+    `\nChange streams: ${number(s.streams)} open on one instance (one key each), opened in ${number(s.openedInSeconds, 1)} s; ` +
+      `resident memory ${number(s.residentBeforeBytes / 2 ** 20, 1)} → ${number(s.residentAfterBytes / 2 ** 20, 1)} MiB: ${number(s.bytesPerStream / 1024, 1)} KiB per stream.`,
+  );
+}
+const k = results.soak;
+console.log(`\n## Soak: ${k.users} users for ${k.seconds} s on SQLite holding 100,000 leases, without then with abuse\n`);
+console.log('| phase | cycles | errors | p50 | p99 | abuse |');
+console.log('| --- | ---: | ---: | ---: | ---: | --- |');
+for (const p of k.phases) {
+  const abuse = p.slowConnectionsOpened ? `${number(p.slowConnectionsOpened)} slow-header connections opened, ${number(p.requestsAbandoned)} requests abandoned` : 'none';
+  console.log(`| ${p.name} | ${number(p.cycles)} | ${p.errors} | ${number(p.p50Ms, 1)} ms | ${number(p.p99Ms, 1)} ms | ${abuse} |`);
+}
+const [calm, abused] = k.phases;
+console.log(`\np99 with abuse ÷ without: ${number(abused.p99Ms / calm.p99Ms, 2)} (target ≤ 2)\n`);
+console.log('| | at start | users, before abuse | during abuse | 15 s after |');
+console.log('| --- | ---: | ---: | ---: | ---: |');
+const f = k.footprint;
+const mib = (bytes) => `${number(bytes / 2 ** 20, 1)} MiB`;
+console.log(`| resident memory | ${mib(f.before.rssBytes)} | ${mib(f.beforeAbuse.rssBytes)} | ${mib(f.during.rssBytes)} | ${mib(f.after.rssBytes)} |`);
+console.log(`| open descriptors | ${f.before.descriptors} | ${f.beforeAbuse.descriptors} | ${f.during.descriptors} | ${f.after.descriptors} |`);
+const l = k.list;
 console.log(
-  `\nChange streams: ${number(s.streams)} open on one instance (one key each), opened in ${number(s.openedInSeconds, 1)} s; ` +
-    `resident memory ${number(s.residentBeforeBytes / 2 ** 20, 1)} → ${number(s.residentAfterBytes / 2 ** 20, 1)} MiB: ${number(s.bytesPerStream / 1024, 1)} KiB per stream.`,
+  `\nlist at 100,000 leases (median of 20): all types, limit 1,000: ${number(l.all1000.p50Ms, 1)} ms; one type, limit 10: ${number(l.ofType10.p50Ms, 1)} ms; ` +
+    `a type with no lease: ${number(l.emptyType.p50Ms, 1)} ms; a type stream's first state: ${number(l.streamFirstState.p50Ms, 1)} ms.`,
 );
 console.log(`Load average ${results.loadAverageAtStart.map((l) => l.toFixed(1)).join(' ')} at start, ${results.loadAverageAtEnd.map((l) => l.toFixed(1)).join(' ')} at end.`);
 const out = option('out', path.join(repoRoot, 'bench-results', `lease-service-${results.date.replace(/[:.]/g, '-')}.json`));
