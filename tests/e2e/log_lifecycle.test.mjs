@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { shareServerAndChromium } from './browser.mjs';
-import { call, expectEvent, openTab, untilSnapshot, withOrigin as withOriginOf } from './fixtures/xctx_harness.mjs';
+import { call, expectEvent, expectNoEvent, openTab, untilSnapshot, withOrigin as withOriginOf } from './fixtures/xctx_harness.mjs';
 
 let server;
 let browser;
@@ -150,5 +150,44 @@ test('carried log: 150 memberships that come and go beside a busy context leave 
     console.log(`# carried log: ${visits} visits beside ${cycles} busy cycles: ${log.entries} entries left, floor ${log.floor}`);
     assert.ok(log.floor > 0, `trimmed: ${JSON.stringify(log)}`);
     assert.ok(log.entries < 500, `a short log: ${JSON.stringify(log)}`);
+  });
+});
+
+test('carried log: an append that finds the quota full is tried again later, and its context keeps its locks', async () => {
+  const scope = 'quota';
+  const query = { transport: 'carried', scope };
+  await withOrigin(async (context) => {
+    const [a, b] = await Promise.all(['a', 'b'].map((label) => openTab(context, server, label, query)));
+    await call(a, 'request', 'x', 'x');
+    await expectEvent(a, 'x', 'granted');
+    await call(b, 'request', 'z', 'z');
+    await expectEvent(b, 'z', 'granted');
+    await untilSnapshot(a, (s) => s.held.length === 2, 'both members hold');
+    // a's next three appends abort as a full disk makes them: QuotaExceededError, once the transaction is
+    // asked to commit.
+    const attempts = await a.evaluate(() => {
+      const add = IDBObjectStore.prototype.add;
+      const commit = IDBTransaction.prototype.commit;
+      window.appends = 0;
+      let failing = 3;
+      IDBObjectStore.prototype.add = function (...args) {
+        window.appends++;
+        if (failing-- > 0) this.transaction.full = true;
+        return add.apply(this, args);
+      };
+      IDBTransaction.prototype.commit = function () {
+        if (!this.full) return commit.call(this);
+        Object.defineProperty(this, 'error', { value: new DOMException('the disk is full', 'QuotaExceededError') });
+        return this.abort();
+      };
+      return window.appends;
+    });
+    assert.equal(attempts, 0);
+    await call(a, 'request', 'y', 'y');
+    await expectEvent(a, 'y', 'granted');
+    assert.equal(await a.evaluate(() => window.appends), 4, 'the one append, tried four times');
+    await expectNoEvent(a, 'x', 'rejected');
+    const seen = await untilSnapshot(b, (s) => s.held.length === 3, "a's two locks and b's");
+    assert.deepEqual(seen.held.map((l) => `${l.name}/${l.clientId}`).sort(), [`x/${a.clientId}`, `y/${a.clientId}`, `z/${b.clientId}`].sort());
   });
 });

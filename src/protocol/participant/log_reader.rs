@@ -64,18 +64,16 @@ impl LogReader {
 
     /// Where to trim the log now, if anywhere. Entries a member has applied are needed by no one else
     /// once it is the history's sole member (a joiner reads from the log's last key before its `Join`
-    /// on: the entries before that come to it in the `State` it joins with); otherwise every member
-    /// keeps the last `keep` entries it applied ([`Config::log_keep`]: a member further behind, which
-    /// cannot have read the log for that many entries, being frozen, suspended or blocked, finds the
-    /// floor past its position when it reads again, and steps out and rejoins). Decided from the log's
-    /// keys and the history's members alone: no clock, no membership's age.
+    /// on: the entries before that come to it in the `State` it joins with), but for the last
+    /// [`TRIM_STEP`], kept for a joiner that read its start just before them and whose `Join` this
+    /// member has not applied yet; otherwise every member keeps the last `keep` entries it applied
+    /// ([`Config::log_keep`]: a member further behind, which cannot have read the log for that many
+    /// entries, being frozen, suspended or blocked, finds the floor past its position when it reads
+    /// again, and steps out and rejoins). Decided from the log's keys and the history's members alone:
+    /// no clock, no membership's age.
     pub fn trim_to(&mut self, sole_member: bool, keep: u64) -> Option<u64> {
         let position = self.order.position()?;
-        let to = if sole_member {
-            position
-        } else {
-            position.saturating_sub(keep)
-        };
+        let to = position.saturating_sub(if sole_member { TRIM_STEP } else { keep });
         (to >= self.trimmed + TRIM_STEP).then(|| {
             self.trimmed = to;
             to
@@ -153,13 +151,13 @@ mod tests {
     }
 
     #[test]
-    fn the_sole_member_trims_what_it_applied_and_the_others_keep_their_last_entries() {
+    fn the_sole_member_trims_what_it_applied_and_every_member_keeps_its_last_entries() {
         assert_eq!(
-            trim_at(TRIM_STEP - 1, true, 1_000),
+            trim_at(2 * TRIM_STEP - 1, true, 1_000),
             None,
             "not worth a transaction"
         );
-        assert_eq!(trim_at(500, true, 1_000), Some(500));
+        assert_eq!(trim_at(500, true, 1_000), Some(500 - TRIM_STEP));
         assert_eq!(
             trim_at(500, false, 1_000),
             None,
@@ -171,14 +169,14 @@ mod tests {
     #[test]
     fn each_trim_waits_for_a_step_of_entries() {
         let mut reader = LogReader::new();
-        reader.start(100);
-        assert_eq!(reader.trim_to(true, 1_000), Some(100));
-        assert_eq!(reader.trim_to(true, 1_000), None);
-        for key in 101..100 + TRIM_STEP {
+        reader.start(1_100);
+        assert_eq!(reader.trim_to(false, 1_000), Some(100));
+        assert_eq!(reader.trim_to(false, 1_000), None);
+        for key in 1_101..1_100 + TRIM_STEP {
             assert!(reader.arrive(key, &[]).is_some());
         }
-        assert_eq!(reader.trim_to(true, 1_000), None);
-        assert!(reader.arrive(100 + TRIM_STEP, &[]).is_some());
-        assert_eq!(reader.trim_to(true, 1_000), Some(100 + TRIM_STEP));
+        assert_eq!(reader.trim_to(false, 1_000), None);
+        assert!(reader.arrive(1_100 + TRIM_STEP, &[]).is_some());
+        assert_eq!(reader.trim_to(false, 1_000), Some(100 + TRIM_STEP));
     }
 }
