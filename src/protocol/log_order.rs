@@ -85,10 +85,15 @@ impl LogOrder {
     /// does if `log` is the log this reader reads, dropped otherwise (a late frame of a deleted log,
     /// whose keys name other entries of the new one; or one that came before this reader knew its log).
     pub fn carried(&mut self, log: u64, key: u64, data: Vec<Value>) -> Option<Vec<Value>> {
-        if log == 0 || log != self.log {
+        if !self.reads(log) {
             return None;
         }
         self.arrive(key, data)
+    }
+
+    /// Whether `log` is the identity of the log this reader reads, as far as its reads told.
+    pub fn reads(&self, log: u64) -> bool {
+        log != 0 && log == self.log
     }
 
     /// An entry arrived (from any source): returns it if it is the next in key order (the position moves

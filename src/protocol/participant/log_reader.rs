@@ -42,8 +42,11 @@ impl LogReader {
         self.order.arrive(key, values.to_vec())
     }
 
-    /// A carrier frame of log `log` arrived (see [`LogOrder::carried`]).
+    /// A carrier frame of log `log` arrived (see [`LogOrder::carried`]). One of another identity than
+    /// the reads told makes this context read the log: the identity may have been made anew in the
+    /// same database (where an older version's trim overwrote it), and the read tells which.
     pub fn carried(&mut self, log: u64, key: u64, values: &[Value]) -> Option<Vec<Value>> {
+        self.read_wanted |= !self.order.reads(log);
         self.order.carried(log, key, values.to_vec())
     }
 
@@ -178,5 +181,20 @@ mod tests {
         assert_eq!(reader.trim_to(false, 1_000), None);
         assert!(reader.arrive(1_100 + TRIM_STEP, &[]).is_some());
         assert_eq!(reader.trim_to(false, 1_000), Some(100 + TRIM_STEP));
+    }
+
+    #[test]
+    fn a_frame_of_another_log_is_dropped_and_asks_for_a_read() {
+        use crate::protocol::participant::config::{Config, Wake};
+        use crate::protocol::wire::Value;
+        let config = Config::default();
+        let mut reader = LogReader::new();
+        reader.identify(7);
+        reader.start(10);
+        let entry = [Value::Num(1.0)];
+        assert_eq!(reader.policy(&config, Wake::Carrier, true, 0), (None, None));
+        assert_eq!(reader.carried(8, 11, &entry), None);
+        assert_eq!(reader.policy(&config, Wake::Carrier, true, 0).0, Some(10));
+        assert_eq!(reader.carried(7, 11, &entry), Some(entry.to_vec()));
     }
 }
