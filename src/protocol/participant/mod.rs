@@ -275,9 +275,9 @@ impl Participant {
         self.after_log_entry(now);
     }
 
-    /// Log transport: a read of the log (the start's, or a later one; before its `start` or `read`
-    /// answer) found the identity the log was given when its database was made. Carrier frames are
-    /// taken only of that log (see [`crate::protocol::log_order`]).
+    /// Log transport: a transaction over the log (a read, the start's or a later one, before its
+    /// answer; or an append, before its entry) found the identity the log was given with its database.
+    /// Carrier frames are taken only of that log (see [`crate::protocol::log_order`]).
     pub fn handle_log_identity(&mut self, log: u64) {
         self.log.identify(log);
     }
@@ -314,10 +314,10 @@ impl Participant {
     /// a `storage` event where there is no carrier. A carrier frame ([`wire::decode_entry`]) is an
     /// entry of the log, taken only if it names the log this context reads. A `Leave` of sequence
     /// number 0 is another context's farewell (docs/PROTOCOL.md §8), which its own append may not
-    /// outlive: any active member appends it for its sender. It is
-    /// exactly what its sender would have sent, and its sender believes in no lock any more (it is
-    /// gone, or stepped out as it entered the back/forward cache); it takes no position, so where in the
-    /// log a copy lands, and how many copies do, changes nothing (a second `Leave` is void). An older
+    /// outlive: any active member appends it for its sender. It is exactly what its sender would have
+    /// sent, and its sender believes in no lock any more (it is gone, or stepped out as it entered the
+    /// back/forward cache); it takes no position, so where in the log a copy lands, and how many
+    /// copies do, changes nothing (a second `Leave` is void). An older
     /// version's `Join` is answered as on the broadcast transport, and its other frames make this
     /// context read the log; a newer version's message retires this context.
     pub fn handle_carried(&mut self, now: u64, values: &[Value]) {
