@@ -14,15 +14,24 @@
 // localStorage `storage` event, and the node reads the log when poked, and every so often while it
 // waits (workers get no pokes).
 //
-// The log is trimmed of entries older than KEEP_MS. A read reports the floor (the greatest key deleted):
-// a node whose position is below it missed messages, and steps out and rejoins. So does a node whose
-// append failed (its message is not in the log: a `gap` event).
+// The node says how far to trim the log (`trim`: entries no member of its history needs). A read reports
+// the floor (the greatest key deleted): a node whose position is below it missed messages, and steps out
+// and rejoins. So does a node whose append failed (its message is not in the log: a `gap` event). An
+// append that finds the storage quota full is tried again, later, before this object's next ones.
+//
+// Keys name entries only within one database: one deleted and made anew starts again at 1. So the log has
+// an identity, a random number kept as the value of `meta`'s records (the floor's, or key 0 before any
+// trim): an append makes one where there is none (a database an older version made, or one whose floor an
+// older version wrote), in that append's transaction, so all agree on it. Every carrier frame names the
+// identity its append found, and each read, and an append that found another, tells the node the identity
+// it found (an `identity` event): the node takes frames of that log only. After `versionchange` an object
+// posts and emits nothing more but the gap.
 //
 // The edge talks to one log object per context, through the shape of a channel: `postMessage(data)`
 // appends, `onmessage` receives events `{ type, key, data }`: `entry`, `start` (the last key before this
-// object's first read), `read` (a read ended; `key` is the floor), `carried` (a message on the carrier: a
-// frame of an entry, or another context's farewell or deputy's vouch, for the node to append), `poke`,
-// `gap`.
+// object's first read), `read` (a read ended; `key` is the floor), `identity` (before `start` and `read`:
+// `key` is the identity that read found), `carried` (a message on the carrier: a frame of an entry, or
+// another context's farewell or deputy's vouch, for the node to append), `poke`, `gap`.
 //
 // Written as closures rather than classes: their variables minify to one letter (the classic script's
 // size).
@@ -32,8 +41,10 @@ import { theGlobal } from './lock_api.js';
 const DATABASE = 'weblocks-log:';
 const POKE = 'weblocks:poke:';
 const FAREWELL = 'weblocks:farewell:';
-const KEEP_MS = 5 * 60000;
-const MARK_MS = 1000;
+// An append that finds the quota full is tried again after QUOTA_WAIT_MS, doubling, QUOTA_TRIES times;
+// then it is a gap (the node steps out, and rejoins if it still waits).
+const QUOTA_WAIT_MS = 50;
+const QUOTA_TRIES = 8;
 
 /** What wakes a context over the log (the node's `Wake`): a carrier, pokes, or its own polls. */
 export const WAKE_CARRIER = 1;
@@ -141,12 +152,25 @@ function openDatabase(globalObject) {
   };
 }
 
+/** A new log identity: a random integer in [1, 2^53). */
+function newIdentity() {
+  return Math.floor(Math.random() * (Number.MAX_SAFE_INTEGER - 1)) + 1;
+}
+
 /** A context's log object on channel `name` (see the top of this file). */
 function openLog(globalObject, database, name, header, carrier, storage) {
   const pokeKey = POKE + name;
   const farewellKey = FAREWELL + name;
-  // A post of this object every MARK_MS, with its key: where to trim.
-  const marks = [];
+  // The transactions of this object's appends under way; an append that found the quota full and waits
+  // to be tried again (the `tries`-th time), and the appends made since, which wait behind it.
+  let writing = 0;
+  let retrying = null;
+  // The log's identity, as this object's last transaction found it (0: none yet), and as it last told
+  // the node.
+  let known = 0;
+  let reported = 0;
+  let tries = 0;
+  const held = [];
   // Where the database failed: the keys this object hands its own appends (it then coordinates with itself).
   let alone = 0;
   let closed = false;
@@ -158,6 +182,7 @@ function openLog(globalObject, database, name, header, carrier, storage) {
     postMessage: append,
     read,
     start,
+    trim,
     close,
     /**
      * The listener that posts `data` (the node's farewell `Leave`) for the other contexts to append, without
@@ -171,7 +196,7 @@ function openLog(globalObject, database, name, header, carrier, storage) {
     },
   };
   const emit = (type, key, data) => {
-    if (closed) return;
+    if (closed || lost) return;
     try {
       if (self.onmessage !== null) self.onmessage({ type, key, data });
     } catch (error) {
@@ -180,8 +205,23 @@ function openLog(globalObject, database, name, header, carrier, storage) {
       });
     }
   };
-  const gap = () => emit('gap');
-  database.lost.add(gap);
+  const gap = () => {
+    emit('gap');
+    // The appends waiting behind one that failed: its context steps out, and its messages after a missing
+    // one are not for the log.
+    while (held.length > 0) {
+      held.pop();
+      settle();
+    }
+  };
+  // The database was deleted or upgraded (`versionchange`): its log has ended for this object, which
+  // posts and emits nothing more but this gap (its context steps out, and opens another object).
+  let lost = false;
+  const lose = () => {
+    gap();
+    lost = true;
+  };
+  database.lost.add(lose);
   const onStorage = (event) => {
     if (event.key === pokeKey) emit('poke');
     else if (event.key === farewellKey && event.newValue !== null) emit('carried', undefined, JSON.parse(event.newValue));
@@ -192,64 +232,109 @@ function openLog(globalObject, database, name, header, carrier, storage) {
 
   function append(data) {
     inflight++;
-    database.when(() => {
-      if (database.db === null) {
-        const key = ++alone;
-        Promise.resolve().then(() => {
-          emit('entry', key, data);
-          settle();
-        });
-        return;
-      }
-      let transaction;
-      try {
-        transaction = database.db.transaction(['log', 'meta'], 'readwrite');
-        const added = transaction.objectStore('log').add({ data });
-        added.onsuccess = () => mark(added.result);
-        trim(transaction);
-        transaction.oncomplete = () => {
-          const key = added.result;
-          emit('entry', key, data);
-          if (carrier !== null) carrier.postMessage(header.concat([key], data));
-          else poke(key);
-          settle();
-        };
-        transaction.onabort = () => {
-          gap();
-          settle();
-        };
-        if (transaction.commit) transaction.commit();
-      } catch (e) {
-        if (transaction && transaction.abort) {
-          transaction.abort();
-        } else {
-          gap();
-          settle();
-        }
-      }
-    });
+    if (retrying !== null) held.push(data);
+    else database.when(() => write(data));
   }
 
-  /** Remembers, once every MARK_MS, the key of a post of this object and when it was made. */
-  function mark(key) {
-    const now = Date.now();
-    if (marks.length === 0 || now - marks[marks.length - 1][0] >= MARK_MS) marks.push([now, key]);
+  /** Appends `data`, and hands on the committed entry (to this context, and on the carrier or with a poke). */
+  function write(data) {
+    if (lost) return settle();
+    if (database.db === null) {
+      const key = ++alone;
+      Promise.resolve().then(() => {
+        emit('entry', key, data);
+        settle();
+      });
+      return;
+    }
+    let transaction;
+    try {
+      transaction = database.db.transaction(['log', 'meta'], 'readwrite');
+      const added = transaction.objectStore('log').add({ data });
+      // Where this object knows of no identity yet, it makes one: then the transaction must stay open for
+      // that request (no `commit()`), which is once per database.
+      const make = known === 0;
+      const log = identify(transaction, make);
+      writing++;
+      transaction.oncomplete = () => {
+        writing--;
+        if (lost) return settle();
+        const key = added.result;
+        if (log.id !== reported) emit('identity', (reported = log.id));
+        emit('entry', key, data);
+        if (carrier !== null) carrier.postMessage(header.concat([key, log.id], data));
+        else poke(key);
+        if (retrying === data) {
+          retrying = null;
+          tries = 0;
+          for (const next of held.splice(0)) database.when(() => write(next));
+        }
+        settle();
+      };
+      transaction.onabort = () => {
+        writing--;
+        const quota = transaction.error !== null && transaction.error.name === 'QuotaExceededError';
+        // Tried again, later, only where no later append of this object is under way (it could commit
+        // first, out of order): the appends made meanwhile wait behind it.
+        if (quota && !lost && writing === 0 && tries < QUOTA_TRIES) {
+          retrying = data;
+          setTimeout(() => database.when(() => write(data)), QUOTA_WAIT_MS << tries++);
+          return;
+        }
+        retrying = null;
+        gap();
+        settle();
+      };
+      if (transaction.commit && !make) transaction.commit();
+    } catch (e) {
+      if (transaction && transaction.abort) {
+        transaction.abort();
+      } else {
+        gap();
+        settle();
+      }
+    }
   }
 
   /**
-   * Deletes, within an append, the entries older than KEEP_MS, as far as this object's marks tell. The floor
-   * that reads report (the last key deleted) is the greatest key of the `meta` store: written blindly, so
-   * that trims of several contexts can only raise it.
+   * The log's identity and floor, within a transaction over `meta`: `{ id, floor }` once its request is
+   * done. The identity is the value of the greatest key of `meta` (the floor, or 0), if it is one; else
+   * (within a read/write transaction, `make`) a new one, written there. Either becomes the one `known`.
    */
-  function trim(transaction) {
-    const old = Date.now() - KEEP_MS;
-    let upTo;
-    while (marks.length > 0 && marks[0][0] < old) upTo = marks.shift()[1];
-    if (upTo === undefined) return;
-    transaction.objectStore('log').delete(IDBKeyRange.upperBound(upTo));
+  function identify(transaction, make) {
     const meta = transaction.objectStore('meta');
-    meta.put(0, upTo);
-    meta.delete(IDBKeyRange.upperBound(upTo, true));
+    const log = { id: 0, floor: 0 };
+    const cursor = meta.openCursor(null, 'prev');
+    cursor.onsuccess = () => {
+      const found = cursor.result;
+      if (found) log.floor = found.key;
+      if (found && isIdentity(found.value)) log.id = found.value;
+      else if (make) meta.put((log.id = newIdentity()), log.floor);
+      known = log.id;
+    };
+    return log;
+  }
+
+  /**
+   * Deletes the entries up to key `upTo`, which no member needs (the node says), and raises the floor. The
+   * floor is the greatest key of `meta`, written blindly with the log's identity as its value, so that
+   * trims of several contexts can only raise it. Not before this object knows the identity (it never
+   * writes another log's): the log is only longer until then.
+   */
+  function trim(upTo) {
+    database.when(() => {
+      if (database.db === null || lost || known === 0) return;
+      try {
+        const transaction = database.db.transaction(['log', 'meta'], 'readwrite');
+        transaction.objectStore('log').delete(IDBKeyRange.upperBound(upTo));
+        const meta = transaction.objectStore('meta');
+        meta.put(known, upTo);
+        meta.delete(IDBKeyRange.upperBound(upTo, true));
+        if (transaction.commit) transaction.commit();
+      } catch (e) {
+        // The log is only longer; the next trim deletes these entries too.
+      }
+    });
   }
 
   /** Tells the other documents of the origin that the log has a new entry. */
@@ -290,13 +375,14 @@ function openLog(globalObject, database, name, header, carrier, storage) {
       (transaction) => {
         const range = IDBKeyRange.lowerBound(after, true);
         const log = transaction.objectStore('log');
-        return [transaction.objectStore('meta').openKeyCursor(null, 'prev'), log.getAllKeys(range), log.getAll(range)];
+        return [identify(transaction, false), log.getAllKeys(range), log.getAll(range)];
       },
       (requests) => {
         if (requests === null) return emit('read', 0);
-        const [floor, keys, values] = requests;
+        const [found, keys, values] = requests;
+        emit('identity', (reported = found.id));
         keys.result.forEach((key, k) => emit('entry', key, values.result[k].data));
-        emit('read', floor.result ? floor.result.key : 0);
+        emit('read', found.floor);
       },
     );
   }
@@ -307,8 +393,10 @@ function openLog(globalObject, database, name, header, carrier, storage) {
    */
   function start() {
     reading(
-      (transaction) => transaction.objectStore('log').openKeyCursor(null, 'prev'),
-      (request) => {
+      (transaction) => [identify(transaction, false), transaction.objectStore('log').openKeyCursor(null, 'prev')],
+      (requests) => {
+        if (requests !== null) emit('identity', (reported = requests[0].id));
+        const request = requests && requests[1];
         if (request !== null) emit('start', request.result ? request.result.key : 0);
         else if (database.failed) emit('start', alone);
         else gap();
@@ -322,10 +410,15 @@ function openLog(globalObject, database, name, header, carrier, storage) {
     if (closed && inflight === 0 && carrier !== null) carrier.close();
   }
 
+  /** Whether `value`, found in `meta`, is a log's identity (older versions wrote 0 there). */
+  function isIdentity(value) {
+    return typeof value === 'number' && value > 0 && value <= Number.MAX_SAFE_INTEGER && Math.floor(value) === value;
+  }
+
   function close() {
     if (closed) return;
     closed = true;
-    database.lost.delete(gap);
+    database.lost.delete(lose);
     if (carrier !== null) {
       carrier.onmessage = null;
       if (inflight === 0) carrier.close();

@@ -15,8 +15,22 @@
 //! and nothing else. A missing key (its carrier message is late, or lost with a writer that crashed
 //! between its commit and its post) shows as an entry held *ahead*: the node then reads the log, which
 //! holds every key below one that has committed.
+//!
+//! Keys name entries only within one log: when the log's database is deleted and made anew (a page's
+//! logout code wiping every database), its keys start at 1 again. So each log has an *identity*, made
+//! with its database, and every carrier frame names the log of its entry; a reader takes a frame only of
+//! the log it reads ([`LogOrder::carried`]), and knows that log's identity from its own reads of it
+//! ([`LogOrder::identify`]). A frame of another log, or one that comes before the reader knows its
+//! log, is dropped: a read of the log brings whatever it carried.
 
 use super::wire::Value;
+
+/// The most entries a reader keeps ahead of its position, and the most slots they may have together.
+/// Past either, an entry that arrives ahead is dropped rather than kept: a read of the log, from the
+/// position on, brings it again (it is in the log), so nothing is applied out of order and nothing is
+/// lost; a reader that a carrier floods (or that cannot start) holds a bounded amount of memory.
+pub const AHEAD_ENTRIES: usize = 1024;
+pub const AHEAD_SLOTS: usize = 1 << 18;
 
 /// One context's reader of the log.
 #[derive(Default)]
@@ -25,8 +39,13 @@ pub(super) struct LogOrder {
     position: Option<u64>,
     /// Entries that arrived ahead of the position (or before the start). Only what a carrier delivers
     /// out of key order waits here, and the next key fills the hole within a hop or a read: a few
-    /// entries, searched one by one (a read hands on its entries in key order, each at once).
+    /// entries, searched one by one (a read hands on its entries in key order, each at once). At most
+    /// [`AHEAD_ENTRIES`] of at most [`AHEAD_SLOTS`] slots in all.
     ahead: Vec<(u64, Vec<Value>)>,
+    /// The slots of the entries held ahead.
+    ahead_slots: usize,
+    /// The identity of the log this reader reads, once a read of it told (0 is no log's).
+    log: u64,
     /// A read of the log is under way.
     reading: bool,
     /// Another read was wanted while one was under way: it starts when that one ends.
@@ -54,6 +73,29 @@ impl LogOrder {
         }
     }
 
+    /// A read of the log (the start, or any later read) found that the log it reads has identity `log`.
+    /// The identity may change while the database stays the same (where an older version's trim
+    /// overwrote it, and an append made it anew): what was taken meanwhile is of this database, which is
+    /// all a reader ever reads (its context reads another database only through a new reader).
+    pub fn identify(&mut self, log: u64) {
+        self.log = log;
+    }
+
+    /// A carrier frame of the entry of key `key` of log `log` arrived: taken as [`LogOrder::arrive`]
+    /// does if `log` is the log this reader reads, dropped otherwise (a late frame of a deleted log,
+    /// whose keys name other entries of the new one; or one that came before this reader knew its log).
+    pub fn carried(&mut self, log: u64, key: u64, data: Vec<Value>) -> Option<Vec<Value>> {
+        if !self.reads(log) {
+            return None;
+        }
+        self.arrive(key, data)
+    }
+
+    /// Whether `log` is the identity of the log this reader reads, as far as its reads told.
+    pub fn reads(&self, log: u64) -> bool {
+        log != 0 && log == self.log
+    }
+
     /// An entry arrived (from any source): returns it if it is the next in key order (the position moves
     /// past it), and keeps it otherwise. One at or below the position was handed on already, and is
     /// dropped.
@@ -65,7 +107,10 @@ impl LogOrder {
             }
             Some(p) if key <= p => {}
             _ => {
-                if !self.ahead.iter().any(|(k, _)| *k == key) {
+                let room = self.ahead.len() < AHEAD_ENTRIES
+                    && self.ahead_slots + data.len() <= AHEAD_SLOTS;
+                if room && !self.ahead.iter().any(|(k, _)| *k == key) {
+                    self.ahead_slots += data.len();
                     self.ahead.push((key, data));
                 }
             }
@@ -78,7 +123,9 @@ impl LogOrder {
         let next = self.position? + 1;
         let at = self.ahead.iter().position(|(k, _)| *k == next)?;
         self.position = Some(next);
-        Some(self.ahead.swap_remove(at).1)
+        let (_, data) = self.ahead.swap_remove(at);
+        self.ahead_slots -= data.len();
+        Some(data)
     }
 
     /// Whether an entry is held ahead of a missing key (after [`LogOrder::next`] has handed on all it
@@ -126,6 +173,7 @@ impl LogOrder {
 
     fn drop_through(&mut self, key: u64) {
         self.ahead.retain(|(k, _)| *k > key);
+        self.ahead_slots = self.ahead.iter().map(|(_, data)| data.len()).sum();
     }
 }
 
@@ -133,7 +181,7 @@ impl LogOrder {
 mod tests {
     use proptest::prelude::*;
 
-    use super::{LogOrder, ReadEnd};
+    use super::{AHEAD_ENTRIES, LogOrder, ReadEnd};
     use crate::protocol::wire::Value;
 
     fn entry(key: u64) -> Vec<Value> {
@@ -223,6 +271,93 @@ mod tests {
         arrive(&mut order, 8, &mut out);
         drain(&mut order, &mut out);
         assert_eq!(out, [8, 9]);
+    }
+
+    fn text(x: &str) -> Vec<Value> {
+        vec![Value::Str(x.into())]
+    }
+
+    /// The log's database was deleted and made anew (keys start at 1 again) while a frame of the old
+    /// log was on its way: it names the old log, and is dropped instead of being applied in place of
+    /// the new log's entry of its key (which would then be dropped as handed on already).
+    #[test]
+    fn a_late_frame_of_a_deleted_log_is_not_applied_in_place_of_the_new_logs_entry() {
+        const OLD: u64 = 7;
+        const NEW: u64 = 9;
+        let mut order = LogOrder::default();
+        order.identify(NEW);
+        order.start(0);
+        assert!(order.carried(OLD, 3, text("old entry 3")).is_none());
+        assert!(!order.has_hole(), "nothing of another log waits ahead");
+        let mut out = Vec::new();
+        for k in 1..=3 {
+            let data = text(&format!("new entry {k}"));
+            out.extend(if k == 2 {
+                order.carried(NEW, k, data)
+            } else {
+                order.arrive(k, data)
+            });
+            while let Some(d) = order.next() {
+                out.push(d);
+            }
+        }
+        assert_eq!(
+            out,
+            [
+                text("new entry 1"),
+                text("new entry 2"),
+                text("new entry 3")
+            ]
+        );
+    }
+
+    #[test]
+    fn frames_before_the_log_is_known_or_of_another_log_are_not_kept() {
+        let mut order = LogOrder::default();
+        let mut out = Vec::new();
+        assert!(order.carried(5, 2, entry(2)).is_none());
+        order.start(0);
+        arrive(&mut order, 3, &mut out);
+        order.identify(5);
+        assert!(order.carried(6, 4, entry(4)).is_none());
+        assert!(order.carried(0, 4, entry(4)).is_none(), "0 is no log's");
+        assert!(order.carried(5, 5, entry(5)).is_none(), "kept ahead");
+        order.identify(8);
+        arrive(&mut order, 1, &mut out);
+        arrive(&mut order, 2, &mut out);
+        assert_eq!(out, [1, 2, 3], "4 is missing: none of its frames was taken");
+        out.extend(order.carried(8, 4, entry(4)).map(|data| key_of(&data)));
+        drain(&mut order, &mut out);
+        assert_eq!(
+            out,
+            [1, 2, 3, 4, 5],
+            "what was taken before the identity changed stays"
+        );
+    }
+
+    /// A carrier that floods a reader (or a reader that cannot start) fills at most the bound; what
+    /// did not fit comes again with a read, in order.
+    #[test]
+    fn entries_held_ahead_are_bounded_and_a_read_brings_the_rest() {
+        let mut order = LogOrder::default();
+        let mut out = Vec::new();
+        order.start(0);
+        let last = AHEAD_ENTRIES as u64 + 500;
+        for k in (2..=last).rev() {
+            arrive(&mut order, k, &mut out);
+        }
+        assert_eq!(order.ahead.len(), AHEAD_ENTRIES);
+        let big = vec![Value::Num(0.0); super::AHEAD_SLOTS];
+        assert!(order.arrive(last + 1, big).is_none());
+        assert_eq!(order.ahead.len(), AHEAD_ENTRIES, "no room for more slots");
+        assert_eq!(order.read_from(), Some(0));
+        for k in 1..=last {
+            arrive(&mut order, k, &mut out);
+        }
+        assert_eq!(order.read_done(0), ReadEnd::Complete);
+        assert_eq!(out, (1..=last).collect::<Vec<_>>());
+        assert!(!order.has_hole());
+        assert_eq!(order.ahead_slots, 0);
     }
 
     proptest! {

@@ -18,5 +18,5 @@ mod log_order;
 pub mod participant;
 pub mod storage_hint;
 
-pub use participant::{Config, Effect, LossReason, Participant, Transport, Wake};
+pub use participant::{Config, Effect, LossReason, Participant, TRIM_STEP, Transport, Wake};
 pub use storage_hint::LIVE_KEY;

@@ -23,7 +23,7 @@ pub const MAGIC: &str = "weblocks";
 /// The protocol version this build speaks. Contexts of two versions never share a history
 /// (docs/PROTOCOL.md §9); a change to what any message means, or to where it takes effect, is a new
 /// version.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// Frozen across versions (see the module docs).
 pub const KIND_JOIN: u32 = 1;
@@ -400,8 +400,9 @@ pub fn encode_transmit(messages: &[Message], version: u32) -> Vec<Value> {
     }
 }
 
-/// The first slots of every carrier frame a context of protocol `version` sends (the key and the entry
-/// follow): made once and handed to the transport, which completes a frame when its append commits.
+/// The first slots of every carrier frame a context of protocol `version` sends (the key, the log's
+/// identity and the entry follow): made once and handed to the transport, which completes a frame when
+/// its append commits.
 pub fn entry_header(writer: &MemberKey, version: u32) -> Vec<Value> {
     let mut e = Encoder { out: Vec::new() };
     e.push(MAGIC);
@@ -411,23 +412,35 @@ pub fn entry_header(writer: &MemberKey, version: u32) -> Vec<Value> {
     e.out
 }
 
-/// The carrier frame of the log entry `data` of key `key`, written by `writer` (of protocol `version`).
-pub fn encode_entry(writer: &MemberKey, version: u32, key: u64, data: &[Value]) -> Vec<Value> {
+/// The carrier frame of the log entry `data` of key `key` in the log of identity `log`, written by
+/// `writer` (of protocol `version`).
+pub fn encode_entry(
+    writer: &MemberKey,
+    version: u32,
+    key: u64,
+    log: u64,
+    data: &[Value],
+) -> Vec<Value> {
     let mut out = entry_header(writer, version);
     out.push(Value::from(key));
+    out.push(Value::from(log));
     out.extend_from_slice(data);
     out
 }
 
-/// The key and the entry of a carrier frame of protocol `version`; `None` if `values` is not one.
-pub fn decode_entry(values: &[Value], version: u32) -> Option<(u64, &[Value])> {
+/// A carrier frame of protocol `version`: its entry's key, the identity of its log, and the entry;
+/// `None` if `values` is not one. (A build that sent frames without the identity had the entry where
+/// the identity is: its frames, and this one's to it, fail to decode as entries, and are read from the
+/// log instead.)
+pub fn decode_entry(values: &[Value], version: u32) -> Option<(u64, u64, &[Value])> {
     let mut c = Cursor::new(values);
     if c.str() != MAGIC || c.u32() != version || c.u32() != KIND_ENTRY {
         return None;
     }
     c.member();
     let key = c.u64();
-    (!c.bad && key > 0).then(|| (key, &values[c.at..]))
+    let log = c.u64();
+    (!c.bad && key > 0).then(|| (key, log, &values[c.at..]))
 }
 
 /// The messages of a batch of protocol `version`, in order; `None` if `values` is not one (or is

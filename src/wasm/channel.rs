@@ -26,6 +26,9 @@ extern "C" {
     /// Log only: read the entries after `after` (`entry` events, then a `read` event with the floor).
     #[wasm_bindgen(method)]
     pub(super) fn read(this: &Channel, after: f64);
+    /// Log only: delete the entries up to key `upto` and raise the floor to it.
+    #[wasm_bindgen(method)]
+    pub(super) fn trim(this: &Channel, upto: f64);
     /// Log only: the `pagehide` listener that posts `data` (the farewell) for the others to append.
     #[wasm_bindgen(method)]
     pub(super) fn farewell(this: &Channel, data: &JsValue) -> Function;

@@ -120,8 +120,10 @@ pub(super) struct Coordination {
 
 /// The events of a log channel (`js/log_channel.js`) are told apart by the first letter of their type,
 /// which differs from a BroadcastChannel message's (`message`): `entry`, `start`, `read`, `carried`,
-/// `poke`, and `gap` (a post failed, or the log's database went away: messages were lost).
+/// `poke`, `gap` (a post failed, or the log's database went away: messages were lost), and `identity`
+/// (a read found the log's identity, before its `start` or `read`).
 const ENTRY: u8 = b'e';
+const IDENTITY: u8 = b'i';
 const START: u8 = b's';
 const READ: u8 = b'r';
 const CARRIED: u8 = b'c';
@@ -208,7 +210,7 @@ impl Coordination {
             .and_then(|k| k.as_f64())
             .unwrap_or(0.0) as u64;
         let values = match kind {
-            START | READ | POKE | GAP => Vec::new(),
+            START | READ | POKE | GAP | IDENTITY => Vec::new(),
             _ => match decode_values(&event.unchecked_ref::<MessageEvent>().data()) {
                 Some(values) => values,
                 None => return,
@@ -221,6 +223,7 @@ impl Coordination {
             CARRIED => p.handle_carried(t, &values),
             POKE => p.handle_log_poke(t),
             GAP => p.handle_missed_messages(t),
+            IDENTITY => p.handle_log_identity(key),
             _ => p.handle_message(t, &values),
         });
     }
@@ -365,6 +368,11 @@ impl Coordination {
             Effect::ReadLog { after } => {
                 if let Some(channels) = &*self.channels.borrow() {
                     channels.rx.read(after as f64);
+                }
+            }
+            Effect::TrimLog { upto } => {
+                if let Some(channels) = &*self.channels.borrow() {
+                    channels.rx.trim(upto as f64);
                 }
             }
             Effect::StorageWrite { value, .. } => {

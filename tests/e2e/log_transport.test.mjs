@@ -102,8 +102,9 @@ test('log transport: a closed holder tab and a crashed one free the lock for the
 });
 
 /**
- * In `page`: trims the origin's log as a context does after 5 minutes (js/log_channel.js, KEEP_MS): every entry
- * up to the last one is deleted and the floor raised to it. Returns the floor.
+ * In `page`: trims the origin's log past every reader, as a member far ahead of the others does (docs/PROTOCOL.md
+ * §12, "Trimming"): every entry up to the last one is deleted and the floor raised to it (its value 0, as a version
+ * that kept no identity wrote it). Returns the floor.
  */
 function trimLog(page) {
   return page.evaluate(

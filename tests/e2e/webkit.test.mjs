@@ -14,6 +14,7 @@ import { compareRecordings, runTotalOrder } from './fixtures/xctx_order_run.mjs'
 import { call, checkFifo, expectEvent, expectNoEvent, fixtureUrl, runCycles, sleep, untilPending, untilSnapshot } from './fixtures/xctx_harness.mjs';
 import { expectedScenarioResults, withoutNativeApi } from './fixtures/native_style_expected.mjs';
 import { race } from './fixtures/leases_race_run.mjs';
+import { checkRemadeLog } from './fixtures/log_lifecycle_run.mjs';
 
 let server;
 let webkit;
@@ -126,6 +127,8 @@ for (const { label, query, broadcastChannel } of TRANSPORTS) {
       await call(worker, 'request', 'w', name);
       await expectEvent(worker, 'w', 'granted');
       await call(frame, 'request', 'f', name, { mode: 'shared' });
+      // Two contexts' requests have no order until one is in the log: b asks once the frame's is.
+      await untilPending(frame, name, 1);
       await call(b, 'request', 'b', name);
       for (const observer of [a, b, frame, worker]) {
         const snapshot = await untilSnapshot(observer, (s) => s.pending.filter((l) => l.name === name).length === 2, `2 pending on ${name} in ${observer.label}`);
@@ -256,4 +259,9 @@ test('WebKit: on a secure origin (localhost) the classic script leaves the nativ
   } finally {
     await tab.close();
   }
+});
+
+test("WebKit with BroadcastChannel: the log's database deleted and made anew while frames of the old log come again late: one lock manager", async () => {
+  const scope = `remade-${++runs}`;
+  await withWindows(['a', 'b'], { scope }, (tabs) => checkRemadeLog(tabs, scope));
 });

@@ -7,6 +7,7 @@
 
 mod bench;
 mod checks;
+mod log_size;
 mod participant;
 mod rng;
 mod scenarios;

@@ -32,6 +32,9 @@ use weblocks::scheduler::{LockMode, Snapshot};
 
 use super::rng::Rng;
 
+/// The identity of the simulated log (a log's database makes one when it is created).
+const LOG: u64 = 1;
+
 /// Bounds of the simulated environment.
 #[derive(Clone, Debug)]
 pub struct Env {
@@ -314,6 +317,8 @@ pub struct World {
     pub log: Vec<Rc<Vec<Value>>>,
     /// Log transport: the greatest key trimmed from the log.
     floor: u64,
+    /// The most entries the log held at once (what trimming left).
+    pub longest_log: u64,
     pub observers: Vec<Observer>,
     storage: BTreeMap<String, String>,
     pub rng: Rng,
@@ -358,6 +363,7 @@ impl World {
             nodes: Vec::new(),
             log: Vec::new(),
             floor: 0,
+            longest_log: 0,
             observers: distinct
                 .into_iter()
                 .map(|version| Observer {
@@ -805,7 +811,7 @@ impl World {
                         let version = self.nodes[self.node_of(&writer).expect("a context")]
                             .node
                             .version();
-                        let frame = wire::encode_entry(&writer, version, key, &data);
+                        let frame = wire::encode_entry(&writer, version, key, LOG, &data);
                         self.log_event(i, |n, now| n.handle_carried(now, &frame));
                     }
                     Payload::Relay(msg) => self.log_event(i, |n, now| n.handle_carried(now, &msg)),
@@ -822,11 +828,15 @@ impl World {
                     self.poke_others(i);
                 }
             }
-            Ev::LogStarted(last) => self.log_event(i, |n, now| n.handle_log_started(now, last)),
+            Ev::LogStarted(last) => self.log_event(i, |n, now| {
+                n.handle_log_identity(LOG);
+                n.handle_log_started(now, last)
+            }),
             Ev::LogReadDone { entries, floor } => {
                 if self.now < self.nodes[i].gap_until {
                     return;
                 }
+                self.nodes[i].node.handle_log_identity(LOG);
                 for (key, msg) in entries {
                     self.log_event(i, |n, now| n.handle_log_entry(now, key, &msg));
                 }
@@ -1177,6 +1187,10 @@ impl World {
                     let delay = self.rng.range(0, 3);
                     self.schedule(now + delay, i, Ev::LogRead(after));
                 }
+                Effect::TrimLog { upto } => {
+                    // js/log_channel.js deletes in a transaction of its own; a floor only rises.
+                    self.floor = self.floor.max(upto.min(self.log.len() as u64));
+                }
             }
         }
         for (inc, id, expect) in decided {
@@ -1295,6 +1309,16 @@ impl World {
         }
     }
 
+    /// Log transport: the entries the log holds now (those above the floor).
+    pub fn log_len(&self) -> u64 {
+        self.log.len() as u64 - self.floor
+    }
+
+    /// Log transport: the greatest key trimmed.
+    pub fn floor(&self) -> u64 {
+        self.floor
+    }
+
     /// Log transport: context `i`'s append commits, unless it was lost with its context; its JS hears
     /// of it (and hands it on) when it next runs.
     fn append(&mut self, i: usize, msg: Rc<Vec<Value>>, life: u32) {
@@ -1303,6 +1327,7 @@ impl World {
         }
         let idx = self.log.len();
         self.log.push(msg.clone());
+        self.longest_log = self.longest_log.max(self.log_len());
         self.observe(idx, &msg);
         let delay = self.rng.range(0, 2);
         self.schedule(self.now + delay, i, Ev::Committed(idx as u64 + 1));

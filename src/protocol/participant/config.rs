@@ -35,6 +35,10 @@ pub struct Config {
     pub log_hole_wait: u64,
     /// Over the log without a carrier: how often a context that waits for something reads the log.
     pub log_poll: u64,
+    /// Over the log: how many entries behind its position a member that is not the history's sole
+    /// member keeps (docs/PROTOCOL.md §12, "Trimming"): one further behind, which cannot have read the
+    /// log for that many entries, steps out and rejoins when it next reads.
+    pub log_keep: u64,
 }
 
 /// What gives the messages of the origin their one order, which every context applies (assumption A1
@@ -90,6 +94,7 @@ impl Default for Config {
             transport: Transport::Broadcast,
             log_hole_wait: 20,
             log_poll: 40,
+            log_keep: 20_000,
         }
     }
 }

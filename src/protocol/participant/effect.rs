@@ -41,6 +41,9 @@ pub enum Effect {
     /// [`super::Participant::handle_log_entry`] and then call
     /// [`super::Participant::handle_log_read`] with the log's floor.
     ReadLog { after: u64 },
+    /// Log transport: delete the log's entries up to key `upto`, which no member of the history needs
+    /// any more, and raise the floor to it (ignore failures: the log is only longer).
+    TrimLog { upto: u64 },
     /// `localStorage.setItem(key, value)` (ignore failures).
     StorageWrite { key: &'static str, value: String },
     /// `localStorage.removeItem(key)` (ignore failures).

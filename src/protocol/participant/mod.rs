@@ -31,6 +31,7 @@ mod synced;
 
 pub use config::{Config, Transport, Wake};
 pub use effect::{Effect, LossReason};
+pub use log_reader::TRIM_STEP;
 
 use crate::protocol::replica::Replica;
 use crate::protocol::storage_hint;
@@ -271,6 +272,17 @@ impl Participant {
         {
             self.apply_values(now, &values);
         }
+        self.after_log_entry(now);
+    }
+
+    /// Log transport: a transaction over the log (a read, the start's or a later one, before its
+    /// answer; or an append, before its entry) found the identity the log was given with its database.
+    /// Carrier frames are taken only of that log (see [`crate::protocol::log_order`]).
+    pub fn handle_log_identity(&mut self, log: u64) {
+        self.log.identify(log);
+    }
+
+    fn after_log_entry(&mut self, now: u64) {
         if self.log_is_followed() {
             self.follow_log(now);
         }
@@ -300,16 +312,22 @@ impl Participant {
 
     /// Log transport: a message arrived on the log's carrier (a BroadcastChannel), or a farewell through
     /// a `storage` event where there is no carrier. A carrier frame ([`wire::decode_entry`]) is an
-    /// entry of the log. A `Leave` of sequence number 0 is another context's farewell (docs/PROTOCOL.md
-    /// §8), which its own append may not outlive: any active member appends it for its sender. It is
-    /// exactly what its sender would have sent, and its sender believes in no lock any more (it is
-    /// gone, or stepped out as it entered the back/forward cache); it takes no position, so where in the
-    /// log a copy lands, and how many copies do, changes nothing (a second `Leave` is void). An older
-    /// version's `Join` is answered as on the broadcast transport; a newer version's message retires
-    /// this context.
+    /// entry of the log, taken only if it names the log this context reads. A `Leave` of sequence
+    /// number 0 is another context's farewell (docs/PROTOCOL.md §8), which its own append may not
+    /// outlive: any active member appends it for its sender. It is exactly what its sender would have
+    /// sent, and its sender believes in no lock any more (it is gone, or stepped out as it entered the
+    /// back/forward cache); it takes no position, so where in the log a copy lands, and how many
+    /// copies do, changes nothing (a second `Leave` is void). An older
+    /// version's `Join` is answered as on the broadcast transport, and its other frames make this
+    /// context read the log; a newer version's message retires this context.
     pub fn handle_carried(&mut self, now: u64, values: &[Value]) {
-        if let Some((key, data)) = wire::decode_entry(values, self.core.version) {
-            self.handle_log_entry(now, key, data);
+        if let Some((key, log, data)) = wire::decode_entry(values, self.core.version) {
+            if self.log_is_followed()
+                && let Some(values) = self.log.carried(log, key, data)
+            {
+                self.apply_values(now, &values);
+            }
+            self.after_log_entry(now);
             return;
         }
         match decode_versioned(values, self.core.version) {
@@ -328,6 +346,14 @@ impl Participant {
                 if version < self.core.version && kind == KIND_JOIN && self.log_is_followed() =>
             {
                 self.core.send(Body::Alive);
+            }
+            // An older version's frame of an entry this context cannot take from it: the log has an
+            // entry it may not have read (an older context's `Genesis` ends this history there, §9),
+            // and nothing else may wake it to read it.
+            Some(Decoded::Foreign { version, .. })
+                if version < self.core.version && self.log_is_followed() =>
+            {
+                self.log.poked();
             }
             _ => {}
         }
@@ -892,6 +918,15 @@ impl Participant {
         let (read, next) = self.log.policy(&self.core.config, wake, waiting, now);
         if let Some(after) = read {
             self.core.emit(Effect::ReadLog { after });
+        }
+        if let State::Synced(s) = &self.state
+            && s.active
+            && let Some(upto) = self.log.trim_to(
+                s.replica.is_sole_member(&self.core.member_key()),
+                self.core.config.log_keep,
+            )
+        {
+            self.core.emit(Effect::TrimLog { upto });
         }
         next
     }
