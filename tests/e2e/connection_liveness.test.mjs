@@ -1,0 +1,136 @@
+// Assumption A5 of the coordination protocol (docs/PROTOCOL.md §2), checked in Chromium: an IndexedDB
+// connection stays open for as long as its context lives, busy or frozen included, and the browser closes it
+// when the context is gone. So an open at a newer version of a database that one context keeps open is
+// `blocked` while that context lives, and gets `upgradeneeded` once it is gone: closed, navigated away,
+// crashed, or (a worker) terminated. Pages on the plain-http origin; the watcher reports over fetch to the
+// test server (fixtures/liveness_harness.mjs). The fixture does not load weblocks: this is about the browser.
+// (Firefox: connection_liveness_firefox.test.mjs; WebKit: connection_liveness_webkit.test.mjs.)
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { launchChromium } from './browser.mjs';
+import { plainHttpHost } from '../../bench/lib/variants.mjs';
+import { aliveName, expectBlocked, expectGone, sleep, startLivenessServer } from './fixtures/liveness_harness.mjs';
+
+let server;
+let browser;
+let context;
+
+before(async () => {
+  server = await startLivenessServer();
+  browser = await launchChromium({ args: [`--host-resolver-rules=MAP ${plainHttpHost} 127.0.0.1`] });
+  context = await browser.newContext();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+async function open() {
+  const page = await context.newPage();
+  page.errors = [];
+  page.on('pageerror', (e) => page.errors.push(String(e)));
+  await page.goto(server.page);
+  return page;
+}
+
+/** An owner page of a fresh database and a watcher page whose open of it is blocked. */
+async function ownerAndWatcher(label) {
+  const name = aliveName(label);
+  const owner = await open();
+  await owner.evaluate((n) => window.liveness.own(n), name);
+  const watcher = await open();
+  return { name, owner, watcher };
+}
+
+test('Chromium: the open stays blocked while the owner idles, busy-loops for 3 s and is frozen; its crash brings upgradeneeded', async () => {
+  const { name, owner, watcher } = await ownerAndWatcher('crash');
+  try {
+    await expectBlocked(server, watcher, name, { holdMs: 1000 });
+    await owner.evaluate(() => window.liveness.spinSoon(3000));
+    await sleep(3300);
+    assert.deepEqual(server.events(name), ['blocked'], 'blocked through a 3 s busy loop');
+    assert.ok(await owner.evaluate(() => window.liveness.spun > 0), 'the loop ran');
+    const cdp = await context.newCDPSession(owner);
+    await cdp.send('Page.setWebLifecycleState', { state: 'frozen' });
+    await sleep(1500);
+    assert.deepEqual(server.events(name), ['blocked'], 'blocked while frozen');
+    const latency = await expectGone(server, name, () => {
+      cdp.send('Page.crash').catch(() => {});
+    });
+    console.log(`# chromium: crash of the frozen owner (Page.crash) -> upgradeneeded after ${latency} ms`);
+    assert.deepEqual(watcher.errors, []);
+  } finally {
+    await owner.close().catch(() => {});
+    await watcher.close();
+  }
+});
+
+test('Chromium: closing the owner brings upgradeneeded', async () => {
+  const { name, owner, watcher } = await ownerAndWatcher('close');
+  try {
+    await expectBlocked(server, watcher, name, { holdMs: 300 });
+    const latency = await expectGone(server, name, () => owner.close());
+    console.log(`# chromium: owner closed -> upgradeneeded after ${latency} ms`);
+  } finally {
+    await owner.close();
+    await watcher.close();
+  }
+});
+
+test('Chromium: the owner navigating away (same origin) brings upgradeneeded', async () => {
+  const { name, owner, watcher } = await ownerAndWatcher('navigate');
+  try {
+    await expectBlocked(server, watcher, name, { holdMs: 300 });
+    let navigation;
+    const latency = await expectGone(server, name, () => {
+      navigation = owner.goto(server.page + '?next');
+    });
+    await navigation;
+    console.log(`# chromium: owner navigated away -> upgradeneeded after ${latency} ms`);
+  } finally {
+    await owner.close();
+    await watcher.close();
+  }
+});
+
+test('Chromium: a dedicated worker as the owner keeps the open blocked while it runs; terminate() brings upgradeneeded', async () => {
+  const name = aliveName('worker');
+  const host = await open();
+  const watcher = await open();
+  try {
+    const worker = await host.evaluate((n) => window.liveness.ownInWorker(n), name);
+    await expectBlocked(server, watcher, name, { holdMs: 1000 });
+    const latency = await expectGone(server, name, () => host.evaluate((i) => window.liveness.terminateWorker(i), worker));
+    console.log(`# chromium: owner worker terminated -> upgradeneeded after ${latency} ms`);
+    const second = aliveName('worker-page');
+    await host.evaluate((n) => window.liveness.ownInWorker(n), second);
+    await expectBlocked(server, watcher, second);
+    const closed = await expectGone(server, second, () => host.close());
+    console.log(`# chromium: the owner worker's page closed -> upgradeneeded after ${closed} ms`);
+  } finally {
+    await host.close();
+    await watcher.close();
+  }
+});
+
+test('Chromium: indexedDB.databases() lists the databases the live contexts keep open, and not a dead one once deleted', async () => {
+  const [a, b] = [aliveName('list'), aliveName('list')];
+  const first = await open();
+  const second = await open();
+  const joiner = await open();
+  try {
+    await first.evaluate((n) => window.liveness.own(n), a);
+    await second.evaluate((n) => window.liveness.ownInWorker(n), b);
+    const listed = await joiner.evaluate(() => window.liveness.databases());
+    assert.ok(listed.includes(a) && listed.includes(b), `${a} and ${b} in ${listed.join(', ')}`);
+    await expectBlocked(server, joiner, a);
+    await expectGone(server, a, () => first.close());
+    const after = await joiner.evaluate(() => window.liveness.databases());
+    assert.ok(!after.includes(a) && after.includes(b), `only ${b} of the two in ${after.join(', ')}`);
+  } finally {
+    await first.close();
+    await second.close();
+    await joiner.close();
+  }
+});
