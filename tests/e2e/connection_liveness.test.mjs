@@ -7,9 +7,10 @@
 // (Firefox: connection_liveness_firefox.test.mjs; WebKit: connection_liveness_webkit.test.mjs.)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchChromium } from './browser.mjs';
+import { chromium } from 'playwright-core';
+import { chromiumArgs, chromiumPath } from './browser.mjs';
 import { plainHttpHost } from '../../bench/lib/variants.mjs';
-import { aliveName, expectBlocked, expectGone, sleep, startLivenessServer } from './fixtures/liveness_harness.mjs';
+import { aliveName, expectBlocked, expectGone, navigationOutcome, sleep, startLivenessServer } from './fixtures/liveness_harness.mjs';
 
 let server;
 let browser;
@@ -17,7 +18,13 @@ let context;
 
 before(async () => {
   server = await startLivenessServer();
-  browser = await launchChromium({ args: [`--host-resolver-rules=MAP ${plainHttpHost} 127.0.0.1`] });
+  // With the back/forward cache that playwright turns off by default, as a user's Chromium has it.
+  browser = await chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    args: [...chromiumArgs, `--host-resolver-rules=MAP ${plainHttpHost} 127.0.0.1`],
+    ignoreDefaultArgs: ['--disable-back-forward-cache'],
+  });
   context = await browser.newContext();
 });
 
@@ -78,19 +85,25 @@ test('Chromium: closing the owner brings upgradeneeded', async () => {
   }
 });
 
-test('Chromium: the owner navigating away (same origin) brings upgradeneeded', async () => {
-  const { name, owner, watcher } = await ownerAndWatcher('navigate');
-  try {
-    await expectBlocked(server, watcher, name, { holdMs: 300 });
+test('Chromium: the owner navigating away (same origin) brings upgradeneeded, whether or not it closes its connection on pagehide', async () => {
+  for (const closeOnHide of [false, true]) {
+    const name = aliveName(closeOnHide ? 'navigate-close' : 'navigate-keep');
+    const owner = await open();
+    const watcher = await open();
     let navigation;
-    const latency = await expectGone(server, name, () => {
-      navigation = owner.goto(server.page + '?next');
-    });
-    await navigation;
-    console.log(`# chromium: owner navigated away -> upgradeneeded after ${latency} ms`);
-  } finally {
-    await owner.close();
-    await watcher.close();
+    try {
+      await owner.evaluate(([n, close]) => window.liveness.own(n, close), [name, closeOnHide]);
+      await expectBlocked(server, watcher, name, { holdMs: 300 });
+      const { persisted, latency } = await navigationOutcome(server, name, () => {
+        navigation = owner.goto(server.page + '?next');
+      });
+      console.log(`# chromium: owner navigated away, ${closeOnHide ? 'closing' : 'keeping'} its connection on pagehide (persisted: ${persisted}) -> ${latency === null ? 'still blocked' : `upgradeneeded after ${latency} ms`}`);
+      assert.notEqual(latency, null, 'upgradeneeded after the navigation');
+    } finally {
+      await navigation;
+      await owner.close();
+      await watcher.close();
+    }
   }
 });
 
