@@ -8,6 +8,8 @@
 // sees does not depend on the driver. The kill needs the owner and the watcher in different content
 // processes: Firefox gives a site up to `dom.ipc.processCount.webIsolated` of them (4) before windows share
 // one, and this file keeps at most 3 windows of the origin open at a time; the check asserts the two differ.
+// Driven through geckodriver (Marionette) instead, the session loses every window after such a kill ("no such
+// window"), though the other windows' processes live on and their reports arrive: over BiDi they stay drivable.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { launch as launchFirefox } from '../../bench/lib/firefox.mjs';
