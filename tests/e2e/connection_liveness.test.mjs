@@ -150,8 +150,8 @@ test('Chromium: indexedDB.databases() lists the databases the live contexts keep
     assert.ok(listed.includes(a) && listed.includes(b), `${a} and ${b} in ${listed.join(', ')}`);
     await expectBlocked(server, joiner, a);
     await expectGone(server, a, () => first.close());
-    const after = await joiner.evaluate(() => window.liveness.databases());
-    assert.ok(!after.includes(a) && after.includes(b), `only ${b} of the two in ${after.join(', ')}`);
+    const listedLater = await joiner.evaluate(() => window.liveness.databases());
+    assert.ok(!listedLater.includes(a) && listedLater.includes(b), `only ${b} of the two in ${listedLater.join(', ')}`);
   } finally {
     await first.close();
     await second.close();
