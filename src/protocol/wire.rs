@@ -45,6 +45,23 @@ const KIND_BATCH: u32 = 13;
 /// message of this version, and retires.
 const KIND_ENTRY: u32 = 14;
 
+/// The most slots of a channel message or log entry that a context decodes (the edge's cap: a longer
+/// channel message is dropped, and a longer log entry is read as one nobody can decode, which keeps
+/// its place in the order and is skipped by every reader alike: docs/PROTOCOL.md §12).
+pub const MAX_SLOTS: usize = 100_000;
+
+/// The slots a carrier frame puts before its entry: the writer's header, with the key in its `seq` slot.
+const ENTRY_FRAME_SLOTS: usize = 6;
+
+/// The most slots of one post of a context (a message or a batch): the cap less a carrier frame's
+/// header, so that the frame carrying its log entry decodes too. [`split_transmit`] keeps every post
+/// of an honest context within it.
+pub const MAX_TRANSMIT_SLOTS: usize = MAX_SLOTS - ENTRY_FRAME_SLOTS;
+
+/// The most slots any message but a `State` takes (an `Evict`: the header, a member, a message id and a
+/// time): what lets [`split_transmit`] count instead of measure.
+const MAX_PLAIN_SLOTS: usize = 12;
+
 /// Largest integer a JS number holds exactly; every integer slot must be at most this.
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
@@ -398,6 +415,39 @@ pub fn encode_transmit(messages: &[Message], version: u32) -> Vec<Value> {
         [one] => encode_versioned(one, version),
         _ => encode_batch_versioned(messages, version),
     }
+}
+
+/// What a context sends in one task, as posts of at most [`MAX_TRANSMIT_SLOTS`] slots each, in order
+/// (each post is a message or a batch, see [`encode_transmit`]). Several posts of one sender keep their
+/// order on every transport (per-sender FIFO; over the log, appends in the order they were made), so
+/// each receiver applies the same messages in the same order as from one batch. A message longer than
+/// the cap by itself (a `State` of an origin with tens of thousands of locks) goes alone.
+pub fn split_transmit(messages: Vec<Message>, version: u32) -> Vec<Vec<Message>> {
+    let short = |m: &Message| !matches!(m.body, Body::State(_));
+    if messages.len() * (1 + MAX_PLAIN_SLOTS) + ENTRY_FRAME_SLOTS <= MAX_TRANSMIT_SLOTS
+        && messages.iter().all(short)
+    {
+        return vec![messages];
+    }
+    let mut posts = Vec::new();
+    let mut post: Vec<Message> = Vec::new();
+    // A batch's header, then each message with its length slot.
+    let mut slots = ENTRY_FRAME_SLOTS;
+    for m in messages {
+        let len = 1 + if short(&m) {
+            MAX_PLAIN_SLOTS
+        } else {
+            encode_versioned(&m, version).len()
+        };
+        if !post.is_empty() && slots + len > MAX_TRANSMIT_SLOTS {
+            posts.push(std::mem::take(&mut post));
+            slots = ENTRY_FRAME_SLOTS;
+        }
+        slots += len;
+        post.push(m);
+    }
+    posts.push(post);
+    posts
 }
 
 /// The first slots of every carrier frame a context of protocol `version` sends (the key and the entry
@@ -805,6 +855,57 @@ mod tests {
             let m = msg(body);
             assert_eq!(decode(&encode(&m)), Some(Decoded::Ours(m.clone())), "{m:?}");
         }
+    }
+
+    #[test]
+    fn only_a_state_is_longer_than_the_plain_bound() {
+        for body in sample_bodies() {
+            let long = matches!(body, Body::State(_));
+            let len = encode(&msg(body)).len();
+            assert!(long || len <= MAX_PLAIN_SLOTS, "{len} slots");
+        }
+    }
+
+    /// What a context sends in one task goes in posts that every context decodes, with their carrier
+    /// frames, in the order it was queued.
+    #[test]
+    fn a_long_transmit_is_split_below_the_cap_in_order() {
+        let request = |id: u64| Message {
+            sender: member("a", 1),
+            seq: id,
+            body: Body::Request {
+                id,
+                name: format!("n{}", id % 50).into(),
+                mode: LockMode::Exclusive,
+                if_available: false,
+                steal: false,
+            },
+        };
+        let short: Vec<Message> = (1..=100).map(request).collect();
+        assert_eq!(split_transmit(short.clone(), PROTOCOL_VERSION), [short]);
+        let many: Vec<Message> = (1..=25_000).map(request).collect();
+        let posts = split_transmit(many.clone(), PROTOCOL_VERSION);
+        assert!(posts.len() > 2, "{} posts", posts.len());
+        for post in &posts {
+            let frame = encode_entry(
+                &member("a", 1),
+                PROTOCOL_VERSION,
+                1,
+                &encode_transmit(post, PROTOCOL_VERSION),
+            );
+            assert!(frame.len() <= MAX_SLOTS, "{} slots", frame.len());
+        }
+        assert_eq!(posts.concat(), many);
+        // A long State goes alone, between the messages queued around it.
+        let mut state = msg(sample_bodies().swap_remove(2));
+        let Body::State(st) = &mut state.body else {
+            panic!("the third sample is a State")
+        };
+        let lock = st.pending[0].clone();
+        st.pending = vec![lock; MAX_TRANSMIT_SLOTS / 5];
+        let mixed = vec![request(1), state.clone(), request(2)];
+        let posts = split_transmit(mixed, PROTOCOL_VERSION);
+        assert_eq!(posts, [vec![request(1)], vec![state], vec![request(2)]]);
     }
 
     #[test]
