@@ -248,6 +248,8 @@ impl Replica {
             Body::Join => self.on_join(sender, out),
             Body::Genesis => self.on_genesis(msg, out),
             Body::State(st) => self.on_state(st),
+            // Only the joiner that installs the State after it reads it.
+            Body::StatePart(_) => {}
             Body::Leave => {
                 if self.members.contains_key(sender) {
                     self.remove_member(sender, None, out);
@@ -586,6 +588,7 @@ impl Replica {
             members: Vec::new(),
             held: Vec::new(),
             pending: Vec::new(),
+            parts: 0,
         };
         for (k, m) in self.members.iter() {
             st.members.push(MemberRecord {

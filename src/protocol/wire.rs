@@ -23,7 +23,7 @@ pub const MAGIC: &str = "weblocks";
 /// The protocol version this build speaks. Contexts of two versions never share a history
 /// (docs/PROTOCOL.md §9); a change to what any message means, or to where it takes effect, is a new
 /// version.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// Frozen across versions (see the module docs).
 pub const KIND_JOIN: u32 = 1;
@@ -44,6 +44,7 @@ const KIND_BATCH: u32 = 13;
 /// `seq` slot, then the entry's slots (a message or a batch). Another version reads the header as a
 /// message of this version, and retires.
 const KIND_ENTRY: u32 = 14;
+const KIND_STATE_PART: u32 = 15;
 
 /// The most slots of a channel message or log entry that a context decodes (the edge's cap: a longer
 /// channel message is dropped, and a longer log entry is read as one nobody can decode, which keeps
@@ -171,7 +172,18 @@ pub struct StateTransfer {
     pub as_of_pos: u64,
     pub next_gid: u64,
     pub members: Vec<MemberRecord>,
-    /// Held locks in held-set order, then pending requests in queue-map order.
+    /// Held locks in held-set order, then pending requests in queue-map order: those of the `parts`
+    /// [`StatePart`]s that precede this message in its sender's sequence first, then these.
+    pub held: Vec<LockRecord>,
+    pub pending: Vec<LockRecord>,
+    /// How many `StatePart` messages carry the first locks (see [`state_messages`]).
+    pub parts: u64,
+}
+
+/// The first held locks and pending requests of a state transfer too long for one message: sent
+/// just before its `State`, with the sequence numbers right before it ([`state_messages`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatePart {
     pub held: Vec<LockRecord>,
     pub pending: Vec<LockRecord>,
 }
@@ -185,6 +197,8 @@ pub enum Body {
     Genesis,
     /// A state transfer for pending members.
     State(Box<StateTransfer>),
+    /// Locks of the state transfer that follows (it says how many parts precede it).
+    StatePart(Box<StatePart>),
     /// Spec 4.1 step 3 for the sender's request `id`.
     Request {
         id: u64,
@@ -255,6 +269,7 @@ fn kind_of(body: &Body) -> u32 {
         Body::Join => KIND_JOIN,
         Body::Genesis => KIND_GENESIS,
         Body::State(_) => KIND_STATE,
+        Body::StatePart(_) => KIND_STATE_PART,
         Body::Request { .. } => KIND_REQUEST,
         Body::Release { .. } => KIND_RELEASE,
         Body::Abort { .. } => KIND_ABORT,
@@ -308,6 +323,16 @@ impl Encoder {
         self.push(mode_code(l.mode));
     }
 
+    /// Held locks, then pending requests, each list after its length.
+    fn locks(&mut self, held: &[LockRecord], pending: &[LockRecord]) {
+        for locks in [held, pending] {
+            self.push(locks.len() as u64);
+            for l in locks {
+                self.lock(l);
+            }
+        }
+    }
+
     /// Appends `message`'s slots as a message of protocol `version`.
     fn message(&mut self, message: &Message, version: u32) {
         self.push(MAGIC);
@@ -337,13 +362,10 @@ impl Encoder {
                         self.message_id(ping);
                     }
                 }
-                for locks in [&s.held, &s.pending] {
-                    self.push(locks.len() as u64);
-                    for l in locks {
-                        self.lock(l);
-                    }
-                }
+                self.locks(&s.held, &s.pending);
+                self.push(s.parts);
             }
+            Body::StatePart(p) => self.locks(&p.held, &p.pending),
             Body::Request {
                 id,
                 name,
@@ -423,7 +445,7 @@ pub fn encode_transmit(messages: &[Message], version: u32) -> Vec<Value> {
 /// each receiver applies the same messages in the same order as from one batch. A message longer than
 /// the cap by itself (a `State` of an origin with tens of thousands of locks) goes alone.
 pub fn split_transmit(messages: Vec<Message>, version: u32) -> Vec<Vec<Message>> {
-    let short = |m: &Message| !matches!(m.body, Body::State(_));
+    let short = |m: &Message| !matches!(m.body, Body::State(_) | Body::StatePart(_));
     if messages.len() * (1 + MAX_PLAIN_SLOTS) + ENTRY_FRAME_SLOTS <= MAX_TRANSMIT_SLOTS
         && messages.iter().all(short)
     {
@@ -448,6 +470,52 @@ pub fn split_transmit(messages: Vec<Message>, version: u32) -> Vec<Vec<Message>>
     }
     posts.push(post);
     posts
+}
+
+/// The slots of a lock record in a state transfer.
+const LOCK_SLOTS: usize = 5;
+
+/// The most slots of a member record in a state transfer (its key, join position, flags, freeze and
+/// the ping it is silent on).
+const MEMBER_SLOTS: usize = 8;
+
+/// The most slots one message of a state transfer may take: it must fit in a post by itself, as a batch
+/// of one (a header and its length) if need be.
+const MAX_STATE_SLOTS: usize = MAX_TRANSMIT_SLOTS - ENTRY_FRAME_SLOTS - 1;
+
+/// The messages that carry state transfer `st`, in the order they are sent: its first locks in
+/// `StatePart`s, then the `State` with the rest, so that none is longer than a post may be (a `State`
+/// of some 20,000 locks would be). A joiner rebuilds the state from the `State` and the parts just
+/// before it in its sender's sequence; every other context applies the parts as nothing.
+pub fn state_messages(mut st: StateTransfer) -> Vec<Body> {
+    // The State's slots besides its locks: the header, two message ids, three numbers, the members'
+    // count and records, two list lengths and the parts' count.
+    let fixed = ENTRY_FRAME_SLOTS + 2 * 3 + 3 + 1 + MEMBER_SLOTS * st.members.len() + 2 + 1;
+    let in_state = MAX_STATE_SLOTS.saturating_sub(fixed) / LOCK_SLOTS;
+    let locks = st.held.len() + st.pending.len();
+    if locks <= in_state {
+        return vec![Body::State(Box::new(st))];
+    }
+    // A part's slots besides its locks: the header and two list lengths.
+    let per_part = (MAX_STATE_SLOTS - ENTRY_FRAME_SLOTS - 2) / LOCK_SLOTS;
+    let mut held = std::mem::take(&mut st.held).into_iter();
+    let mut pending = std::mem::take(&mut st.pending).into_iter();
+    let mut messages = Vec::new();
+    let mut left = locks;
+    while left > in_state {
+        let mut part = StatePart {
+            held: held.by_ref().take(per_part).collect(),
+            pending: Vec::new(),
+        };
+        part.pending = pending.by_ref().take(per_part - part.held.len()).collect();
+        left -= part.held.len() + part.pending.len();
+        messages.push(Body::StatePart(Box::new(part)));
+    }
+    st.held = held.collect();
+    st.pending = pending.collect();
+    st.parts = messages.len() as u64;
+    messages.push(Body::State(Box::new(st)));
+    messages
 }
 
 /// The first slots of every carrier frame a context of protocol `version` sends (the key and the entry
@@ -668,6 +736,7 @@ fn decode_state(c: &mut Cursor) -> StateTransfer {
         members,
         held,
         pending,
+        parts: c.u64(),
     }
 }
 
@@ -697,6 +766,10 @@ pub fn decode_versioned(values: &[Value], version: u32) -> Option<Decoded> {
         KIND_JOIN => Body::Join,
         KIND_GENESIS => Body::Genesis,
         KIND_STATE => Body::State(Box::new(decode_state(&mut c))),
+        KIND_STATE_PART => Body::StatePart(Box::new(StatePart {
+            held: c.locks(),
+            pending: c.locks(),
+        })),
         KIND_REQUEST => {
             let id = c.u64();
             let name = c.name();
@@ -807,6 +880,11 @@ mod tests {
                     lock(2, "x", LockMode::Shared),
                 ],
                 pending: vec![lock(3, "x", LockMode::Exclusive)],
+                parts: 0,
+            })),
+            Body::StatePart(Box::new(StatePart {
+                held: vec![lock(4, "y", LockMode::Shared)],
+                pending: vec![lock(5, "y", LockMode::Exclusive)],
             })),
             Body::Request {
                 id: 5,
@@ -860,7 +938,7 @@ mod tests {
     #[test]
     fn only_a_state_is_longer_than_the_plain_bound() {
         for body in sample_bodies() {
-            let long = matches!(body, Body::State(_));
+            let long = matches!(body, Body::State(_) | Body::StatePart(_));
             let len = encode(&msg(body)).len();
             assert!(long || len <= MAX_PLAIN_SLOTS, "{len} slots");
         }
@@ -906,6 +984,62 @@ mod tests {
         let mixed = vec![request(1), state.clone(), request(2)];
         let posts = split_transmit(mixed, PROTOCOL_VERSION);
         assert_eq!(posts, [vec![request(1)], vec![state], vec![request(2)]]);
+    }
+
+    /// A state transfer of tens of thousands of locks goes as parts and a `State`, each of which fits
+    /// in a post by itself, and whose locks in order are the transfer's.
+    #[test]
+    fn a_long_state_transfer_is_sent_in_parts_below_the_cap() {
+        let Body::State(sample) = sample_bodies().swap_remove(2) else {
+            panic!("the third sample is a State")
+        };
+        let record = |gid: u64| LockRecord {
+            gid,
+            member: (gid % 2) as u32,
+            local_id: gid,
+            name: format!("n{gid}").into(),
+            mode: LockMode::Shared,
+        };
+        let mut st = *sample;
+        st.members[0].silent = Some(MessageId {
+            sender: member("c", 1),
+            seq: 9,
+        });
+        st.members[0].frozen_until = Some(1);
+        st.held = (1..=12_000).map(record).collect();
+        st.pending = (12_001..=45_000).map(record).collect();
+        let messages = state_messages(st.clone());
+        assert_eq!(messages.len(), 2 + 1, "two parts and the State");
+        let (mut held, mut pending) = (Vec::new(), Vec::new());
+        for (k, body) in messages.iter().enumerate() {
+            let m = Message {
+                sender: member("a", 1),
+                seq: 10 + k as u64,
+                body: body.clone(),
+            };
+            let batch = encode_batch(std::slice::from_ref(&m));
+            let frame = encode_entry(&member("a", 1), PROTOCOL_VERSION, 1, &batch);
+            assert!(frame.len() <= MAX_SLOTS, "{} slots", frame.len());
+            assert_eq!(decode(&encode(&m)), Some(Decoded::Ours(m.clone())));
+            match body {
+                Body::StatePart(p) => {
+                    held.extend_from_slice(&p.held);
+                    pending.extend_from_slice(&p.pending);
+                }
+                Body::State(last) => {
+                    assert_eq!(k, messages.len() - 1, "the State comes last");
+                    assert_eq!(last.parts, 2);
+                    held.extend_from_slice(&last.held);
+                    pending.extend_from_slice(&last.pending);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!((held, pending), (st.held.clone(), st.pending.clone()));
+        // A short one is one State, as it was.
+        st.held.truncate(10);
+        st.pending.truncate(10);
+        assert_eq!(state_messages(st.clone()), [Body::State(Box::new(st))]);
     }
 
     #[test]

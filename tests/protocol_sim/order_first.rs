@@ -95,6 +95,56 @@ fn requests_made_in_one_task_beyond_the_cap_go_in_several_posts_and_all_settle()
     }
 }
 
+/// A member with about 21,000 requests queued behind a lock it holds, and a newcomer: the state
+/// transfer that admits it is longer than a context decodes in one message, so it goes in parts, and
+/// the newcomer sees every queued request.
+#[test]
+fn a_state_transfer_beyond_the_cap_goes_in_parts_and_admits_the_joiner() {
+    for transport in TRANSPORTS {
+        let mut w = World::new(5, env(transport, true), &[PROTOCOL_VERSION]);
+        w.add_node(0, PROTOCOL_VERSION, 2);
+        let late = w.add_node(1_000, PROTOCOL_VERSION, 2);
+        // Held for the whole run: granting 21,000 requests would only make it long.
+        w.client_at(0, 0, request("x", u64::MAX));
+        let queued = (0..21_000)
+            .map(|_| Action::Request {
+                name: Rc::from("x"),
+                mode: LockMode::Shared,
+                if_available: false,
+                steal: false,
+                hold: 0,
+                abort_after: None,
+            })
+            .collect();
+        w.client_at(500, 0, Action::Batch(queued));
+        w.client_at(1_100, late, Action::Query);
+        w.client_at(
+            1_100,
+            late,
+            Action::Request {
+                name: Rc::from("x"),
+                mode: LockMode::Exclusive,
+                if_available: true,
+                steal: false,
+                hold: 0,
+                abort_after: None,
+            },
+        );
+        w.run_until(2_500);
+        assert!(w.violations.is_empty(), "{transport:?}: {:?}", w.violations);
+        let shown = w.nodes[late]
+            .queries_answered
+            .first()
+            .map(|s| s.pending.len());
+        assert_eq!(shown, Some(21_000), "{transport:?}");
+        assert_eq!(
+            w.nodes[late].requests[&1].state,
+            ReqState::NotAvailable,
+            "{transport:?}"
+        );
+    }
+}
+
 /// An entry that no context decodes (here, longer than the cap) appended while a member holds a
 /// lock: every reader skips it at its key, and goes on; nobody reads the log back to back.
 #[test]

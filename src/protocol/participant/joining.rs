@@ -5,7 +5,7 @@
 //! only the members that joined after it (docs/PROTOCOL.md §5, "Joining").
 
 use crate::protocol::replica::Replica;
-use crate::protocol::wire::{Body, Decoded, KIND_JOIN, MessageId};
+use crate::protocol::wire::{Body, Decoded, KIND_JOIN, Message, MessageId, StateTransfer};
 
 use super::config::{Transport, Wake};
 use super::core::Core;
@@ -143,7 +143,13 @@ impl Joining {
         let Body::State(st) = &state.body else {
             return Joined::Restart;
         };
-        let Some(mut replica) = Replica::import(st, self.replica.version()) else {
+        let imported = if st.parts == 0 {
+            Replica::import(st, self.replica.version())
+        } else {
+            self.assemble(state, st)
+                .and_then(|whole| Replica::import(&whole, self.replica.version()))
+        };
+        let Some(mut replica) = imported else {
             return Joined::Restart;
         };
         let mut ignored = Vec::new();
@@ -155,6 +161,41 @@ impl Joining {
             replica: Box::new(replica),
             last,
         }
+    }
+
+    /// The whole state transfer of a `State` sent after `st.parts` parts (`wire::state_messages`): the
+    /// parts are its sender's messages right before it, which came after its as-of message and so are
+    /// in the buffer. `None` if they are not all there.
+    fn assemble(&self, state: &Message, st: &StateTransfer) -> Option<StateTransfer> {
+        let mut parts = Vec::new();
+        for d in self.buffer[..self.buffer.len() - 1].iter().rev() {
+            if parts.len() as u64 == st.parts {
+                break;
+            }
+            let Decoded::Ours(m) = d else {
+                continue;
+            };
+            if m.sender != state.sender {
+                continue;
+            }
+            match &m.body {
+                Body::StatePart(p) if m.seq + 1 + parts.len() as u64 == state.seq => parts.push(p),
+                _ => return None,
+            }
+        }
+        if parts.len() as u64 != st.parts {
+            return None;
+        }
+        let mut whole = st.clone();
+        whole.held.clear();
+        whole.pending.clear();
+        for p in parts.iter().rev() {
+            whole.held.extend_from_slice(&p.held);
+            whole.pending.extend_from_slice(&p.pending);
+        }
+        whole.held.extend_from_slice(&st.held);
+        whole.pending.extend_from_slice(&st.pending);
+        Some(whole)
     }
 
     /// Queues a Genesis when nobody answered in time, or a new Join after waiting in vain for a State.
