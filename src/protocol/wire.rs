@@ -488,31 +488,24 @@ const MAX_STATE_SLOTS: usize = MAX_TRANSMIT_SLOTS - ENTRY_FRAME_SLOTS - 1;
 /// of some 20,000 locks would be). A joiner rebuilds the state from the `State` and the parts just
 /// before it in its sender's sequence; every other context applies the parts as nothing.
 pub fn state_messages(mut st: StateTransfer) -> Vec<Body> {
-    // The State's slots besides its locks: the header, two message ids, three numbers, the members'
+    // The State's slots besides its locks: the header, two message ids, two numbers, the members'
     // count and records, two list lengths and the parts' count.
-    let fixed = ENTRY_FRAME_SLOTS + 2 * 3 + 3 + 1 + MEMBER_SLOTS * st.members.len() + 2 + 1;
+    let fixed = ENTRY_FRAME_SLOTS + 2 * 3 + 2 + 1 + MEMBER_SLOTS * st.members.len() + 2 + 1;
     let in_state = MAX_STATE_SLOTS.saturating_sub(fixed) / LOCK_SLOTS;
-    let locks = st.held.len() + st.pending.len();
-    if locks <= in_state {
-        return vec![Body::State(Box::new(st))];
-    }
     // A part's slots besides its locks: the header and two list lengths.
     let per_part = (MAX_STATE_SLOTS - ENTRY_FRAME_SLOTS - 2) / LOCK_SLOTS;
-    let mut held = std::mem::take(&mut st.held).into_iter();
-    let mut pending = std::mem::take(&mut st.pending).into_iter();
     let mut messages = Vec::new();
-    let mut left = locks;
-    while left > in_state {
-        let mut part = StatePart {
-            held: held.by_ref().take(per_part).collect(),
-            pending: Vec::new(),
-        };
-        part.pending = pending.by_ref().take(per_part - part.held.len()).collect();
-        left -= part.held.len() + part.pending.len();
-        messages.push(Body::StatePart(Box::new(part)));
+    while st.held.len() + st.pending.len() > in_state {
+        // The first locks go in the part; the rest stay in `st`.
+        let held = per_part.min(st.held.len());
+        let pending = (per_part - held).min(st.pending.len());
+        let rest_held = st.held.split_off(held);
+        let rest_pending = st.pending.split_off(pending);
+        messages.push(Body::StatePart(Box::new(StatePart {
+            held: std::mem::replace(&mut st.held, rest_held),
+            pending: std::mem::replace(&mut st.pending, rest_pending),
+        })));
     }
-    st.held = held.collect();
-    st.pending = pending.collect();
     st.parts = messages.len() as u64;
     messages.push(Body::State(Box::new(st)));
     messages

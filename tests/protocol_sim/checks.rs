@@ -22,7 +22,7 @@ use weblocks::protocol::LossReason;
 use weblocks::protocol::wire::{self, Decoded, MemberKey};
 use weblocks::scheduler::{LockMode, Snapshot};
 
-use super::world::{Action, Expect, ReqRecord, ReqState, Status, World};
+use super::world::{Action, Delivery, Expect, ReqRecord, ReqState, Status, World};
 
 impl World {
     pub(crate) fn on_granted(&mut self, i: usize, id: u64) {
@@ -388,8 +388,15 @@ impl World {
     pub(crate) fn check_stale_beliefs(&mut self) {
         let now = self.now;
         let c = &self.env.config;
-        let transport =
-            2 * (self.env.send_max + self.env.delivery_max) + self.env.storage_lag_max + 10;
+        // A sender-FIFO channel spreads each receiver's deliveries over four more delivery delays.
+        let spread = match self.env.delivery {
+            Delivery::SenderFifo => 4 * self.env.delivery_max,
+            Delivery::TotalOrder | Delivery::OwnProcessFirst => 0,
+        };
+        let transport = 2 * (self.env.send_max + self.env.delivery_max)
+            + spread
+            + self.env.storage_lag_max
+            + 10;
         let reads = 2 * c.log_poll.max(c.log_hole_wait);
         let mut late = Vec::new();
         self.stale.retain(|&(i, id), since| {

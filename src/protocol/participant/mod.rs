@@ -329,6 +329,9 @@ impl Participant {
             {
                 self.core.send(Body::Alive);
             }
+            // An older version's frame of an entry: its key is not read here, so no hole shows it. A
+            // read of the log applies it at its place (§9's rules for an older version's messages).
+            Some(Decoded::Foreign { .. }) if self.log_is_followed() => self.log.poked(),
             _ => {}
         }
         self.after(now);
