@@ -31,14 +31,16 @@ fn env(transport: Transport, storage: bool) -> Env {
 }
 
 fn request(name: &str, hold: u64) -> Action {
-    Action::Request {
-        name: Rc::from(name),
-        mode: LockMode::Exclusive,
-        if_available: false,
-        steal: false,
-        hold,
-        abort_after: None,
-    }
+    Action::exclusive(name, hold)
+}
+
+/// Two members from the start over `transport`, and a third context that starts at `late_at`.
+fn origin(seed: u64, transport: Transport, late_at: u64) -> (World, usize) {
+    let mut w = World::new(seed, env(transport, true), &[PROTOCOL_VERSION]);
+    w.add_node(0, PROTOCOL_VERSION, 2);
+    w.add_node(0, PROTOCOL_VERSION, 2);
+    let late = w.add_node(late_at, PROTOCOL_VERSION, 2);
+    (w, late)
 }
 
 const TRANSPORTS: [Transport; 3] = [
@@ -150,10 +152,7 @@ fn a_state_transfer_beyond_the_cap_goes_in_parts_and_admits_the_joiner() {
 #[test]
 fn an_entry_nobody_decodes_takes_its_place_and_every_reader_skips_it() {
     for transport in [Transport::Log(Wake::Carrier), Transport::Log(Wake::Pokes)] {
-        let mut w = World::new(11, env(transport, true), &[PROTOCOL_VERSION]);
-        w.add_node(0, PROTOCOL_VERSION, 2);
-        w.add_node(0, PROTOCOL_VERSION, 2);
-        let late = w.add_node(1_500, PROTOCOL_VERSION, 2);
+        let (mut w, late) = origin(11, transport, 1_500);
         w.client_at(0, 0, request("x", 2_000));
         w.client_at(10, 1, request("y", 600));
         w.fault_at(1_000, 1, Fault::Undecodable);
@@ -187,11 +186,8 @@ fn an_entry_nobody_decodes_takes_its_place_and_every_reader_skips_it() {
 #[test]
 fn a_key_the_log_never_gives_makes_its_reader_step_out_and_join_again() {
     for transport in [Transport::Log(Wake::Carrier), Transport::Log(Wake::Pokes)] {
-        let mut w = World::new(7, env(transport, true), &[PROTOCOL_VERSION]);
+        let (mut w, late) = origin(7, transport, 3_000);
         w.edge_drops_undecodable = true;
-        w.add_node(0, PROTOCOL_VERSION, 2);
-        w.add_node(0, PROTOCOL_VERSION, 2);
-        let late = w.add_node(3_000, PROTOCOL_VERSION, 2);
         w.client_at(0, 0, request("x", 60_000));
         w.client_at(10, 1, request("y", 60_000));
         w.fault_at(1_000, 1, Fault::Undecodable);

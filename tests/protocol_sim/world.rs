@@ -94,6 +94,20 @@ pub enum Action {
     Batch(Vec<Action>),
 }
 
+impl Action {
+    /// An exclusive request for `name`, released `hold` ms after it is granted.
+    pub fn exclusive(name: &str, hold: u64) -> Action {
+        Action::Request {
+            name: Rc::from(name),
+            mode: LockMode::Exclusive,
+            if_available: false,
+            steal: false,
+            hold,
+            abort_after: None,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum Fault {
     Crash,
