@@ -18,8 +18,8 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use weblocks::protocol::LossReason;
 use weblocks::protocol::wire::{self, Decoded, MemberKey};
+use weblocks::protocol::{LossReason, Transport, Wake};
 use weblocks::scheduler::{LockMode, Snapshot};
 
 use super::world::{Action, Delivery, Expect, ReqRecord, ReqState, Status, World};
@@ -398,12 +398,25 @@ impl World {
             + self.env.storage_lag_max
             + 10;
         let reads = 2 * c.log_poll.max(c.log_hole_wait);
+        let carried = c.transport == Transport::Log(Wake::Carrier);
         let mut late = Vec::new();
         self.stale.retain(|&(i, id), since| {
             let n = &self.nodes[i];
             let r = &n.requests[&id];
             if !n.status.alive() || r.state != ReqState::Held {
                 return false;
+            }
+            // Over the carried log, an entry whose writer has not posted its frame (it has not run
+            // since, or died) shows only when a later one comes: a context behind it is not counted
+            // (any context that could take its lock posts first, and that frame shows the hole).
+            let unheard = carried
+                && n.node
+                    .log_position()
+                    .is_some_and(|p| self.unposted.range(p + 1..).next().is_some());
+            if unheard {
+                // The clock starts when the frame is posted.
+                *since = now;
+                return true;
             }
             if n.status != Status::Running {
                 return true;
@@ -419,7 +432,7 @@ impl World {
             let bound = transport + reads + 2 * n.timer_lateness;
             if now - from > bound {
                 late.push(format!(
-                    "ctx{i} still believes it holds #{id} on {:?}, which the origin took at t={since} \
+                    "ctx{i} still believes it holds #{id} on {:?}, stale since t={since} \
                      ({} ms of running since, bound {bound} ms)",
                     r.name,
                     now - from

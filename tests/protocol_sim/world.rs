@@ -375,6 +375,10 @@ pub struct World {
     pub stale: BTreeMap<(usize, u64), u64>,
     /// Reads of the log the contexts made.
     pub reads: u64,
+    /// Over the carried log: the keys of committed entries whose writer has not posted their frame (it
+    /// has not run since the commit, or never will: it crashed, closed or hid). A carried reader hears
+    /// of such an entry only when a later one shows the hole.
+    pub unposted: std::collections::BTreeSet<u64>,
     /// The edges drop a log entry they do not decode, key and all, instead of handing its key to the
     /// order: a reader then waits for a key that no read gives it (see `order_first.rs`).
     pub edge_drops_undecodable: bool,
@@ -417,6 +421,7 @@ impl World {
             in_task: false,
             stale: BTreeMap::new(),
             reads: 0,
+            unposted: Default::default(),
             edge_drops_undecodable: false,
         }
     }
@@ -864,6 +869,7 @@ impl World {
                 }
                 // The writer hands the committed entry to the others: on the carrier, or with a poke.
                 if self.carried() {
+                    self.unposted.remove(&key);
                     let writer = self.nodes[i].node.member_key();
                     self.channel_post(i, Payload::Entry { key, writer });
                 } else {
@@ -1375,6 +1381,7 @@ impl World {
         }
         let idx = self.log.len();
         self.log.push(msg.clone());
+        self.unposted.insert(idx as u64 + 1);
         self.observe(idx, &msg);
         let delay = self.rng.range(0, 2);
         self.schedule(self.now + delay, i, Ev::Committed(idx as u64 + 1));
