@@ -50,6 +50,10 @@ pub(super) struct LogOrder {
     reading: bool,
     /// Another read was wanted while one was under way: it starts when that one ends.
     read_again: bool,
+    /// The greatest key held ahead when the read under way started. That entry had committed before
+    /// the read's transaction was made (it arrived first), so the read sees every key below it that
+    /// the log still has: one still missing after the read never comes.
+    covered: u64,
 }
 
 /// What a read of the log told beyond its entries.
@@ -60,6 +64,9 @@ pub(super) enum ReadEnd {
     /// The log was trimmed past this reader's position: the entries up to the floor are gone for it,
     /// and it goes on from the floor.
     Trimmed,
+    /// A key below an entry held ahead is still missing after the read: it never comes (the log no
+    /// longer has it, or the entry held ahead is not of this log). The reader cannot go on.
+    Missing,
 }
 
 impl LogOrder {
@@ -144,11 +151,13 @@ impl LogOrder {
         }
         self.reading = true;
         self.read_again = false;
+        self.covered = self.ahead.iter().map(|(k, _)| *k).max().unwrap_or(0);
         Some(position)
     }
 
-    /// A read ended; its entries have arrived. `floor` is the greatest key the log has deleted.
-    /// Whether another read was asked for meanwhile is [`LogOrder::wants_read`].
+    /// A read ended; its entries have arrived (and every one next in key order was handed on).
+    /// `floor` is the greatest key the log has deleted. Whether another read was asked for meanwhile
+    /// is [`LogOrder::wants_read`].
     pub fn read_done(&mut self, floor: u64) -> ReadEnd {
         self.reading = false;
         match self.position {
@@ -157,6 +166,7 @@ impl LogOrder {
                 self.drop_through(floor);
                 ReadEnd::Trimmed
             }
+            Some(p) if p < self.covered => ReadEnd::Missing,
             _ => ReadEnd::Complete,
         }
     }
@@ -358,6 +368,35 @@ mod tests {
         assert_eq!(out, (1..=last).collect::<Vec<_>>());
         assert!(!order.has_hole());
         assert_eq!(order.ahead_slots, 0);
+    }
+
+    #[test]
+    fn a_key_still_missing_after_the_read_behind_it_never_comes() {
+        let mut order = LogOrder::default();
+        let mut out = Vec::new();
+        order.start(2);
+        arrive(&mut order, 5, &mut out);
+        assert_eq!(order.read_from(), Some(2));
+        // The read brings 3, and nothing more: 4 is not in the log, though 5 arrived before the read.
+        arrive(&mut order, 3, &mut out);
+        assert_eq!(order.read_done(0), ReadEnd::Missing);
+        assert_eq!(out, [3]);
+    }
+
+    #[test]
+    fn an_entry_that_arrives_during_a_read_is_not_the_reads_to_bring() {
+        let mut order = LogOrder::default();
+        let mut out = Vec::new();
+        order.start(2);
+        assert_eq!(order.read_from(), Some(2));
+        // 5 committed after the read's transaction was made: the read need not see 4 either.
+        arrive(&mut order, 5, &mut out);
+        arrive(&mut order, 3, &mut out);
+        assert_eq!(order.read_done(0), ReadEnd::Complete);
+        assert_eq!(order.read_from(), Some(3));
+        arrive(&mut order, 4, &mut out);
+        assert_eq!(order.read_done(0), ReadEnd::Complete);
+        assert_eq!(out, [3, 4, 5]);
     }
 
     proptest! {

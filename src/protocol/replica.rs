@@ -18,7 +18,7 @@ use crate::sorted_vec::{SortedMap, SortedSet};
 
 use super::wire::{
     Body, Decoded, KIND_GENESIS, LockRecord, MemberKey, MemberRecord, Message, MessageId,
-    StateTransfer,
+    StatePart, StateTransfer,
 };
 
 /// Why a held lock was taken from its owner.
@@ -248,6 +248,8 @@ impl Replica {
             Body::Join => self.on_join(sender, out),
             Body::Genesis => self.on_genesis(msg, out),
             Body::State(st) => self.on_state(st),
+            // Only the joiner that installs the State after it reads it.
+            Body::StatePart(_) => {}
             Body::Leave => {
                 if self.members.contains_key(sender) {
                     self.remove_member(sender, None, out);
@@ -586,6 +588,7 @@ impl Replica {
             members: Vec::new(),
             held: Vec::new(),
             pending: Vec::new(),
+            parts: 0,
         };
         for (k, m) in self.members.iter() {
             st.members.push(MemberRecord {
@@ -612,7 +615,8 @@ impl Replica {
     /// held locks in held-set order (each must be granted at once), then pending requests in queue
     /// order (none may be granted). Per-name queue order and the held-set order are kept exactly; the
     /// order of names in the queue map may differ from the sender's (it only orders `query()` output).
-    pub fn import(st: &StateTransfer, version: u32) -> Option<Replica> {
+    /// `parts` are the `StatePart`s sent before `st`, in order: their locks come first.
+    pub fn import(st: &StateTransfer, parts: &[&StatePart], version: u32) -> Option<Replica> {
         let mut r = Replica::empty(version, true);
         r.history = st.history.clone();
         r.pos = st.as_of_pos;
@@ -639,7 +643,15 @@ impl Replica {
             }
             previous = Some(k);
         }
-        for (records, must_grant) in [(&st.held, true), (&st.pending, false)] {
+        // Held locks in order (the parts', then the State's), then pending requests likewise.
+        let mut lists: Vec<(&[LockRecord], bool)> = Vec::new();
+        for must_grant in [true, false] {
+            for p in parts {
+                lists.push((if must_grant { &p.held } else { &p.pending }, must_grant));
+            }
+            lists.push((if must_grant { &st.held } else { &st.pending }, must_grant));
+        }
+        for (records, must_grant) in lists {
             for l in records {
                 let member = st.members.get(l.member as usize)?;
                 let gids = &mut r.members.get_mut(&member.key).expect("imported").gids;

@@ -44,6 +44,25 @@ const KIND_BATCH: u32 = 13;
 /// `seq` slot, then the entry's slots (a message or a batch). Another version reads the header as a
 /// message of this version, and retires.
 const KIND_ENTRY: u32 = 14;
+const KIND_STATE_PART: u32 = 15;
+
+/// The most slots of a channel message or log entry that a context decodes (the edge's cap: a longer
+/// channel message is dropped, and a longer log entry is read as one nobody can decode, which keeps
+/// its place in the order and is skipped by every reader alike: docs/PROTOCOL.md §12).
+pub const MAX_SLOTS: usize = 100_000;
+
+/// The slots a carrier frame puts before its entry: the writer's header, with the key in its `seq` slot,
+/// and the log's identity.
+const ENTRY_FRAME_SLOTS: usize = 7;
+
+/// The most slots of one post of a context (a message or a batch): the cap less a carrier frame's
+/// header, so that the frame carrying its log entry decodes too. [`split_transmit`] keeps every post
+/// of an honest context within it.
+pub const MAX_TRANSMIT_SLOTS: usize = MAX_SLOTS - ENTRY_FRAME_SLOTS;
+
+/// The most slots any message but a `State` takes (an `Evict`: the header, a member, a message id and a
+/// time): what lets [`split_transmit`] count instead of measure.
+const MAX_PLAIN_SLOTS: usize = 12;
 
 /// Largest integer a JS number holds exactly; every integer slot must be at most this.
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
@@ -154,7 +173,18 @@ pub struct StateTransfer {
     pub as_of_pos: u64,
     pub next_gid: u64,
     pub members: Vec<MemberRecord>,
-    /// Held locks in held-set order, then pending requests in queue-map order.
+    /// Held locks in held-set order, then pending requests in queue-map order: those of the `parts`
+    /// [`StatePart`]s that precede this message in its sender's sequence first, then these.
+    pub held: Vec<LockRecord>,
+    pub pending: Vec<LockRecord>,
+    /// How many `StatePart` messages carry the first locks (see [`state_messages`]).
+    pub parts: u64,
+}
+
+/// The first held locks and pending requests of a state transfer too long for one message: sent
+/// just before its `State`, with the sequence numbers right before it ([`state_messages`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatePart {
     pub held: Vec<LockRecord>,
     pub pending: Vec<LockRecord>,
 }
@@ -168,6 +198,8 @@ pub enum Body {
     Genesis,
     /// A state transfer for pending members.
     State(Box<StateTransfer>),
+    /// Locks of the state transfer that follows (it says how many parts precede it).
+    StatePart(Box<StatePart>),
     /// Spec 4.1 step 3 for the sender's request `id`.
     Request {
         id: u64,
@@ -238,6 +270,7 @@ fn kind_of(body: &Body) -> u32 {
         Body::Join => KIND_JOIN,
         Body::Genesis => KIND_GENESIS,
         Body::State(_) => KIND_STATE,
+        Body::StatePart(_) => KIND_STATE_PART,
         Body::Request { .. } => KIND_REQUEST,
         Body::Release { .. } => KIND_RELEASE,
         Body::Abort { .. } => KIND_ABORT,
@@ -291,6 +324,16 @@ impl Encoder {
         self.push(mode_code(l.mode));
     }
 
+    /// Held locks, then pending requests, each list after its length.
+    fn locks(&mut self, held: &[LockRecord], pending: &[LockRecord]) {
+        for locks in [held, pending] {
+            self.push(locks.len() as u64);
+            for l in locks {
+                self.lock(l);
+            }
+        }
+    }
+
     /// Appends `message`'s slots as a message of protocol `version`.
     fn message(&mut self, message: &Message, version: u32) {
         self.push(MAGIC);
@@ -320,13 +363,10 @@ impl Encoder {
                         self.message_id(ping);
                     }
                 }
-                for locks in [&s.held, &s.pending] {
-                    self.push(locks.len() as u64);
-                    for l in locks {
-                        self.lock(l);
-                    }
-                }
+                self.locks(&s.held, &s.pending);
+                self.push(s.parts);
             }
+            Body::StatePart(p) => self.locks(&p.held, &p.pending),
             Body::Request {
                 id,
                 name,
@@ -398,6 +438,78 @@ pub fn encode_transmit(messages: &[Message], version: u32) -> Vec<Value> {
         [one] => encode_versioned(one, version),
         _ => encode_batch_versioned(messages, version),
     }
+}
+
+/// What a context sends in one task, as posts of at most [`MAX_TRANSMIT_SLOTS`] slots each, in order
+/// (each post is a message or a batch, see [`encode_transmit`]). Several posts of one sender keep their
+/// order on every transport (per-sender FIFO; over the log, appends in the order they were made), so
+/// each receiver applies the same messages in the same order as from one batch. A message longer than
+/// the cap by itself (a `State` of an origin with tens of thousands of locks) goes alone.
+pub fn split_transmit(messages: Vec<Message>, version: u32) -> Vec<Vec<Message>> {
+    let short = |m: &Message| !matches!(m.body, Body::State(_) | Body::StatePart(_));
+    if messages.len() * (1 + MAX_PLAIN_SLOTS) + ENTRY_FRAME_SLOTS <= MAX_TRANSMIT_SLOTS
+        && messages.iter().all(short)
+    {
+        return vec![messages];
+    }
+    let mut posts = Vec::new();
+    let mut post: Vec<Message> = Vec::new();
+    // A batch's header, then each message with its length slot.
+    let mut slots = ENTRY_FRAME_SLOTS;
+    for m in messages {
+        let len = 1 + if short(&m) {
+            MAX_PLAIN_SLOTS
+        } else {
+            encode_versioned(&m, version).len()
+        };
+        if !post.is_empty() && slots + len > MAX_TRANSMIT_SLOTS {
+            posts.push(std::mem::take(&mut post));
+            slots = ENTRY_FRAME_SLOTS;
+        }
+        slots += len;
+        post.push(m);
+    }
+    posts.push(post);
+    posts
+}
+
+/// The slots of a lock record in a state transfer.
+const LOCK_SLOTS: usize = 5;
+
+/// The most slots of a member record in a state transfer (its key, join position, flags, freeze and
+/// the ping it is silent on).
+const MEMBER_SLOTS: usize = 8;
+
+/// The most slots one message of a state transfer may take: it must fit in a post by itself, as a batch
+/// of one (a header and its length) if need be.
+const MAX_STATE_SLOTS: usize = MAX_TRANSMIT_SLOTS - ENTRY_FRAME_SLOTS - 1;
+
+/// The messages that carry state transfer `st`, in the order they are sent: its first locks in
+/// `StatePart`s, then the `State` with the rest, so that none is longer than a post may be (a `State`
+/// of some 20,000 locks would be). A joiner rebuilds the state from the `State` and the parts just
+/// before it in its sender's sequence; every other context applies the parts as nothing.
+pub fn state_messages(mut st: StateTransfer) -> Vec<Body> {
+    // The State's slots besides its locks: the header, two message ids, two numbers, the members'
+    // count and records, two list lengths and the parts' count.
+    let fixed = ENTRY_FRAME_SLOTS + 2 * 3 + 2 + 1 + MEMBER_SLOTS * st.members.len() + 2 + 1;
+    let in_state = MAX_STATE_SLOTS.saturating_sub(fixed) / LOCK_SLOTS;
+    // A part's slots besides its locks: the header and two list lengths.
+    let per_part = (MAX_STATE_SLOTS - ENTRY_FRAME_SLOTS - 2) / LOCK_SLOTS;
+    let mut messages = Vec::new();
+    while st.held.len() + st.pending.len() > in_state {
+        // The first locks go in the part; the rest stay in `st`.
+        let held = per_part.min(st.held.len());
+        let pending = (per_part - held).min(st.pending.len());
+        let rest_held = st.held.split_off(held);
+        let rest_pending = st.pending.split_off(pending);
+        messages.push(Body::StatePart(Box::new(StatePart {
+            held: std::mem::replace(&mut st.held, rest_held),
+            pending: std::mem::replace(&mut st.pending, rest_pending),
+        })));
+    }
+    st.parts = messages.len() as u64;
+    messages.push(Body::State(Box::new(st)));
+    messages
 }
 
 /// The first slots of every carrier frame a context of protocol `version` sends (the key, the log's
@@ -631,6 +743,7 @@ fn decode_state(c: &mut Cursor) -> StateTransfer {
         members,
         held,
         pending,
+        parts: c.u64(),
     }
 }
 
@@ -660,6 +773,10 @@ pub fn decode_versioned(values: &[Value], version: u32) -> Option<Decoded> {
         KIND_JOIN => Body::Join,
         KIND_GENESIS => Body::Genesis,
         KIND_STATE => Body::State(Box::new(decode_state(&mut c))),
+        KIND_STATE_PART => Body::StatePart(Box::new(StatePart {
+            held: c.locks(),
+            pending: c.locks(),
+        })),
         KIND_REQUEST => {
             let id = c.u64();
             let name = c.name();
@@ -707,6 +824,9 @@ pub fn decode(values: &[Value]) -> Option<Decoded> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A log identity as large as the log makes them (below 2^53), for frames of the largest size.
+    const LOG_IDENTITY: u64 = (1 << 53) - 1;
 
     fn member(c: &str, i: u32) -> MemberKey {
         MemberKey::new(c, i)
@@ -770,6 +890,11 @@ mod tests {
                     lock(2, "x", LockMode::Shared),
                 ],
                 pending: vec![lock(3, "x", LockMode::Exclusive)],
+                parts: 0,
+            })),
+            Body::StatePart(Box::new(StatePart {
+                held: vec![lock(4, "y", LockMode::Shared)],
+                pending: vec![lock(5, "y", LockMode::Exclusive)],
             })),
             Body::Request {
                 id: 5,
@@ -818,6 +943,114 @@ mod tests {
             let m = msg(body);
             assert_eq!(decode(&encode(&m)), Some(Decoded::Ours(m.clone())), "{m:?}");
         }
+    }
+
+    #[test]
+    fn only_a_state_is_longer_than_the_plain_bound() {
+        for body in sample_bodies() {
+            let long = matches!(body, Body::State(_) | Body::StatePart(_));
+            let len = encode(&msg(body)).len();
+            assert!(long || len <= MAX_PLAIN_SLOTS, "{len} slots");
+        }
+    }
+
+    /// What a context sends in one task goes in posts that every context decodes, with their carrier
+    /// frames, in the order it was queued.
+    #[test]
+    fn a_long_transmit_is_split_below_the_cap_in_order() {
+        let request = |id: u64| Message {
+            sender: member("a", 1),
+            seq: id,
+            body: Body::Request {
+                id,
+                name: format!("n{}", id % 50).into(),
+                mode: LockMode::Exclusive,
+                if_available: false,
+                steal: false,
+            },
+        };
+        let short: Vec<Message> = (1..=100).map(request).collect();
+        assert_eq!(split_transmit(short.clone(), PROTOCOL_VERSION), [short]);
+        let many: Vec<Message> = (1..=25_000).map(request).collect();
+        let posts = split_transmit(many.clone(), PROTOCOL_VERSION);
+        assert!(posts.len() > 2, "{} posts", posts.len());
+        for post in &posts {
+            let frame = encode_entry(
+                &member("a", 1),
+                PROTOCOL_VERSION,
+                1,
+                LOG_IDENTITY,
+                &encode_transmit(post, PROTOCOL_VERSION),
+            );
+            assert!(frame.len() <= MAX_SLOTS, "{} slots", frame.len());
+        }
+        assert_eq!(posts.concat(), many);
+        // A long State goes alone, between the messages queued around it.
+        let mut state = msg(sample_bodies().swap_remove(2));
+        let Body::State(st) = &mut state.body else {
+            panic!("the third sample is a State")
+        };
+        let lock = st.pending[0].clone();
+        st.pending = vec![lock; MAX_TRANSMIT_SLOTS / 5];
+        let mixed = vec![request(1), state.clone(), request(2)];
+        let posts = split_transmit(mixed, PROTOCOL_VERSION);
+        assert_eq!(posts, [vec![request(1)], vec![state], vec![request(2)]]);
+    }
+
+    /// A state transfer of tens of thousands of locks goes as parts and a `State`, each of which fits
+    /// in a post by itself, and whose locks in order are the transfer's.
+    #[test]
+    fn a_long_state_transfer_is_sent_in_parts_below_the_cap() {
+        let Body::State(sample) = sample_bodies().swap_remove(2) else {
+            panic!("the third sample is a State")
+        };
+        let record = |gid: u64| LockRecord {
+            gid,
+            member: (gid % 2) as u32,
+            local_id: gid,
+            name: format!("n{gid}").into(),
+            mode: LockMode::Shared,
+        };
+        let mut st = *sample;
+        st.members[0].silent = Some(MessageId {
+            sender: member("c", 1),
+            seq: 9,
+        });
+        st.members[0].frozen_until = Some(1);
+        st.held = (1..=12_000).map(record).collect();
+        st.pending = (12_001..=45_000).map(record).collect();
+        let messages = state_messages(st.clone());
+        assert_eq!(messages.len(), 2 + 1, "two parts and the State");
+        let (mut held, mut pending) = (Vec::new(), Vec::new());
+        for (k, body) in messages.iter().enumerate() {
+            let m = Message {
+                sender: member("a", 1),
+                seq: 10 + k as u64,
+                body: body.clone(),
+            };
+            let batch = encode_batch(std::slice::from_ref(&m));
+            let frame = encode_entry(&member("a", 1), PROTOCOL_VERSION, 1, LOG_IDENTITY, &batch);
+            assert!(frame.len() <= MAX_SLOTS, "{} slots", frame.len());
+            assert_eq!(decode(&encode(&m)), Some(Decoded::Ours(m.clone())));
+            match body {
+                Body::StatePart(p) => {
+                    held.extend_from_slice(&p.held);
+                    pending.extend_from_slice(&p.pending);
+                }
+                Body::State(last) => {
+                    assert_eq!(k, messages.len() - 1, "the State comes last");
+                    assert_eq!(last.parts, 2);
+                    held.extend_from_slice(&last.held);
+                    pending.extend_from_slice(&last.pending);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!((held, pending), (st.held.clone(), st.pending.clone()));
+        // A short one is one State, as it was.
+        st.held.truncate(10);
+        st.pending.truncate(10);
+        assert_eq!(state_messages(st.clone()), [Body::State(Box::new(st))]);
     }
 
     #[test]

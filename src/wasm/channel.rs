@@ -108,13 +108,14 @@ pub(super) fn message_to_js(message: &wire::Message) -> Array {
 }
 
 /// A message's data as wire values; `None` for anything that is not a flat array of numbers and
-/// strings (other libraries may share the channel name; hostile peers may send anything).
+/// strings of at most [`wire::MAX_SLOTS`] slots (other libraries may share the channel name; hostile
+/// peers may send anything). The same data gives the same answer in every context.
 pub(super) fn decode_values(data: &JsValue) -> Option<Vec<Value>> {
     if !Array::is_array(data) {
         return None;
     }
     let array: &Array = data.unchecked_ref();
-    if array.length() > 100_000 {
+    if array.length() as usize > wire::MAX_SLOTS {
         return None;
     }
     // A plain loop: iterator adapters would each add code to the wasm.

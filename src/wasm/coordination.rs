@@ -202,7 +202,9 @@ impl Coordination {
     }
 
     /// A message of the BroadcastChannel, or an event of the log. Every event that carries data is
-    /// dropped if the data is not a flat array of numbers and strings.
+    /// dropped if the data does not decode (see [`decode_values`]), but an entry of the log: its key
+    /// reaches the log's order all the same, with no message, so that every reader skips it alike
+    /// and none waits for it (docs/PROTOCOL.md §12, "order first, decode second").
     fn on_message(&self, event: &web_sys::Event) {
         let kind = event.type_().as_bytes().first().copied().unwrap_or(0);
         let key = Reflect::get(event, &"key".into())
@@ -213,6 +215,7 @@ impl Coordination {
             START | READ | POKE | GAP | IDENTITY => Vec::new(),
             _ => match decode_values(&event.unchecked_ref::<MessageEvent>().data()) {
                 Some(values) => values,
+                None if kind == ENTRY => Vec::new(),
                 None => return,
             },
         };

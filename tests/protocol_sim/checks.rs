@@ -18,11 +18,11 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use weblocks::protocol::LossReason;
 use weblocks::protocol::wire::{self, Decoded, MemberKey};
+use weblocks::protocol::{LossReason, Transport, Wake};
 use weblocks::scheduler::{LockMode, Snapshot};
 
-use super::world::{Action, Expect, ReqRecord, ReqState, Status, World};
+use super::world::{Action, Delivery, Expect, ReqRecord, ReqState, Status, World};
 
 impl World {
     pub(crate) fn on_granted(&mut self, i: usize, id: u64) {
@@ -117,15 +117,17 @@ impl World {
                     e.saturating_sub(s) + slack >= bound
                 })
             }
-            // A reset needs every member to have been silent for a while (or gone), or an older
-            // version's context that started its own history.
+            // A reset needs every member to have been silent for a while (or gone), an older
+            // version's context that started its own history, or entries of the log lost for readers
+            // (an append that aborted: its context steps out).
             LossReason::Reset => {
                 let v = self.nodes[i].node.version();
                 self.nodes.iter().any(|n| {
                     n.unresponsive.iter().any(|&(s, e, _)| e - s >= 10)
                         || n.status == Status::Crashed
                         || n.node.version() < v
-                })
+                }) || self.stat("entries dropped by an edge") > 0
+                    || self.stat("aborted appends") > 0
             }
             // A newer version spoke on the channel.
             LossReason::Retired => {
@@ -320,15 +322,20 @@ impl World {
                 && observer.member(&member).is_some_and(|m| !m.pending))
     }
 
-    /// Mutual exclusion over beliefs, at every step.
+    /// Mutual exclusion over beliefs, at every step; and notes the beliefs the origin no longer
+    /// gives (see [`World::check_stale_beliefs`]).
     pub(crate) fn check_step(&mut self) {
         let mut by_name: BTreeMap<Rc<str>, Vec<(usize, u64, LockMode)>> = BTreeMap::new();
+        let mut stale = Vec::new();
         for &(i, id) in &self.beliefs {
             let n = &self.nodes[i];
             if !n.status.alive() {
                 continue;
             }
             let r = &n.requests[&id];
+            if r.state == ReqState::Held && !self.effective(i, id, r) {
+                stale.push((i, id));
+            }
             // A lock its context released, and whose name it has since been granted again ahead of
             // the log (a lone member), is over for that context: its Release precedes the new grant.
             let superseded = r.state == ReqState::Released
@@ -343,6 +350,11 @@ impl World {
                     .or_default()
                     .push((i, id, r.mode));
             }
+        }
+        let now = self.now;
+        self.stale.retain(|k, _| stale.contains(k));
+        for k in stale {
+            self.stale.entry(k).or_insert(now);
         }
         for (name, holders) in by_name {
             let exclusive = holders
@@ -364,6 +376,73 @@ impl World {
                     "mutual exclusion broken on {name:?}: {holders:?} {what}"
                 ));
             }
+        }
+    }
+
+    /// A running context learns within a bound that its lock was taken: it applies the message that
+    /// took it (a steal, an eviction, a reset, a retirement) as soon as that message reaches it, and
+    /// reports the lock stolen. The bound counts only the time it runs: a stalled, frozen or cut-off
+    /// context (a `Fault::Gap`) learns when it runs again. It allows for the transport's delays, a read
+    /// of the log behind a missing key or a poll (each a timer, late by up to the context's lateness),
+    /// and storage events that wake a reader.
+    pub(crate) fn check_stale_beliefs(&mut self) {
+        let now = self.now;
+        let c = &self.env.config;
+        // A sender-FIFO channel spreads each receiver's deliveries over four more delivery delays.
+        let spread = match self.env.delivery {
+            Delivery::SenderFifo => 4 * self.env.delivery_max,
+            Delivery::TotalOrder | Delivery::OwnProcessFirst => 0,
+        };
+        let transport = 2 * (self.env.send_max + self.env.delivery_max)
+            + spread
+            + self.env.storage_lag_max
+            + 10;
+        let reads = 2 * c.log_poll.max(c.log_hole_wait);
+        let carried = c.transport == Transport::Log(Wake::Carrier);
+        let mut late = Vec::new();
+        self.stale.retain(|&(i, id), since| {
+            let n = &self.nodes[i];
+            let r = &n.requests[&id];
+            if !n.status.alive() || r.state != ReqState::Held {
+                return false;
+            }
+            // Over the carried log, an entry whose writer has not posted its frame (it has not run
+            // since, or died) shows only when a later one comes: a context behind it is not counted
+            // (any context that could take its lock posts first, and that frame shows the hole).
+            let unheard = carried
+                && n.node
+                    .log_position()
+                    .is_some_and(|p| self.unposted.range(p + 1..).next().is_some());
+            if unheard {
+                // The clock starts when the frame is posted.
+                *since = now;
+                return true;
+            }
+            if n.status != Status::Running {
+                return true;
+            }
+            // The clock starts again where the context last could not run.
+            let from = n
+                .unresponsive
+                .iter()
+                .map(|&(_, e, _)| e)
+                .filter(|&e| e <= now)
+                .fold(*since, u64::max)
+                .max(n.gap_until.min(now));
+            let bound = transport + reads + 2 * n.timer_lateness;
+            if now - from > bound {
+                late.push(format!(
+                    "ctx{i} still believes it holds #{id} on {:?}, stale since t={since} \
+                     ({} ms of running since, bound {bound} ms)",
+                    r.name,
+                    now - from
+                ));
+                return false;
+            }
+            true
+        });
+        for v in late {
+            self.violation(v);
         }
     }
 

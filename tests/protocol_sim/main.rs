@@ -8,6 +8,7 @@
 mod bench;
 mod checks;
 mod log_size;
+mod order_first;
 mod participant;
 mod rng;
 mod scenarios;
@@ -308,6 +309,19 @@ fn build_as(seed: u64, family: Family) -> (World, u64) {
                 _ => Fault::Stall(rng.range(5, 300)),
             };
             world.fault_at(at, i, fault);
+        }
+    }
+    // Faults of the edge and the database, drawn from a stream of their own so that the draws above
+    // keep their scenarios: a post that no context decodes, and (over the log) appends that abort.
+    if family.faults {
+        let mut rng = Rng::new(seed ^ 0xdec0de);
+        if rng.chance(0.1) {
+            let i = rng.range(0, count as u64 - 1) as usize;
+            world.fault_at(rng.range(0, active), i, Fault::Undecodable);
+        }
+        if log_transport && rng.chance(0.2) {
+            let i = rng.range(0, count as u64 - 1) as usize;
+            world.fault_at(rng.range(0, active), i, Fault::AppendAborts);
         }
     }
     (world, active)

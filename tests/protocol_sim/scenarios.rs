@@ -31,18 +31,7 @@ fn world_of(n: usize, seed: u64) -> World {
 }
 
 fn request(w: &mut World, at: u64, node: usize, name: &str, hold: u64) {
-    w.client_at(
-        at,
-        node,
-        Action::Request {
-            name: Rc::from(name),
-            mode: LockMode::Exclusive,
-            if_available: false,
-            steal: false,
-            hold,
-            abort_after: None,
-        },
-    );
+    w.client_at(at, node, Action::exclusive(name, hold));
 }
 
 fn run(w: &mut World, until: u64) {

@@ -97,6 +97,20 @@ pub enum Action {
     Batch(Vec<Action>),
 }
 
+impl Action {
+    /// An exclusive request for `name`, released `hold` ms after it is granted.
+    pub fn exclusive(name: &str, hold: u64) -> Action {
+        Action::Request {
+            name: Rc::from(name),
+            mode: LockMode::Exclusive,
+            if_available: false,
+            steal: false,
+            hold,
+            abort_after: None,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum Fault {
     Crash,
@@ -113,6 +127,14 @@ pub enum Fault {
     /// log of js/log_channel.js trimmed past a reader that fell behind) while the context keeps
     /// running its calls and timers on a stale replica; then it is told (`Participant::handle_missed_messages`).
     Gap(u64),
+    /// The context's edge posts (over the log: appends) something longer than any context decodes
+    /// (`wire::MAX_SLOTS`): another library's data, or a post of a build that did not split its
+    /// messages. On the broadcast transport every edge drops it; over the log it takes a key, which
+    /// every reader must skip alike.
+    Undecodable,
+    /// Over the log: the context's next append aborts while it lives (quota, a transaction the
+    /// database gave up): its key goes back, and its edge tells it of the gap (js/log_channel.js).
+    AppendAborts,
 }
 
 #[derive(Clone, Debug)]
@@ -166,6 +188,8 @@ enum Ev {
     EndStall,
     /// The end of a `Fault::Gap`: the context reads the gap.
     EndGap,
+    /// An append of the context aborted (`Fault::AppendAborts`): its edge's `gap` event.
+    Aborted,
     Resume,
     Show,
 }
@@ -266,6 +290,8 @@ pub struct SimNode {
     pub gap_until: u64,
     /// Over the log: the log's length when the gap began (what a trim removes meanwhile).
     gap_floor: u64,
+    /// Over the log: its next append aborts (`Fault::AppendAborts`).
+    abort_next_append: bool,
     pub retired: bool,
     /// Outcomes the observer decided for this node's requests, to be checked once the node has
     /// applied the same message: (log index, incarnation, local id, outcome kind).
@@ -349,6 +375,18 @@ pub struct World {
     pub recording: bool,
     /// Inside an `Action::Batch`: the flush waits for the task's end.
     in_task: bool,
+    /// Beliefs that the origin's history no longer gives their context (a steal, an eviction, a reset
+    /// took them): since when. See [`World::check_stale_beliefs`].
+    pub stale: BTreeMap<(usize, u64), u64>,
+    /// Reads of the log the contexts made.
+    pub reads: u64,
+    /// Over the carried log: the keys of committed entries whose writer has not posted their frame (it
+    /// has not run since the commit, or never will: it crashed, closed or hid). A carried reader hears
+    /// of such an entry only when a later one shows the hole.
+    pub unposted: std::collections::BTreeSet<u64>,
+    /// The edges drop a log entry they do not decode, key and all, instead of handing its key to the
+    /// order: a reader then waits for a key that no read gives it (see `order_first.rs`).
+    pub edge_drops_undecodable: bool,
 }
 
 impl World {
@@ -387,6 +425,10 @@ impl World {
             max_steps: 300_000,
             recording: false,
             in_task: false,
+            stale: BTreeMap::new(),
+            reads: 0,
+            unposted: Default::default(),
+            edge_drops_undecodable: false,
         }
     }
 
@@ -500,6 +542,7 @@ impl World {
             hidden_count: 0,
             gap_until: 0,
             gap_floor: 0,
+            abort_next_append: false,
             retired: false,
             expected: VecDeque::new(),
             posted_seq: 0,
@@ -584,6 +627,9 @@ impl World {
         if std::mem::take(&mut self.dirty) && self.checking {
             self.check_step();
         }
+        if !self.stale.is_empty() && self.checking {
+            self.check_stale_beliefs();
+        }
     }
 
     /// Ends the workload: no more faults; frozen, stalled and hidden contexts come back now.
@@ -638,6 +684,7 @@ impl World {
             | Ev::StorageEvent { .. }
             | Ev::Client(_)
             | Ev::EndGap
+            | Ev::Aborted
             | Ev::Committed(_)
             | Ev::LogStarted(_)
             | Ev::LogReadDone { .. }
@@ -804,6 +851,8 @@ impl World {
                     return;
                 }
                 match payload {
+                    // The edge drops a channel message it does not decode: every receiver alike.
+                    Payload::Message { msg, .. } if !edge_decodes(&msg) => {}
                     Payload::Message { msg, idx } => self.deliver_message(i, &msg, idx),
                     Payload::Entry { key, writer } => {
                         // The carrier frame the writer's transport posts.
@@ -812,16 +861,21 @@ impl World {
                             .node
                             .version();
                         let frame = wire::encode_entry(&writer, version, key, LOG, &data);
-                        self.log_event(i, |n, now| n.handle_carried(now, &frame));
+                        if edge_decodes(&frame) {
+                            self.log_event(i, |n, now| n.handle_carried(now, &frame));
+                        }
                     }
                     Payload::Relay(msg) => self.log_event(i, |n, now| n.handle_carried(now, &msg)),
                 }
             }
             Ev::Committed(key) => {
                 let msg = self.log[key as usize - 1].clone();
-                self.log_event(i, |n, now| n.handle_log_entry(now, key, &msg));
+                if self.edge_hands_on(&msg) {
+                    self.log_event(i, |n, now| n.handle_log_entry(now, key, entry_data(&msg)));
+                }
                 // The writer hands the committed entry to the others: on the carrier, or with a poke.
                 if self.carried() {
+                    self.unposted.remove(&key);
                     let writer = self.nodes[i].node.member_key();
                     self.channel_post(i, Payload::Entry { key, writer });
                 } else {
@@ -838,7 +892,9 @@ impl World {
                 }
                 self.nodes[i].node.handle_log_identity(LOG);
                 for (key, msg) in entries {
-                    self.log_event(i, |n, now| n.handle_log_entry(now, key, &msg));
+                    if self.edge_hands_on(&msg) {
+                        self.log_event(i, |n, now| n.handle_log_entry(now, key, entry_data(&msg)));
+                    }
                 }
                 self.read_done(i, floor);
             }
@@ -862,6 +918,11 @@ impl World {
                 self.effects(i);
             }
             Ev::Client(action) => self.client(i, action),
+            Ev::Aborted => {
+                self.note(|| format!("ctx{i}'s append aborted"));
+                self.nodes[i].node.handle_missed_messages(now);
+                self.effects(i);
+            }
             Ev::EndGap => {
                 self.note(|| format!("ctx{i} reads a gap"));
                 if self.over_log() {
@@ -878,6 +939,15 @@ impl World {
             }
             _ => unreachable!("node-side events only"),
         }
+    }
+
+    /// Whether the edge hands a log entry's key to the order (see `World::edge_drops_undecodable`).
+    fn edge_hands_on(&mut self, data: &[Value]) -> bool {
+        let drops = self.edge_drops_undecodable && !edge_decodes(data);
+        if drops {
+            self.bump("entries dropped by an edge");
+        }
+        !drops
     }
 
     /// Context `i` receives message `msg` of the broadcast transport, whose place in the log is `idx`
@@ -910,6 +980,7 @@ impl World {
 
     /// If `msg` is one of context `i`'s own messages, it has now applied it.
     fn note_own_echo(&mut self, i: usize, msg: &[Value]) {
+        let msg = entry_data(msg);
         let version = self.nodes[i].node.version();
         let parts = wire::split_batch(msg, version).unwrap_or_else(|| vec![msg]);
         for part in parts {
@@ -976,6 +1047,7 @@ impl World {
 
     /// A read of the log from `after` runs in the database for context `i`: it sees what has committed.
     fn log_read(&mut self, i: usize, after: u64) {
+        self.reads += 1;
         let from = after.max(self.floor) as usize;
         let entries = (from..self.log.len())
             .map(|idx| (idx as u64 + 1, self.log[idx].clone()))
@@ -1325,9 +1397,16 @@ impl World {
         if life != self.nodes[i].life && self.rng.chance(0.5) {
             return; // the transaction died with its context
         }
+        if std::mem::take(&mut self.nodes[i].abort_next_append) {
+            self.bump("aborted appends");
+            let delay = self.rng.range(0, 2);
+            self.schedule(self.now + delay, i, Ev::Aborted);
+            return;
+        }
         let idx = self.log.len();
         self.log.push(msg.clone());
         self.longest_log = self.longest_log.max(self.log_len());
+        self.unposted.insert(idx as u64 + 1);
         self.observe(idx, &msg);
         let delay = self.rng.range(0, 2);
         self.schedule(self.now + delay, i, Ev::Committed(idx as u64 + 1));
@@ -1337,6 +1416,7 @@ impl World {
     /// records what they decided for each context's requests.
     fn observe(&mut self, idx: usize, msg: &[Value]) {
         self.dirty = true;
+        let msg = entry_data(msg);
         for o in 0..self.observers.len() {
             let version = self.observers[o].version;
             let mut outcomes = Vec::new();
@@ -1499,6 +1579,21 @@ impl World {
                 self.farewell(i);
                 self.close(i);
             }
+            Fault::AppendAborts => self.nodes[i].abort_next_append = self.over_log(),
+            Fault::Undecodable => {
+                self.bump("undecodable posts");
+                let msg = Rc::new(vec![Value::Num(0.0); wire::MAX_SLOTS + 1]);
+                if self.over_log() {
+                    // Its edge's append, as any: the context's own entry event skips it too.
+                    let n = &mut self.nodes[i];
+                    let at = self.now.max(n.last_append);
+                    n.last_append = at;
+                    let life = n.life;
+                    self.schedule(at, i, Ev::Append { msg, life });
+                } else {
+                    self.channel_post(i, Payload::Message { msg, idx: None });
+                }
+            }
         }
     }
 
@@ -1590,4 +1685,16 @@ impl World {
             self.schedule(at, i, Ev::Client(Action::Release(id)));
         }
     }
+}
+
+/// Whether the edge decodes `data` (src/wasm/channel.rs, `decode_values`): at most `wire::MAX_SLOTS`
+/// slots. The same data gives the same answer in every context.
+fn edge_decodes(data: &[Value]) -> bool {
+    data.len() <= wire::MAX_SLOTS
+}
+
+/// What the edge hands the participant for a log entry: its data, or nothing where it does not decode
+/// (its key still takes its place in the order: src/wasm/coordination.rs, `on_message`).
+fn entry_data(data: &[Value]) -> &[Value] {
+    if edge_decodes(data) { data } else { &[] }
 }

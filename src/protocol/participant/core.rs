@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use crate::protocol::replica::Outcome;
 use crate::protocol::storage_hint;
-use crate::protocol::wire::{Body, MemberKey, Message};
+use crate::protocol::wire::{self, Body, MemberKey, Message};
 use crate::scheduler::{LockInfo, LockMode, Snapshot};
 use crate::sequence_map::SequenceMap;
 
@@ -171,11 +171,14 @@ impl Core {
         self.outbox.push(message);
     }
 
-    /// The queued messages go out, as one `Transmit`.
+    /// The queued messages go out: as one `Transmit`, or several in order where one would be over the
+    /// cap of what a context decodes (see [`wire::split_transmit`]).
     pub fn flush(&mut self) {
         if !self.outbox.is_empty() {
             let messages = std::mem::take(&mut self.outbox);
-            self.emit(Effect::Transmit(messages));
+            for post in wire::split_transmit(messages, self.version) {
+                self.emit(Effect::Transmit(post));
+            }
         }
     }
 

@@ -5,7 +5,7 @@
 //! only the members that joined after it (docs/PROTOCOL.md §5, "Joining").
 
 use crate::protocol::replica::Replica;
-use crate::protocol::wire::{Body, Decoded, KIND_JOIN, MessageId};
+use crate::protocol::wire::{Body, Decoded, KIND_JOIN, Message, MessageId, StatePart};
 
 use super::config::{Transport, Wake};
 use super::core::Core;
@@ -143,7 +143,10 @@ impl Joining {
         let Body::State(st) = &state.body else {
             return Joined::Restart;
         };
-        let Some(mut replica) = Replica::import(st, self.replica.version()) else {
+        let Some(parts) = self.parts_of(state, st.parts) else {
+            return Joined::Restart;
+        };
+        let Some(mut replica) = Replica::import(st, &parts, self.replica.version()) else {
             return Joined::Restart;
         };
         let mut ignored = Vec::new();
@@ -155,6 +158,34 @@ impl Joining {
             replica: Box::new(replica),
             last,
         }
+    }
+
+    /// The `count` parts sent before `state` (`wire::state_messages`), in order: its sender's messages
+    /// right before it, which came after its as-of message and so are in the buffer. `None` if they are
+    /// not all there.
+    fn parts_of(&self, state: &Message, count: u64) -> Option<Vec<&StatePart>> {
+        let mut parts = Vec::new();
+        let mut k = self.buffer.len() - 1;
+        while (parts.len() as u64) < count && k > 0 {
+            k -= 1;
+            let Decoded::Ours(m) = &self.buffer[k] else {
+                continue;
+            };
+            if m.sender != state.sender {
+                continue;
+            }
+            match &m.body {
+                Body::StatePart(p) if m.seq + 1 + parts.len() as u64 == state.seq => {
+                    parts.push(&**p)
+                }
+                _ => return None,
+            }
+        }
+        if (parts.len() as u64) < count {
+            return None;
+        }
+        parts.reverse();
+        Some(parts)
     }
 
     /// Queues a Genesis when nobody answered in time, or a new Join after waiting in vain for a State.

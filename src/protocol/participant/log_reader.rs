@@ -60,9 +60,10 @@ impl LogReader {
         self.order.next()
     }
 
-    /// A read ended with this floor; true if it was past the position: messages were lost.
+    /// A read ended with this floor; true if messages were lost for this reader: the floor was past
+    /// its position, or a key it waits for is not in the log (see [`ReadEnd`]).
     pub fn read_done(&mut self, floor: u64) -> bool {
-        self.order.read_done(floor) == ReadEnd::Trimmed
+        self.order.read_done(floor) != ReadEnd::Complete
     }
 
     /// Where to trim the log now, if anywhere. Entries a member has applied are needed by no one else

@@ -347,14 +347,9 @@ impl Participant {
             {
                 self.core.send(Body::Alive);
             }
-            // An older version's frame of an entry this context cannot take from it: the log has an
-            // entry it may not have read (an older context's `Genesis` ends this history there, §9),
-            // and nothing else may wake it to read it.
-            Some(Decoded::Foreign { version, .. })
-                if version < self.core.version && self.log_is_followed() =>
-            {
-                self.log.poked();
-            }
+            // An older version's frame of an entry: its key is not read here, so no hole shows it. A
+            // read of the log applies it at its place (§9's rules for an older version's messages).
+            Some(Decoded::Foreign { .. }) if self.log_is_followed() => self.log.poked(),
             _ => {}
         }
         self.after(now);

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use crate::protocol::replica::Replica;
 use crate::protocol::wire::{
-    Body, Decoded, KIND_GENESIS, KIND_JOIN, MemberKey, Message, MessageId,
+    self, Body, Decoded, KIND_GENESIS, KIND_JOIN, MemberKey, Message, MessageId,
 };
 use crate::sorted_vec::{SortedMap, SortedSet};
 
@@ -286,7 +286,9 @@ impl Synced {
                     }
                 }
                 self.respond_at = None;
-                core.send(Body::State(Box::new(transfer)));
+                for body in wire::state_messages(transfer) {
+                    core.send(body);
+                }
             } else {
                 next = Some(at);
             }

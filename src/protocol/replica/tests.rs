@@ -461,7 +461,7 @@ fn a_state_transfer_round_trips_the_lock_state() {
     f.request("b", 2, "y", LockMode::Exclusive);
     f.send(&key("c"), Body::Ping { target: key("a") });
     let st = f.r.export(f.last_id(&key("c")));
-    let mut copy = Replica::import(&st, V).expect("consistent");
+    let mut copy = Replica::import(&st, &[], V).expect("consistent");
     assert_eq!(copy.snapshot(), f.r.snapshot());
     assert_eq!(copy.export(st.as_of.clone()), st);
     // Both go on identically.
@@ -484,7 +484,7 @@ fn an_inconsistent_state_transfer_is_refused() {
     f.request("a", 1, "x", LockMode::Exclusive);
     f.request("b", 1, "x", LockMode::Exclusive);
     let good = f.r.export(f.last_id(&key("b")));
-    assert!(Replica::import(&good, V).is_some());
+    assert!(Replica::import(&good, &[], V).is_some());
     let mut bad: Vec<StateTransfer> = Vec::new();
     // Two exclusive holders of one name.
     let mut s = good.clone();
@@ -516,7 +516,7 @@ fn an_inconsistent_state_transfer_is_refused() {
     s.members.push(s.members[0].clone());
     bad.push(s);
     for (i, s) in bad.iter().enumerate() {
-        assert!(Replica::import(s, V).is_none(), "case {i} accepted");
+        assert!(Replica::import(s, &[], V).is_none(), "case {i} accepted");
     }
 }
 
