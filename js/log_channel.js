@@ -16,13 +16,14 @@
 //
 // The log is trimmed of entries older than KEEP_MS. A read reports the floor (the greatest key deleted):
 // a node whose position is below it missed messages, and steps out and rejoins. So does a node whose
-// append failed (its message is not in the log: a `gap` event).
+// append failed (its message is not in the log: a `gap` event), or whose read failed, or whose connection
+// to the database ended; a node whose log cannot be reached at all (a `fail` event) refuses requests.
 //
 // The edge talks to one log object per context, through the shape of a channel: `postMessage(data)`
 // appends, `onmessage` receives events `{ type, key, data }`: `entry`, `start` (the last key before this
 // object's first read), `read` (a read ended; `key` is the floor), `carried` (a message on the carrier: a
 // frame of an entry, or another context's farewell or deputy's vouch, for the node to append), `poke`,
-// `gap`.
+// `gap`, `fail`. Each comes in a microtask of its own, never within the call that caused it.
 //
 // Written as closures rather than classes: their variables minify to one letter (the classic script's
 // size).
@@ -40,39 +41,17 @@ export const WAKE_CARRIER = 1;
 export const WAKE_POKES = 2;
 export const WAKE_POLLS = 3;
 
-/**
- * Whether this is Blink or Gecko, the engines in which the test command checks what the protocol relies on
- * beyond the specifications: that BroadcastChannel delivers every message of an origin in one order to
- * every context, the sender's own second channel object included (assumption A1 of docs/PROTOCOL.md,
- * tests/e2e/total_order*.test.mjs; WebKit and Node.js do not give it), and that a worker's channel posts
- * while its page's main thread is busy (the deputy, js/deputy.js; WebKit's waits for the page). The engine
- * is told by what its JavaScript engine has and the others lack, the same in every context of one browser
- * whatever a page does to its user agent string: V8's `Intl.v8BreakIterator` (Blink; Node.js has none,
- * and Deno is left out) and SpiderMonkey's `stack` accessor on `Error.prototype` (Gecko; Servo is left
- * out). Anything else takes the IndexedDB log, which needs no such assumption, and has no deputy.
- */
-export function testedEngine(globalObject = theGlobal) {
-  const { Intl, Error, Deno, navigator } = globalObject;
-  const v8 = typeof Intl === 'object' && Intl !== null && typeof Intl.v8BreakIterator === 'function';
-  const stack = Object.getOwnPropertyDescriptor(Error.prototype, 'stack');
-  const spiderMonkey = stack !== undefined && typeof stack.get === 'function';
-  const servo = typeof navigator === 'object' && navigator !== null && /Servo\//.test(navigator.userAgent);
-  return (v8 && Deno === undefined) || (spiderMonkey && !servo);
-}
-
-/** Whether this engine's BroadcastChannel gives the origin's messages one order (see `testedEngine`). */
-export const givesOneOrder = testedEngine;
+/** The waits before each attempt to open the log's database (the first at once); then the context refuses. */
+const OPEN_BACKOFF_MS = [0, 100, 400, 1600];
 
 /**
- * The Engine's `openChannel(name, header)` where the context coordinates over the log: the engine's
- * BroadcastChannel does not give one order (or there is none) and there is IndexedDB. Its `wake` says what
- * wakes the context. `undefined` where the engine's BroadcastChannel gives one order; where there is
- * neither that nor IndexedDB, a function that opens nothing (the context locks alone).
+ * The Engine's `openChannel(name, header)` where the context coordinates over the log: `carried` where the
+ * origin's record says the log is carried by BroadcastChannel (js/transport_choice.js; every context of the
+ * origin then has one), else woken by pokes or polls. Its `wake` says what wakes the context. Where the
+ * global has no IndexedDB (outside a browser), a function that opens nothing (the context locks alone).
  */
-export function makeLogChannelFactory(globalObject = theGlobal, oneOrder = givesOneOrder(globalObject)) {
+export function makeLogChannelFactory(globalObject = theGlobal, carried = typeof globalObject.BroadcastChannel === 'function') {
   const { indexedDB, BroadcastChannel } = globalObject;
-  const carrier = typeof BroadcastChannel === 'function';
-  if (carrier && oneOrder) return undefined;
   if (typeof indexedDB !== 'object' || indexedDB === null) return () => undefined;
   let storage = null;
   try {
@@ -82,38 +61,68 @@ export function makeLogChannelFactory(globalObject = theGlobal, oneOrder = gives
     storage = null;
   }
   const database = openDatabase(globalObject);
-  const open = (name, header) => openLog(globalObject, database(name), name, header, carrier ? new BroadcastChannel(name) : null, storage);
-  open.wake = carrier ? WAKE_CARRIER : storage !== null && typeof globalObject.document === 'object' ? WAKE_POKES : WAKE_POLLS;
+  const open = (name, header) => openLog(globalObject, database(name), name, header, carried ? new BroadcastChannel(name) : null, storage);
+  open.wake = carried ? WAKE_CARRIER : storage !== null && typeof globalObject.document === 'object' ? WAKE_POKES : WAKE_POLLS;
   return open;
 }
 
 /**
  * `database(name)`: the log's database for channel `name`, opened once per global and kept open: `{ when(operation),
- * db }`, where `when` runs an operation once the database is open (or failed: then `db` is null), in call order.
+ * db, logs, lost(db), used() }`, where `when` runs an operation once the database is open (or failed for good:
+ * then `db` is null), in call order. The name, version and stores never change (docs/PROTOCOL.md §9).
+ *
+ * The connection ends when another context deletes or upgrades the database (`versionchange`), when the
+ * browser closes it (`close`: site data cleared, WebKit's "Connection to Indexed Database server lost"), or
+ * when a transaction cannot be made on it: `lost(db)`. The log then ends here for every log object of this
+ * global (a `gap`: its node steps out), and the database is opened again. An open that fails is tried
+ * again after each wait of OPEN_BACKOFF_MS, and so is one whose connection keeps failing before any
+ * transaction completes on it; after the last, every log object tells its node that it cannot reach the
+ * log (a `fail`: the node refuses requests from then on). None of it is told within the call that met it.
  */
 function openDatabase(globalObject) {
   const databases = new Map();
   return (name) => {
     if (!databases.has(name)) {
-      const entry = { db: null, failed: false, waiting: [], lost: new Set() };
-      const when = (operation) => {
+      // `logs`: the `emit` of each open log object of this database.
+      const entry = { db: null, failed: false, waiting: [], logs: new Set() };
+      let attempt = 0;
+      entry.when = (operation) => {
         if (entry.db !== null || entry.failed) operation();
         else entry.waiting.push(operation);
       };
-      const fail = (error) => {
-        if (entry.failed) return;
-        entry.failed = true;
-        console.warn(
-          `weblocks: IndexedDB is not usable here (${error && error.name ? error.name : error}); locks are coordinated within this context only.`,
-        );
+      const ready = () => {
         for (const operation of entry.waiting.splice(0)) operation();
+      };
+      const retry = () => {
+        if (attempt < OPEN_BACKOFF_MS.length) {
+          setTimeout(open, OPEN_BACKOFF_MS[attempt++]);
+          return;
+        }
+        entry.failed = true;
+        for (const emit of entry.logs) emit('fail');
+        ready();
+      };
+      entry.lost = (db) => {
+        if (entry.db !== db) return;
+        entry.db = null;
+        try {
+          db.close();
+        } catch (e) {
+          // Closed already.
+        }
+        for (const emit of entry.logs) emit('gap');
+        retry();
+      };
+      // A transaction completed: the connection works, and a later loss starts the waits over.
+      entry.used = () => {
+        attempt = 0;
       };
       const open = () => {
         let request;
         try {
           request = globalObject.indexedDB.open(DATABASE + name, 1);
         } catch (error) {
-          fail(error);
+          retry();
           return;
         }
         request.onupgradeneeded = () => {
@@ -121,20 +130,14 @@ function openDatabase(globalObject) {
           request.result.createObjectStore('meta');
         };
         request.onsuccess = () => {
-          entry.db = request.result;
-          // Another context deletes or upgrades the database: the log ends here for every reader.
-          entry.db.onversionchange = () => {
-            entry.db.close();
-            entry.db = null;
-            for (const gap of entry.lost) gap();
-            open();
-          };
-          for (const operation of entry.waiting.splice(0)) operation();
+          const db = request.result;
+          entry.db = db;
+          db.onversionchange = db.onclose = () => entry.lost(db);
+          ready();
         };
-        request.onerror = () => fail(request.error);
+        request.onerror = retry;
       };
-      open();
-      entry.when = when;
+      retry();
       databases.set(name, entry);
     }
     return databases.get(name);
@@ -147,8 +150,6 @@ function openLog(globalObject, database, name, header, carrier, storage) {
   const farewellKey = FAREWELL + name;
   // A post of this object every MARK_MS, with its key: where to trim.
   const marks = [];
-  // Where the database failed: the keys this object hands its own appends (it then coordinates with itself).
-  let alone = 0;
   let closed = false;
   // Appends not committed yet: after `close()`, the carrier stays open for them (the others learn of
   // each entry from it), and closes once they are done.
@@ -170,62 +171,66 @@ function openLog(globalObject, database, name, header, carrier, storage) {
       return () => {};
     },
   };
+  // Every event reaches the node from a microtask of its own, never within the node's call that caused
+  // it: a node that posts, reads or starts and is answered at once would re-enter itself.
   const emit = (type, key, data) => {
-    if (closed) return;
-    try {
-      if (self.onmessage !== null) self.onmessage({ type, key, data });
-    } catch (error) {
-      setTimeout(() => {
-        throw error;
-      });
-    }
+    Promise.resolve().then(() => {
+      if (closed || self.onmessage === null) return;
+      try {
+        self.onmessage({ type, key, data });
+      } catch (error) {
+        setTimeout(() => {
+          throw error;
+        });
+      }
+    });
   };
-  const gap = () => emit('gap');
-  database.lost.add(gap);
+  database.logs.add(emit);
   const onStorage = (event) => {
     if (event.key === pokeKey) emit('poke');
     else if (event.key === farewellKey && event.newValue !== null) emit('carried', undefined, JSON.parse(event.newValue));
   };
-  // Where the database failed, this context coordinates with itself: the carrier's entries are not for it.
-  if (carrier !== null) carrier.onmessage = (event) => database.failed || emit('carried', undefined, event.data);
+  if (carrier !== null) carrier.onmessage = (event) => emit('carried', undefined, event.data);
   else if (storage !== null && globalObject.addEventListener) globalObject.addEventListener('storage', onStorage);
 
+  /** Appends `data`: an `entry` once committed, else a `gap` (its message is not in the log), or a `fail`. */
   function append(data) {
     inflight++;
     database.when(() => {
-      if (database.db === null) {
-        const key = ++alone;
-        Promise.resolve().then(() => {
-          emit('entry', key, data);
-          settle();
-        });
+      const db = database.db;
+      if (db === null) {
+        emit('fail');
+        settle();
         return;
       }
       let transaction;
       try {
-        transaction = database.db.transaction(['log', 'meta'], 'readwrite');
-        const added = transaction.objectStore('log').add({ data });
+        transaction = db.transaction(['log', 'meta'], 'readwrite');
+      } catch (e) {
+        database.lost(db);
+        settle();
+        return;
+      }
+      let added;
+      transaction.oncomplete = () => {
+        database.used();
+        const key = added.result;
+        emit('entry', key, data);
+        if (carrier !== null) carrier.postMessage(header.concat([key], data));
+        else poke(key);
+        settle();
+      };
+      transaction.onabort = () => {
+        emit('gap');
+        settle();
+      };
+      try {
+        added = transaction.objectStore('log').add({ data });
         added.onsuccess = () => mark(added.result);
         trim(transaction);
-        transaction.oncomplete = () => {
-          const key = added.result;
-          emit('entry', key, data);
-          if (carrier !== null) carrier.postMessage(header.concat([key], data));
-          else poke(key);
-          settle();
-        };
-        transaction.onabort = () => {
-          gap();
-          settle();
-        };
         if (transaction.commit) transaction.commit();
       } catch (e) {
-        if (transaction && transaction.abort) {
-          transaction.abort();
-        } else {
-          gap();
-          settle();
-        }
+        abort(transaction);
       }
     });
   }
@@ -262,25 +267,34 @@ function openLog(globalObject, database, name, header, carrier, storage) {
   }
 
   /**
-   * Runs a read-only transaction over the log, `collect(transaction)` its requests; `done()` once they are
-   * done. It ends as soon as its reads are done, not once this thread has run their callbacks: a context
-   * whose thread is in a long task would otherwise hold back every append of the origin (a read/write
-   * transaction waits for the read ones made before it).
+   * Runs a read-only transaction over the log, `collect(transaction)` its requests; `done(requests)` once
+   * they are done. It ends as soon as its reads are done, not once this thread has run their callbacks: a
+   * context whose thread is in a long task would otherwise hold back every append of the origin (a
+   * read/write transaction waits for the read ones made before it). A read that fails is a `gap` (what it
+   * would have shown is unknown: never a complete read), or a `fail` where the log cannot be reached.
    */
   function reading(collect, done) {
     database.when(() => {
-      if (database.db === null) return done(null);
+      const db = database.db;
+      if (db === null) return emit('fail');
       let transaction;
-      let requests;
       try {
-        transaction = database.db.transaction(['log', 'meta']);
+        transaction = db.transaction(['log', 'meta']);
+      } catch (e) {
+        return database.lost(db);
+      }
+      let requests;
+      transaction.oncomplete = () => {
+        database.used();
+        done(requests);
+      };
+      transaction.onabort = () => emit('gap');
+      try {
         requests = collect(transaction);
         if (transaction.commit) transaction.commit();
       } catch (e) {
-        return done(null);
+        abort(transaction);
       }
-      transaction.oncomplete = () => done(requests);
-      transaction.onabort = () => done(null);
     });
   }
 
@@ -292,9 +306,7 @@ function openLog(globalObject, database, name, header, carrier, storage) {
         const log = transaction.objectStore('log');
         return [transaction.objectStore('meta').openKeyCursor(null, 'prev'), log.getAllKeys(range), log.getAll(range)];
       },
-      (requests) => {
-        if (requests === null) return emit('read', 0);
-        const [floor, keys, values] = requests;
+      ([floor, keys, values]) => {
         keys.result.forEach((key, k) => emit('entry', key, values.result[k].data));
         emit('read', floor.result ? floor.result.key : 0);
       },
@@ -303,16 +315,12 @@ function openLog(globalObject, database, name, header, carrier, storage) {
 
   /**
    * Finds the last key of the log. Made before any append of this object (the edge starts a log before it
-   * posts a Join), so every one of those comes after it. A read that fails is a `gap`: the node starts over.
+   * posts a Join), so every one of those comes after it.
    */
   function start() {
     reading(
       (transaction) => transaction.objectStore('log').openKeyCursor(null, 'prev'),
-      (request) => {
-        if (request !== null) emit('start', request.result ? request.result.key : 0);
-        else if (database.failed) emit('start', alone);
-        else gap();
-      },
+      (request) => emit('start', request.result ? request.result.key : 0),
     );
   }
 
@@ -325,7 +333,7 @@ function openLog(globalObject, database, name, header, carrier, storage) {
   function close() {
     if (closed) return;
     closed = true;
-    database.lost.delete(gap);
+    database.logs.delete(emit);
     if (carrier !== null) {
       carrier.onmessage = null;
       if (inflight === 0) carrier.close();
@@ -335,4 +343,13 @@ function openLog(globalObject, database, name, header, carrier, storage) {
   }
 
   return self;
+}
+
+/** Aborts `transaction` after a request could not be made on it (its `abort` event is the answer). */
+function abort(transaction) {
+  try {
+    transaction.abort();
+  } catch (e) {
+    // It finished already: its `complete` or `abort` event answers.
+  }
 }
