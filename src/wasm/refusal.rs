@@ -37,14 +37,14 @@ impl Refusal {
     pub fn message(self) -> &'static str {
         match self {
             Refusal::Disagreement => {
-                "weblocks: this context cannot use the transport the other contexts of its origin \
-                 coordinate over (a script of this page removed BroadcastChannel or changed the engine \
-                 it runs in), so it grants no lock rather than become a second lock manager."
+                "weblocks: this context cannot use the transport its origin's other contexts coordinate \
+                 over (a script removed BroadcastChannel here), so it grants no lock: it would be a \
+                 second lock manager."
             }
             Refusal::Unreachable => {
-                "weblocks: this context cannot reach the IndexedDB database its origin's contexts \
-                 coordinate through (storage blocked, cleared or failing), so it grants no lock rather \
-                 than lock alone beside them."
+                "weblocks: this context cannot reach the IndexedDB its origin's contexts coordinate \
+                 through (storage blocked, cleared or failing), so it grants no lock: it would lock \
+                 alone beside them."
             }
         }
     }

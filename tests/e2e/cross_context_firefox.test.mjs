@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from './server.mjs';
 import { launch as launchFirefox } from '../../bench/lib/firefox.mjs';
-import { call, checkFifo, checkLongTask, expectEvent, fixtureUrl, forgetTransport, measureHandoffs, percentile, runCycles, untilPending } from './fixtures/xctx_harness.mjs';
+import { call, checkFifo, checkLongTask, expectEvent, fixtureUrl, makeAgreeAnew, measureHandoffs, percentile, runCycles, untilPending } from './fixtures/xctx_harness.mjs';
 
 let server;
 let firefox;
@@ -23,23 +23,8 @@ after(async () => {
   await server?.close();
 });
 
-// With or without BroadcastChannel: the origin's transport record of the last tabs (js/transport_choice.js).
-let recorded = null;
-
-/**
- * Deletes the origin's transport record when the tabs to come differ from the last ones in having
- * BroadcastChannel: the first of them records theirs, as on a new origin.
- */
-async function agreeAnew(broadcastChannel) {
-  if (recorded === broadcastChannel) return;
-  const tab = await firefox.newTab(`${server.url}tests/e2e/fixtures/xctx_classic_page.html`);
-  try {
-    await forgetTransport(tab);
-  } finally {
-    await tab.close();
-  }
-  recorded = broadcastChannel;
-}
+// Forgets the origin's transport record when the contexts to come differ in having BroadcastChannel.
+const agreeAnew = makeAgreeAnew(() => firefox.newTab(`${server.url}tests/e2e/fixtures/xctx_classic_page.html`));
 
 /**
  * Tabs on the fixture (one origin: the browser's one profile; `query` adds fixture parameters); closed after

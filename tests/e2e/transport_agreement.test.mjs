@@ -69,14 +69,7 @@ async function withPages(browser, queries, body) {
 }
 
 /** Deletes the origin's transport record from a blank page of the origin: as on a new origin. */
-async function forgetTransportOf(browser) {
-  const tab = await browser.newTab(`${origin}tests/e2e/fixtures/xctx_classic_page.html`);
-  try {
-    await forgetTransport(tab);
-  } finally {
-    await tab.close();
-  }
-}
+const forgetTransportOf = (browser) => forgetTransport(() => browser.newTab(`${origin}tests/e2e/fixtures/xctx_classic_page.html`));
 
 const run = (tab, where, op, name) => tab.evaluate(([w, o, n]) => window.run(w, o, n), [where, op, name]);
 
@@ -103,18 +96,26 @@ async function checkOneManager(tab) {
   }
 }
 
+/** What js/transport_choice.js tells of the engine, in the page `tab`. */
+const engineOf = (tab) =>
+  tab.evaluate(async () => {
+    const { engineFamily, oneOrderEngine, preferredTransport } = await import('/js/transport_choice.js');
+    return { family: engineFamily(), oneOrder: oneOrderEngine(), preferred: preferredTransport() };
+  });
+
 const TAMPERED = [
-  { browser: 'Chromium', launch: launchChromium, tamper: 'delete', what: 'deletes Intl.v8BreakIterator' },
-  { browser: 'Chromium', launch: launchChromium, tamper: 'none', what: 'leaves its realm alone' },
-  { browser: 'WebKit', launch: launchWebKit, tamper: 'define', what: 'defines Intl.v8BreakIterator' },
-  { browser: 'WebKit', launch: launchWebKit, tamper: 'stack', what: 'defines an Error.prototype.stack accessor' },
+  { browser: 'Chromium', launch: launchChromium, tamper: 'delete', what: 'deletes Intl.v8BreakIterator', engine: { family: 'v8', oneOrder: true, preferred: 'broadcast' } },
+  { browser: 'Chromium', launch: launchChromium, tamper: 'none', what: 'leaves its realm alone', engine: { family: 'v8', oneOrder: true, preferred: 'broadcast' } },
+  { browser: 'WebKit', launch: launchWebKit, tamper: 'define', what: 'defines Intl.v8BreakIterator', engine: { family: 'javascriptcore', oneOrder: false, preferred: 'log' } },
+  { browser: 'WebKit', launch: launchWebKit, tamper: 'stack', what: 'defines an Error.prototype.stack accessor', engine: { family: 'javascriptcore', oneOrder: false, preferred: 'log' } },
 ];
 
-for (const { browser: label, launch, tamper, what } of TAMPERED) {
+for (const { browser: label, launch, tamper, what, engine } of TAMPERED) {
   test(`${label}: a page that ${what} before loading weblocks, its about:blank iframe and its dedicated worker share one lock manager`, async () => {
     await withBrowser(launch, async (browser) => {
       await forgetTransportOf(browser);
       await withPages(browser, [{ tamper }], async ([tab]) => {
+        assert.deepEqual(await engineOf(tab), engine, 'the engine, told whatever the page did');
         await checkOneManager(tab);
         // Reading what tells the engine emits no deprecation report (Chromium reports them; WebKit has no
         // ReportingObserver for them).
@@ -125,16 +126,17 @@ for (const { browser: label, launch, tamper, what } of TAMPERED) {
 }
 
 const BROWSERS = [
-  { label: 'Chromium', launch: launchChromium },
-  { label: 'Firefox', launch: launchFirefox },
-  { label: 'WebKit', launch: launchWebKit },
+  { label: 'Chromium', launch: launchChromium, family: 'v8' },
+  { label: 'Firefox', launch: launchFirefox, family: 'spidermonkey' },
+  { label: 'WebKit', launch: launchWebKit, family: 'javascriptcore' },
 ];
 
-for (const { label, launch } of BROWSERS) {
+for (const { label, launch, family } of BROWSERS) {
   test(`${label}: a page whose IndexedDB transactions throw rejects every request with an OperationError beside a page that locks on`, async () => {
     await withBrowser(launch, async (browser) => {
       await forgetTransportOf(browser);
       await withPages(browser, [{}, { idb: 'throw' }], async ([good, broken]) => {
+        assert.equal((await engineOf(good)).family, family, 'the engine');
         const name = `broken-${++runs}`;
         assert.equal(await run(good, 'page', 'hold', name), 'held');
         assert.equal(await run(broken, 'page', 'hold', name), 'OperationError', 'the broken page refuses to hold');

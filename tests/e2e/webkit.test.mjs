@@ -11,7 +11,7 @@ import { startServer } from './server.mjs';
 import { launch as launchWebKit } from '../../bench/lib/webkit.mjs';
 import { plainHttpHost } from '../../bench/lib/variants.mjs';
 import { compareRecordings, runTotalOrder } from './fixtures/xctx_order_run.mjs';
-import { call, checkFifo, expectEvent, expectNoEvent, fixtureUrl, forgetTransport, runCycles, sleep, untilPending, untilSnapshot } from './fixtures/xctx_harness.mjs';
+import { call, checkFifo, expectEvent, expectNoEvent, fixtureUrl, makeAgreeAnew, runCycles, sleep, untilPending, untilSnapshot } from './fixtures/xctx_harness.mjs';
 import { expectedScenarioResults, withoutNativeApi } from './fixtures/native_style_expected.mjs';
 import { race } from './fixtures/leases_race_run.mjs';
 
@@ -37,23 +37,8 @@ const TRANSPORTS = [
   { label: 'without BroadcastChannel', query: { transport: 'log' }, broadcastChannel: 'undefined' },
 ];
 
-// With or without BroadcastChannel: the origin's transport record of the last window (js/transport_choice.js).
-let recorded = null;
-
-/**
- * Deletes the origin's transport record when the windows to come differ from the last ones in having
- * BroadcastChannel: the first of them records theirs, as on a new origin.
- */
-async function agreeAnew(broadcastChannel) {
-  if (recorded === broadcastChannel) return;
-  const tab = await webkit.newTab(`${plain.url}tests/e2e/fixtures/xctx_classic_page.html`);
-  try {
-    await forgetTransport(tab);
-  } finally {
-    await tab.close();
-  }
-  recorded = broadcastChannel;
-}
+// Forgets the origin's transport record when the contexts to come differ in having BroadcastChannel.
+const agreeAnew = makeAgreeAnew(() => webkit.newTab(`${plain.url}tests/e2e/fixtures/xctx_classic_page.html`));
 
 /** A window on the cross-context fixture, once its engine is ready. */
 async function openWindow(label, query) {
