@@ -107,8 +107,13 @@ export function settleTransport(preferred, recorded) {
  * The transport this context uses: BROADCAST, LOG, LOG_WITHOUT_CARRIER or ALONE, or a refusal
  * (REFUSED_DISAGREES, REFUSED_UNREACHABLE), once the origin's record is read (or written: by the first
  * context to ask). Made before the context's first join, so no message of it goes out before it agrees.
+ *
+ * The context then keeps the record's database open. Where it is deleted or closed under it (site data
+ * cleared), the context writes the transport it uses again, or reads what a context that came meanwhile
+ * wrote first: where it can no longer use its transport (or reach the record), `onChange(refusal)`, and
+ * the context refuses from then on.
  */
-export function agreeOnTransport(globalObject = theGlobal, preferred = preferredTransport(globalObject)) {
+export function agreeOnTransport(globalObject = theGlobal, preferred = preferredTransport(globalObject), onChange = () => {}) {
   const { indexedDB, document, WorkerGlobalScope } = globalObject;
   if (typeof indexedDB !== 'object' || indexedDB === null) {
     // No IndexedDB. In a window (its `document` cannot be deleted) or a worker, something took it away:
@@ -118,44 +123,54 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
     const inBrowser = !serverRuntime(globalObject) && (typeof document === 'object' || typeof WorkerGlobalScope === 'function');
     return Promise.resolve(inBrowser ? REFUSED_UNREACHABLE : preferred === BROADCAST ? BROADCAST : ALONE);
   }
-  return new Promise((resolve) => {
-    let attempt = 0;
-    const retry = () => {
-      if (attempt === RETRY_BACKOFF_MS.length) resolve(REFUSED_UNREACHABLE);
-      else setTimeout(readOrWrite, RETRY_BACKOFF_MS[attempt++]);
+  const watch = (db, transport) => {
+    db.onversionchange = db.onclose = () => {
+      db.close();
+      agree(transport).then((settled) => settled === transport || onChange(typeof settled === 'number' ? settled : REFUSED_DISAGREES));
     };
-    const readOrWrite = () => {
-      let request;
-      try {
-        request = indexedDB.open(DATABASE, 1);
-      } catch (error) {
-        return retry();
-      }
-      request.onupgradeneeded = () => request.result.createObjectStore(STORE);
-      request.onerror = retry;
-      request.onsuccess = () => {
-        const db = request.result;
+  };
+  const agree = (wanted) =>
+    new Promise((resolve) => {
+      let attempt = 0;
+      const retry = () => {
+        if (attempt === RETRY_BACKOFF_MS.length) resolve(REFUSED_UNREACHABLE);
+        else setTimeout(readOrWrite, RETRY_BACKOFF_MS[attempt++]);
+      };
+      const readOrWrite = () => {
+        let request;
         try {
-          const transaction = db.transaction([STORE], 'readwrite');
-          const store = transaction.objectStore(STORE);
-          const read = store.get(KEY);
-          read.onsuccess = () => {
-            if (read.result === undefined) store.put(preferred, KEY);
-          };
-          transaction.oncomplete = () => {
-            db.close();
-            resolve(settleTransport(preferred, read.result === undefined ? preferred : read.result));
-          };
-          transaction.onabort = () => {
+          request = indexedDB.open(DATABASE, 1);
+        } catch (error) {
+          return retry();
+        }
+        request.onupgradeneeded = () => request.result.createObjectStore(STORE);
+        request.onerror = retry;
+        request.onsuccess = () => {
+          const db = request.result;
+          try {
+            const transaction = db.transaction([STORE], 'readwrite');
+            const store = transaction.objectStore(STORE);
+            const read = store.get(KEY);
+            read.onsuccess = () => {
+              if (read.result === undefined) store.put(wanted, KEY);
+            };
+            transaction.oncomplete = () => {
+              const settled = settleTransport(wanted, read.result === undefined ? wanted : read.result);
+              if (typeof settled === 'number') db.close();
+              else watch(db, settled);
+              resolve(settled);
+            };
+            transaction.onabort = () => {
+              db.close();
+              retry();
+            };
+          } catch (error) {
             db.close();
             retry();
-          };
-        } catch (error) {
-          db.close();
-          retry();
-        }
+          }
+        };
       };
-    };
-    readOrWrite();
-  });
+      readOrWrite();
+    });
+  return agree(preferred);
 }

@@ -27,13 +27,21 @@ export function createWasmLockApi(wasmSource = defaultWasmSource, globalObject =
   const api = createLockApi(async (clientId, sink) => {
     if (initialized === null) initialized = init(wasmSource === undefined ? undefined : { module_or_path: wasmSource });
     // The transport is agreed with the origin's other contexts before this one can first join
-    // (js/transport_choice.js): a number is a refusal.
-    const transport = (await Promise.all([agreeOnTransport(globalObject), initialized]))[0];
+    // (js/transport_choice.js): a number is a refusal, now or once the origin's record changed under it.
+    let engine = null;
+    let refusedLater;
+    const onChange = (refusal) => {
+      refusedLater = refusal;
+      if (engine !== null) engine.refuse(refusal);
+    };
+    const transport = (await Promise.all([agreeOnTransport(globalObject, undefined, onChange), initialized]))[0];
     const refusal = typeof transport === 'number' ? transport : undefined;
     const openLog = refusal !== undefined || transport === BROADCAST ? undefined : makeLogChannelFactory(globalObject, transport === LOG);
     // The deputy speaks on BroadcastChannel: only where the others hear it (the broadcast transport, the carrier).
     const deputy = transport === BROADCAST || transport === LOG ? makeDeputy(globalObject) : undefined;
-    return new Engine(clientId, sink, undefined, deputy, openLog, globalObject, openLog && openLog.wake, refusal);
+    engine = new Engine(clientId, sink, undefined, deputy, openLog, globalObject, openLog && openLog.wake, refusal);
+    if (refusedLater !== undefined) engine.refuse(refusedLater);
+    return engine;
   }, globalObject.document);
   return Object.assign({}, api, {
     /** Install as `navigator.locks`, `LockManager`, `Lock` where `navigator.locks` is missing. */

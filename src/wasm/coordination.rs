@@ -238,11 +238,12 @@ impl Coordination {
         self.refusal.get()
     }
 
-    /// The origin's transport cannot be reached: the participant steps out (its held locks are lost, as
-    /// after a reset) and leaves for good, every pending request and query is rejected, and every later
-    /// one is refused (the Engine asks [`Coordination::refusal`] first). Granting on from its replica
-    /// could make it a second lock manager beside the origin's.
-    fn refuse(&self, refusal: Refusal) {
+    /// The origin's transport cannot be reached, or is no longer this context's: the participant
+    /// steps out (its held locks are lost, as after a reset) and leaves for good, every pending request
+    /// and query is rejected, and every later one is refused (the Engine asks
+    /// [`Coordination::refusal`] first). Granting on from its replica could make it a second lock
+    /// manager beside the origin's.
+    pub(super) fn refuse(&self, refusal: Refusal) {
         if self.refusal.replace(Some(refusal)).is_some() {
             return;
         }

@@ -202,6 +202,17 @@ impl Engine {
         }
     }
 
+    /// The origin's record of its transport changed under this context (it was deleted, and a context
+    /// that came meanwhile recorded one this context does not use), or can no longer be reached: from
+    /// now on it decides nothing (`refusal`: a `REFUSED_*` of js/transport_choice.js).
+    #[cfg_attr(not(feature = "coordination"), allow(unused_variables))]
+    pub fn refuse(&mut self, refusal: u32) {
+        #[cfg(feature = "coordination")]
+        if let Backend::Origin(c) = &self.backend {
+            c.refuse(Refusal::from_code(refusal).unwrap_or(Refusal::Unreachable));
+        }
+    }
+
     /// This context is going away: give up its locks and requests, and tell the others at once.
     pub fn close(&mut self) {
         #[cfg(feature = "coordination")]

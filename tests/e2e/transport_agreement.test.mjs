@@ -14,6 +14,8 @@
 //   with an OperationError, with no error on the page (no recursion, no trap), and the other gets the lock.
 // - Two pages on the log, and the log's database deleted from one of them while the other holds a lock: both
 //   lose what they held, rejoin the new log, and exclude each other again.
+// - The origin's transport record deleted (site data cleared) under a page that holds a lock (Chromium), then
+//   a page without BroadcastChannel: the holder writes its transport again at once, and the newcomer refuses.
 //
 // Each browser keeps one profile across the file; every test starts with the origin's transport record
 // deleted, as on a new origin. Needs the build (`npm run build`).
@@ -200,3 +202,22 @@ for (const { label, launch, family } of BROWSERS) {
     });
   });
 }
+
+test('Chromium: the origin\'s record deleted under a page that holds a lock, then a page without BroadcastChannel: it refuses, and the holder keeps its lock', async () => {
+  await withBrowser(launchChromium, async (browser) => {
+    await forgetTransportOf(browser);
+    await withPages(browser, [{}], async ([holder]) => {
+      const name = `record-${++runs}`;
+      assert.equal(await run(holder, 'page', 'hold', name), 'held');
+      // Site data cleared: the record goes, and the running contexts write theirs again at once.
+      await forgetTransportOf(browser);
+      await withPages(browser, [{ bc: 'none' }], async ([newcomer]) => {
+        assert.equal(await run(newcomer, 'page', 'hold', name), 'OperationError', 'the newcomer on another transport refuses');
+        assert.equal(await run(newcomer, 'worker', 'probe', name), 'OperationError');
+        assert.deepEqual(await run(holder, 'page', 'lost'), [], 'the holder kept its lock');
+        assert.equal(await run(holder, 'worker', 'probe', name), 'taken');
+      });
+      assert.equal(await run(holder, 'page', 'release', name), true);
+    });
+  });
+});
