@@ -12,7 +12,7 @@
 // there is no deputy, and the others wait 650 ms as before. Nor in an engine where the test command does
 // not show that a worker's channel posts while its page's main thread is busy (WebKit's waits for the
 // page's main thread: a deputy there would only make the others evict the page sooner).
-import { testedEngine } from './log_channel.js';
+import { oneOrderEngine } from './transport_choice.js';
 
 import { theGlobal } from './lock_api.js';
 
@@ -56,7 +56,7 @@ export function makeDeputy(globalObject = theGlobal) {
   const dedicatedWorker = typeof DedicatedWorkerGlobalScope === 'function' && globalObject instanceof DedicatedWorkerGlobalScope;
   if ((typeof document !== 'object' && !dedicatedWorker) || typeof Worker !== 'function' || typeof Blob !== 'function') return undefined;
   // The deputy speaks on BroadcastChannel, and only where a busy page does not hold its posts back.
-  if (typeof globalObject.BroadcastChannel !== 'function' || !testedEngine(globalObject)) return undefined;
+  if (typeof globalObject.BroadcastChannel !== 'function' || !oneOrderEngine(globalObject)) return undefined;
   let worker = null;
   let failed = false;
   return (originName, ownName, message) => {

@@ -13,6 +13,7 @@ const EFFECT_GRANTED = 1;
 const EFFECT_NOT_AVAILABLE = 2;
 const EFFECT_STOLEN = 3;
 const EFFECT_SNAPSHOT = 4;
+const EFFECT_REFUSED = 5;
 
 // Where a request stands.
 const WAITING_FOR_ENGINE = 0; // converted and validated, queued until the engine has loaded
@@ -481,6 +482,10 @@ export function createLockApi(makeEngine, document) {
   }
 
   function sink(kind, id, payload) {
+    if (kind === EFFECT_REFUSED) {
+      refuse(id, domException(payload[1], payload[0]));
+      return;
+    }
     if (kind === EFFECT_SNAPSHOT) {
       const query = queries.get(id);
       if (query !== undefined) {
@@ -503,6 +508,21 @@ export function createLockApi(makeEngine, document) {
       record.stolen_ = true;
       requests.delete(id);
       record.reject_(domException(LOSS_MESSAGES[payload] || LOSS_MESSAGES.stolen, 'AbortError'));
+    }
+  }
+
+  /**
+   * The engine refuses to decide (it cannot be sure it shares its origin's lock manager): reject request
+   * or query `id`, or with `id` 0 every one not granted, with `error`. Granted ones were told their loss.
+   */
+  function refuse(id, error) {
+    for (const records of [requests, queries]) {
+      records.forEach((record, key) => {
+        if ((id !== 0 && key !== id) || record.state_ === GRANTED || record.state_ === CALLED) return;
+        records.delete(key);
+        record.state_ = FINISHED;
+        record.reject_(error);
+      });
     }
   }
 

@@ -16,22 +16,25 @@
 //
 // The node says how far to trim the log (`trim`: entries no member of its history needs). A read reports
 // the floor (the greatest key deleted): a node whose position is below it missed messages, and steps out
-// and rejoins. So does a node whose append failed (its message is not in the log: a `gap` event). An
-// append that finds the storage quota full is tried again, later, before this object's next ones.
+// and rejoins. So does a node whose append failed (its message is not in the log: a `gap` event), or whose
+// read failed, or whose connection to the database ended; a node whose log cannot be reached at all (a
+// `fail` event) refuses requests. An append that finds the storage quota full is tried again, later,
+// before this object's next ones.
 //
 // Keys name entries only within one database: one deleted and made anew starts again at 1. So the log has
 // an identity, a random number kept as the value of `meta`'s records (the floor's, or key 0 before any
 // trim): an append makes one where there is none (a database an older version made, or one whose floor an
 // older version wrote), in that append's transaction, so all agree on it. Every carrier frame names the
 // identity its append found, and each read, and an append that found another, tells the node the identity
-// it found (an `identity` event): the node takes frames of that log only. After `versionchange` an object
-// posts and emits nothing more but the gap.
+// it found (an `identity` event): the node takes frames of that log only. Once its connection has ended,
+// an object posts and emits nothing more but the gap.
 //
 // The edge talks to one log object per context, through the shape of a channel: `postMessage(data)`
 // appends, `onmessage` receives events `{ type, key, data }`: `entry`, `start` (the last key before this
 // object's first read), `read` (a read ended; `key` is the floor), `identity` (before `start` and `read`:
 // `key` is the identity that read found), `carried` (a message on the carrier: a frame of an entry, or
-// another context's farewell or deputy's vouch, for the node to append), `poke`, `gap`.
+// another context's farewell or deputy's vouch, for the node to append), `poke`, `gap`, `fail`. Each comes
+// in a microtask of its own, never within the call that caused it.
 //
 // Written as closures rather than classes: their variables minify to one letter (the classic script's
 // size).
@@ -51,39 +54,17 @@ export const WAKE_CARRIER = 1;
 export const WAKE_POKES = 2;
 export const WAKE_POLLS = 3;
 
-/**
- * Whether this is Blink or Gecko, the engines in which the test command checks what the protocol relies on
- * beyond the specifications: that BroadcastChannel delivers every message of an origin in one order to
- * every context, the sender's own second channel object included (assumption A1 of docs/PROTOCOL.md,
- * tests/e2e/total_order*.test.mjs; WebKit and Node.js do not give it), and that a worker's channel posts
- * while its page's main thread is busy (the deputy, js/deputy.js; WebKit's waits for the page). The engine
- * is told by what its JavaScript engine has and the others lack, the same in every context of one browser
- * whatever a page does to its user agent string: V8's `Intl.v8BreakIterator` (Blink; Node.js has none,
- * and Deno is left out) and SpiderMonkey's `stack` accessor on `Error.prototype` (Gecko; Servo is left
- * out). Anything else takes the IndexedDB log, which needs no such assumption, and has no deputy.
- */
-export function testedEngine(globalObject = theGlobal) {
-  const { Intl, Error, Deno, navigator } = globalObject;
-  const v8 = typeof Intl === 'object' && Intl !== null && typeof Intl.v8BreakIterator === 'function';
-  const stack = Object.getOwnPropertyDescriptor(Error.prototype, 'stack');
-  const spiderMonkey = stack !== undefined && typeof stack.get === 'function';
-  const servo = typeof navigator === 'object' && navigator !== null && /Servo\//.test(navigator.userAgent);
-  return (v8 && Deno === undefined) || (spiderMonkey && !servo);
-}
-
-/** Whether this engine's BroadcastChannel gives the origin's messages one order (see `testedEngine`). */
-export const givesOneOrder = testedEngine;
+/** The waits before each attempt to open the log's database (the first at once); then the context refuses. */
+const OPEN_BACKOFF_MS = [0, 100, 400, 1600];
 
 /**
- * The Engine's `openChannel(name, header)` where the context coordinates over the log: the engine's
- * BroadcastChannel does not give one order (or there is none) and there is IndexedDB. Its `wake` says what
- * wakes the context. `undefined` where the engine's BroadcastChannel gives one order; where there is
- * neither that nor IndexedDB, a function that opens nothing (the context locks alone).
+ * The Engine's `openChannel(name, header)` where the context coordinates over the log: `carried` where the
+ * origin's record says the log is carried by BroadcastChannel (js/transport_choice.js; every context of the
+ * origin then has one), else woken by pokes or polls. Its `wake` says what wakes the context. Where the
+ * global has no IndexedDB (outside a browser), a function that opens nothing (the context locks alone).
  */
-export function makeLogChannelFactory(globalObject = theGlobal, oneOrder = givesOneOrder(globalObject)) {
+export function makeLogChannelFactory(globalObject = theGlobal, carried = typeof globalObject.BroadcastChannel === 'function') {
   const { indexedDB, BroadcastChannel } = globalObject;
-  const carrier = typeof BroadcastChannel === 'function';
-  if (carrier && oneOrder) return undefined;
   if (typeof indexedDB !== 'object' || indexedDB === null) return () => undefined;
   let storage = null;
   try {
@@ -93,38 +74,69 @@ export function makeLogChannelFactory(globalObject = theGlobal, oneOrder = gives
     storage = null;
   }
   const database = openDatabase(globalObject);
-  const open = (name, header) => openLog(globalObject, database(name), name, header, carrier ? new BroadcastChannel(name) : null, storage);
-  open.wake = carrier ? WAKE_CARRIER : storage !== null && typeof globalObject.document === 'object' ? WAKE_POKES : WAKE_POLLS;
+  const open = (name, header) => openLog(globalObject, database(name), name, header, carried ? new BroadcastChannel(name) : null, storage);
+  open.wake = carried ? WAKE_CARRIER : storage !== null && typeof globalObject.document === 'object' ? WAKE_POKES : WAKE_POLLS;
   return open;
 }
 
 /**
  * `database(name)`: the log's database for channel `name`, opened once per global and kept open: `{ when(operation),
- * db }`, where `when` runs an operation once the database is open (or failed: then `db` is null), in call order.
+ * db, logs, lost(db), used() }`, where `when` runs an operation once the database is open (or failed for good:
+ * then `db` is null), in call order. The name, version and stores never change (docs/PROTOCOL.md §9).
+ *
+ * The connection ends when another context deletes or upgrades the database (`versionchange`), when the
+ * browser closes it (`close`: site data cleared, WebKit's "Connection to Indexed Database server lost"), or
+ * when a transaction cannot be made on it: `lost(db)`. The log then ends here for every log object of this
+ * global (a `gap`: its node steps out), and the database is opened again. An open that fails is tried
+ * again after each wait of OPEN_BACKOFF_MS, and so is one whose connection keeps failing before any
+ * transaction completes on it; after the last, every log object tells its node that it cannot reach the
+ * log (a `fail`: the node refuses requests from then on). None of it is told within the call that met it.
  */
 function openDatabase(globalObject) {
   const databases = new Map();
   return (name) => {
     if (!databases.has(name)) {
-      const entry = { db: null, failed: false, waiting: [], lost: new Set() };
-      const when = (operation) => {
+      // `logs`: how each open log object of this database hears of a `gap` (its connection ended) or a
+      // `fail`.
+      const entry = { db: null, failed: false, waiting: [], logs: new Set() };
+      let attempt = 0;
+      entry.when = (operation) => {
         if (entry.db !== null || entry.failed) operation();
         else entry.waiting.push(operation);
       };
-      const fail = (error) => {
-        if (entry.failed) return;
-        entry.failed = true;
-        console.warn(
-          `weblocks: IndexedDB is not usable here (${error && error.name ? error.name : error}); locks are coordinated within this context only.`,
-        );
+      const ready = () => {
         for (const operation of entry.waiting.splice(0)) operation();
+      };
+      const retry = () => {
+        if (attempt < OPEN_BACKOFF_MS.length) {
+          setTimeout(open, OPEN_BACKOFF_MS[attempt++]);
+          return;
+        }
+        entry.failed = true;
+        for (const hear of entry.logs) hear('fail');
+        ready();
+      };
+      entry.lost = (db) => {
+        if (entry.db !== db) return;
+        entry.db = null;
+        try {
+          db.close();
+        } catch (e) {
+          // Closed already.
+        }
+        for (const hear of entry.logs) hear('gap');
+        retry();
+      };
+      // A transaction completed: the connection works, and a later loss starts the waits over.
+      entry.used = () => {
+        attempt = 0;
       };
       const open = () => {
         let request;
         try {
           request = globalObject.indexedDB.open(DATABASE + name, 1);
         } catch (error) {
-          fail(error);
+          retry();
           return;
         }
         request.onupgradeneeded = () => {
@@ -132,20 +144,14 @@ function openDatabase(globalObject) {
           request.result.createObjectStore('meta');
         };
         request.onsuccess = () => {
-          entry.db = request.result;
-          // Another context deletes or upgrades the database: the log ends here for every reader.
-          entry.db.onversionchange = () => {
-            entry.db.close();
-            entry.db = null;
-            for (const gap of entry.lost) gap();
-            open();
-          };
-          for (const operation of entry.waiting.splice(0)) operation();
+          const db = request.result;
+          entry.db = db;
+          db.onversionchange = db.onclose = () => entry.lost(db);
+          ready();
         };
-        request.onerror = () => fail(request.error);
+        request.onerror = retry;
       };
-      open();
-      entry.when = when;
+      retry();
       databases.set(name, entry);
     }
     return databases.get(name);
@@ -157,6 +163,11 @@ function newIdentity() {
   return Math.floor(Math.random() * (Number.MAX_SAFE_INTEGER - 1)) + 1;
 }
 
+/** Whether `value`, found in `meta`, is a log's identity (older versions wrote 0 there). */
+function isIdentity(value) {
+  return typeof value === 'number' && value > 0 && value <= Number.MAX_SAFE_INTEGER && Math.floor(value) === value;
+}
+
 /** A context's log object on channel `name` (see the top of this file). */
 function openLog(globalObject, database, name, header, carrier, storage) {
   const pokeKey = POKE + name;
@@ -165,15 +176,15 @@ function openLog(globalObject, database, name, header, carrier, storage) {
   // to be tried again (the `tries`-th time), and the appends made since, which wait behind it.
   let writing = 0;
   let retrying = null;
+  let tries = 0;
+  const held = [];
   // The log's identity, as this object's last transaction found it (0: none yet), and as it last told
   // the node.
   let known = 0;
   let reported = 0;
-  let tries = 0;
-  const held = [];
-  // Where the database failed: the keys this object hands its own appends (it then coordinates with itself).
-  let alone = 0;
   let closed = false;
+  // The connection this object was opened on has ended: its log has ended for this object.
+  let lost = false;
   // Appends not committed yet: after `close()`, the carrier stays open for them (the others learn of
   // each entry from it), and closes once they are done.
   let inflight = 0;
@@ -195,15 +206,21 @@ function openLog(globalObject, database, name, header, carrier, storage) {
       return () => {};
     },
   };
+  // Every event reaches the node from a microtask of its own, never within the node's call that caused
+  // it: a node that posts, reads or starts and is answered at once would re-enter itself. Once the
+  // connection has ended, nothing more is emitted (the gap that tells so was the last).
   const emit = (type, key, data) => {
-    if (closed || lost) return;
-    try {
-      if (self.onmessage !== null) self.onmessage({ type, key, data });
-    } catch (error) {
-      setTimeout(() => {
-        throw error;
-      });
-    }
+    if (lost) return;
+    Promise.resolve().then(() => {
+      if (closed || self.onmessage === null) return;
+      try {
+        self.onmessage({ type, key, data });
+      } catch (error) {
+        setTimeout(() => {
+          throw error;
+        });
+      }
+    });
   };
   const gap = () => {
     emit('gap');
@@ -214,22 +231,20 @@ function openLog(globalObject, database, name, header, carrier, storage) {
       settle();
     }
   };
-  // The database was deleted or upgraded (`versionchange`): its log has ended for this object, which
-  // posts and emits nothing more but this gap (its context steps out, and opens another object).
-  let lost = false;
-  const lose = () => {
+  const hear = (type) => {
+    if (type !== 'gap') return emit(type);
     gap();
     lost = true;
   };
-  database.lost.add(lose);
+  database.logs.add(hear);
   const onStorage = (event) => {
     if (event.key === pokeKey) emit('poke');
     else if (event.key === farewellKey && event.newValue !== null) emit('carried', undefined, JSON.parse(event.newValue));
   };
-  // Where the database failed, this context coordinates with itself: the carrier's entries are not for it.
-  if (carrier !== null) carrier.onmessage = (event) => database.failed || emit('carried', undefined, event.data);
+  if (carrier !== null) carrier.onmessage = (event) => emit('carried', undefined, event.data);
   else if (storage !== null && globalObject.addEventListener) globalObject.addEventListener('storage', onStorage);
 
+  /** Appends `data`: an `entry` once committed, else a `gap` (its message is not in the log), or a `fail`. */
   function append(data) {
     inflight++;
     if (retrying !== null) held.push(data);
@@ -239,60 +254,60 @@ function openLog(globalObject, database, name, header, carrier, storage) {
   /** Appends `data`, and hands on the committed entry (to this context, and on the carrier or with a poke). */
   function write(data) {
     if (lost) return settle();
-    if (database.db === null) {
-      const key = ++alone;
-      Promise.resolve().then(() => {
-        emit('entry', key, data);
-        settle();
-      });
-      return;
+    const db = database.db;
+    if (db === null) {
+      emit('fail');
+      return settle();
     }
     let transaction;
     try {
-      transaction = database.db.transaction(['log', 'meta'], 'readwrite');
-      const added = transaction.objectStore('log').add({ data });
-      // Where this object knows of no identity yet, it makes one: then the transaction must stay open for
-      // that request (no `commit()`), which is once per database.
-      const make = known === 0;
-      const log = identify(transaction, make);
-      writing++;
-      transaction.oncomplete = () => {
-        writing--;
-        if (lost) return settle();
-        const key = added.result;
-        if (log.id !== reported) emit('identity', (reported = log.id));
-        emit('entry', key, data);
-        if (carrier !== null) carrier.postMessage(header.concat([key, log.id], data));
-        else poke(key);
-        if (retrying === data) {
-          retrying = null;
-          tries = 0;
-          for (const next of held.splice(0)) database.when(() => write(next));
-        }
-        settle();
-      };
-      transaction.onabort = () => {
-        writing--;
-        const quota = transaction.error !== null && transaction.error.name === 'QuotaExceededError';
-        // Tried again, later, only where no later append of this object is under way (it could commit
-        // first, out of order): the appends made meanwhile wait behind it.
-        if (quota && !lost && writing === 0 && tries < QUOTA_TRIES) {
-          retrying = data;
-          setTimeout(() => database.when(() => write(data)), QUOTA_WAIT_MS << tries++);
-          return;
-        }
+      transaction = db.transaction(['log', 'meta'], 'readwrite');
+    } catch (e) {
+      database.lost(db);
+      return settle();
+    }
+    // Where this object knows of no identity yet, it makes one: then the transaction must stay open for
+    // that request (no `commit()`), which is once per database.
+    const make = known === 0;
+    let added;
+    let log;
+    writing++;
+    transaction.oncomplete = () => {
+      writing--;
+      database.used();
+      if (lost) return settle();
+      const key = added.result;
+      if (log.id !== reported) emit('identity', (reported = log.id));
+      emit('entry', key, data);
+      if (carrier !== null) carrier.postMessage(header.concat([key, log.id], data));
+      else poke(key);
+      if (retrying === data) {
         retrying = null;
-        gap();
-        settle();
-      };
+        tries = 0;
+        for (const next of held.splice(0)) database.when(() => write(next));
+      }
+      settle();
+    };
+    transaction.onabort = () => {
+      writing--;
+      const quota = transaction.error !== null && transaction.error.name === 'QuotaExceededError';
+      // Tried again, later, only where no later append of this object is under way (it could commit
+      // first, out of order): the appends made meanwhile wait behind it.
+      if (quota && !lost && writing === 0 && tries < QUOTA_TRIES) {
+        retrying = data;
+        setTimeout(() => database.when(() => write(data)), QUOTA_WAIT_MS << tries++);
+        return;
+      }
+      retrying = null;
+      gap();
+      settle();
+    };
+    try {
+      added = transaction.objectStore('log').add({ data });
+      log = identify(transaction, make);
       if (transaction.commit && !make) transaction.commit();
     } catch (e) {
-      if (transaction && transaction.abort) {
-        transaction.abort();
-      } else {
-        gap();
-        settle();
-      }
+      abort(transaction);
     }
   }
 
@@ -347,25 +362,35 @@ function openLog(globalObject, database, name, header, carrier, storage) {
   }
 
   /**
-   * Runs a read-only transaction over the log, `collect(transaction)` its requests; `done()` once they are
-   * done. It ends as soon as its reads are done, not once this thread has run their callbacks: a context
-   * whose thread is in a long task would otherwise hold back every append of the origin (a read/write
-   * transaction waits for the read ones made before it).
+   * Runs a read-only transaction over the log, `collect(transaction)` its requests; `done(requests)` once
+   * they are done. It ends as soon as its reads are done, not once this thread has run their callbacks: a
+   * context whose thread is in a long task would otherwise hold back every append of the origin (a
+   * read/write transaction waits for the read ones made before it). A read that fails is a `gap` (what it
+   * would have shown is unknown: never a complete read), or a `fail` where the log cannot be reached.
    */
   function reading(collect, done) {
     database.when(() => {
-      if (database.db === null) return done(null);
+      if (lost) return;
+      const db = database.db;
+      if (db === null) return emit('fail');
       let transaction;
-      let requests;
       try {
-        transaction = database.db.transaction(['log', 'meta']);
+        transaction = db.transaction(['log', 'meta']);
+      } catch (e) {
+        return database.lost(db);
+      }
+      let requests;
+      transaction.oncomplete = () => {
+        database.used();
+        done(requests);
+      };
+      transaction.onabort = () => emit('gap');
+      try {
         requests = collect(transaction);
         if (transaction.commit) transaction.commit();
       } catch (e) {
-        return done(null);
+        abort(transaction);
       }
-      transaction.oncomplete = () => done(requests);
-      transaction.onabort = () => done(null);
     });
   }
 
@@ -377,9 +402,7 @@ function openLog(globalObject, database, name, header, carrier, storage) {
         const log = transaction.objectStore('log');
         return [identify(transaction, false), log.getAllKeys(range), log.getAll(range)];
       },
-      (requests) => {
-        if (requests === null) return emit('read', 0);
-        const [found, keys, values] = requests;
+      ([found, keys, values]) => {
         emit('identity', (reported = found.id));
         keys.result.forEach((key, k) => emit('entry', key, values.result[k].data));
         emit('read', found.floor);
@@ -389,17 +412,14 @@ function openLog(globalObject, database, name, header, carrier, storage) {
 
   /**
    * Finds the last key of the log. Made before any append of this object (the edge starts a log before it
-   * posts a Join), so every one of those comes after it. A read that fails is a `gap`: the node starts over.
+   * posts a Join), so every one of those comes after it.
    */
   function start() {
     reading(
       (transaction) => [identify(transaction, false), transaction.objectStore('log').openKeyCursor(null, 'prev')],
-      (requests) => {
-        if (requests !== null) emit('identity', (reported = requests[0].id));
-        const request = requests && requests[1];
-        if (request !== null) emit('start', request.result ? request.result.key : 0);
-        else if (database.failed) emit('start', alone);
-        else gap();
+      ([found, last]) => {
+        emit('identity', (reported = found.id));
+        emit('start', last.result ? last.result.key : 0);
       },
     );
   }
@@ -410,15 +430,10 @@ function openLog(globalObject, database, name, header, carrier, storage) {
     if (closed && inflight === 0 && carrier !== null) carrier.close();
   }
 
-  /** Whether `value`, found in `meta`, is a log's identity (older versions wrote 0 there). */
-  function isIdentity(value) {
-    return typeof value === 'number' && value > 0 && value <= Number.MAX_SAFE_INTEGER && Math.floor(value) === value;
-  }
-
   function close() {
     if (closed) return;
     closed = true;
-    database.lost.delete(lose);
+    database.logs.delete(hear);
     if (carrier !== null) {
       carrier.onmessage = null;
       if (inflight === 0) carrier.close();
@@ -428,4 +443,13 @@ function openLog(globalObject, database, name, header, carrier, storage) {
   }
 
   return self;
+}
+
+/** Aborts `transaction` after a request could not be made on it (its `abort` event is the answer). */
+function abort(transaction) {
+  try {
+    transaction.abort();
+  } catch (e) {
+    // It finished already: its `complete` or `abort` event answers.
+  }
 }

@@ -4,6 +4,7 @@
 // `weblocks_bg.wasm` next to the glue. Shared by the ESM entry (index.js) and the classic build.
 import init, { Engine } from '../pkg/weblocks.js';
 import { makeLogChannelFactory } from './log_channel.js';
+import { agreeOnTransport, BROADCAST, LOG } from './transport_choice.js';
 import { makeDeputy } from './deputy.js';
 import { createLockApi, installLockApi, theGlobal } from './lock_api.js';
 
@@ -25,9 +26,22 @@ let initialized = null;
 export function createWasmLockApi(wasmSource = defaultWasmSource, globalObject = theGlobal) {
   const api = createLockApi(async (clientId, sink) => {
     if (initialized === null) initialized = init(wasmSource === undefined ? undefined : { module_or_path: wasmSource });
-    await initialized;
-    const openLog = makeLogChannelFactory(globalObject);
-    return new Engine(clientId, sink, undefined, makeDeputy(globalObject), openLog, globalObject, openLog && openLog.wake);
+    // The transport is agreed with the origin's other contexts before this one can first join
+    // (js/transport_choice.js): a number is a refusal, now or once the origin's record changed under it.
+    let engine = null;
+    let refusedLater;
+    const onChange = (refusal) => {
+      refusedLater = refusal;
+      if (engine !== null) engine.refuse(refusal);
+    };
+    const transport = (await Promise.all([agreeOnTransport(globalObject, undefined, onChange), initialized]))[0];
+    const refusal = typeof transport === 'number' ? transport : undefined;
+    const openLog = refusal !== undefined || transport === BROADCAST ? undefined : makeLogChannelFactory(globalObject, transport === LOG);
+    // The deputy speaks on BroadcastChannel: only where the others hear it (the broadcast transport, the carrier).
+    const deputy = transport === BROADCAST || transport === LOG ? makeDeputy(globalObject) : undefined;
+    engine = new Engine(clientId, sink, undefined, deputy, openLog, globalObject, openLog && openLog.wake, refusal);
+    if (refusedLater !== undefined) engine.refuse(refusedLater);
+    return engine;
   }, globalObject.document);
   return Object.assign({}, api, {
     /** Install as `navigator.locks`, `LockManager`, `Lock` where `navigator.locks` is missing. */

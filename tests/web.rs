@@ -20,8 +20,8 @@ extern "C" {
     static CREATE_LOCK_API: Function;
 }
 
-/// The `env` every case receives: `{ createLockApi, makeEngine }`, where `makeEngine(clientId, sink)`
-/// builds the real wasm engine.
+/// The `env` every case receives: `{ createLockApi, makeEngine, makeRefusingEngine }`, where
+/// `makeEngine(clientId, sink)` builds the real wasm engine, and `makeRefusingEngine` one that refuses.
 fn env() -> JsValue {
     let make_engine =
         Closure::<dyn Fn(String, Function) -> JsValue>::new(|client_id: String, sink: Function| {
@@ -37,12 +37,29 @@ fn env() -> JsValue {
                 None,
                 js_sys::global().into(),
                 None,
+                None,
+            ))
+        });
+    // An engine that refuses from the start, as where its origin's transport cannot be reached.
+    let make_refusing_engine =
+        Closure::<dyn Fn(String, Function) -> JsValue>::new(|client_id: String, sink: Function| {
+            JsValue::from(Engine::new(
+                client_id,
+                sink,
+                None,
+                None,
+                None,
+                js_sys::global().into(),
+                None,
+                Some(2),
             ))
         });
     let env = Object::new();
     let create = CREATE_LOCK_API.with(|f| JsValue::from(f.clone()));
     Reflect::set(&env, &"createLockApi".into(), &create).unwrap();
     Reflect::set(&env, &"makeEngine".into(), &make_engine.into_js_value()).unwrap();
+    let refusing = make_refusing_engine.into_js_value();
+    Reflect::set(&env, &"makeRefusingEngine".into(), &refusing).unwrap();
     env.into()
 }
 
@@ -118,6 +135,9 @@ cases! {
     callback_this_is_undefined_and_gets_exactly_the_lock,
     /// 3.3: Lock `name` and `mode` getters (exclusive default, shared, explicit exclusive).
     lock_name_and_mode_getters,
+    /// An engine that cannot reach its origin's transport rejects every request and query with an
+    /// OperationError and grants nothing.
+    a_refusing_engine_rejects_every_request_and_query_with_an_operation_error,
     // Modes and scheduling (2.3, 2.5 grantable, 4.4)
     /// 2.5 step 8: exclusive is not grantable while an exclusive of that name is held.
     exclusive_blocks_exclusive,

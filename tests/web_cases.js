@@ -1665,6 +1665,21 @@ export async function errors_reject_without_waiting_for_the_engine(env) {
   await expectTypeError('bad this', () => request.call({}, 'x', neverCalled('x')));
 }
 
+export async function a_refusing_engine_rejects_every_request_and_query_with_an_operation_error(env) {
+  const { locks } = newApi(env, env.makeRefusingEngine);
+  const name = freshName('refused');
+  const early = locks.request(name, neverCalled('request made before the engine loaded'));
+  await expectDomException('request() made before the engine loaded', 'OperationError', () => early);
+  await expectDomException('request()', 'OperationError', () => locks.request(name, neverCalled('request')));
+  await expectDomException('request(ifAvailable)', 'OperationError', () =>
+    locks.request(name, { ifAvailable: true }, neverCalled('ifAvailable')),
+  );
+  await expectDomException('request(steal)', 'OperationError', () => locks.request(name, { steal: true }, neverCalled('steal')));
+  await expectDomException('query()', 'OperationError', () => locks.query());
+  const error = await rejectionOf('request()', locks.request(name, neverCalled('last request')));
+  check(/grants no lock/.test(error.message), `the rejection says why: ${describe(error)}`);
+}
+
 export async function engine_factory_gets_the_client_id_and_a_sink(env) {
   const calls = [];
   const api = newApi(env, (clientId, sink) => {

@@ -2,7 +2,6 @@
 
 use js_sys::{Array, Function, Reflect};
 use wasm_bindgen::prelude::*;
-use web_sys::BroadcastChannel;
 
 use crate::protocol::wire::{self, Value};
 
@@ -68,11 +67,19 @@ impl Channels {
                 rx: log,
             });
         }
-        Reflect::get(global, &"BroadcastChannel".into())
-            .ok()
-            .filter(|c| c.is_function())?;
-        let open =
-            || -> Option<Channel> { BroadcastChannel::new(name).ok().map(JsCast::unchecked_into) };
+        // The global's own constructor, not this realm's: a frame's API runs in its parent's realm, whose
+        // `BroadcastChannel` a page script may have deleted while the frame's is there (the transport was
+        // chosen by the frame's: js/transport_choice.js).
+        let constructor: Function = Reflect::get(global, &"BroadcastChannel".into())
+            .ok()?
+            .dyn_into()
+            .ok()?;
+        let arguments = Array::of1(&JsValue::from_str(name));
+        let open = || -> Option<Channel> {
+            Reflect::construct(&constructor, &arguments)
+                .ok()
+                .map(JsCast::unchecked_into)
+        };
         // The receiving object is made first: a context's objects get each message in the order they
         // were made, so the one that acts on it does not wait behind the sending one's delivery (a task
         // that does nothing).

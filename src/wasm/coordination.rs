@@ -15,8 +15,10 @@ use crate::protocol::{Effect, LIVE_KEY, LossReason, Participant, storage_hint};
 
 use super::channel::{Channel, Channels, decode_values, message_to_js, values_to_js};
 use super::js_call::call;
+use super::refusal::Refusal;
 use super::sink::{
-    EFFECT_GRANTED, EFFECT_NOT_AVAILABLE, EFFECT_SNAPSHOT, EFFECT_STOLEN, notify, snapshot_to_js,
+    EFFECT_GRANTED, EFFECT_NOT_AVAILABLE, EFFECT_SNAPSHOT, EFFECT_STOLEN, notify, refuse,
+    snapshot_to_js,
 };
 
 /// The channel every weblocks context of an origin listens on; `scope` (tests) appends `:scope`.
@@ -116,12 +118,15 @@ pub(super) struct Coordination {
     queue_microtask: Option<Function>,
     /// The global object of the context this edge serves (the Engine's `global`).
     global: JsValue,
+    /// Set, for good, once the log cannot be reached (a `fail` event): the context decides nothing more.
+    refusal: Cell<Option<Refusal>>,
 }
 
 /// The events of a log channel (`js/log_channel.js`) are told apart by the first letter of their type,
 /// which differs from a BroadcastChannel message's (`message`): `entry`, `start`, `read`, `carried`,
-/// `poke`, `gap` (a post failed, or the log's database went away: messages were lost), and `identity`
-/// (a read found the log's identity, before its `start` or `read`).
+/// `poke`, `gap` (a post or a read failed, or the log's database went away: messages were lost),
+/// `identity` (a read found the log's identity, before its `start` or `read`) and `fail` (the log's
+/// database cannot be reached: the context refuses).
 const ENTRY: u8 = b'e';
 const IDENTITY: u8 = b'i';
 const START: u8 = b's';
@@ -129,6 +134,7 @@ const READ: u8 = b'r';
 const CARRIED: u8 = b'c';
 const POKE: u8 = b'p';
 const GAP: u8 = b'g';
+const FAIL: u8 = b'f';
 
 /// How many microtask hops a flush waits: enough for a release and the request a loop makes right
 /// after it (a few promise reactions apart) to go as one message.
@@ -192,6 +198,7 @@ impl Coordination {
             queue_microtask: global_function(&global, "queueMicrotask"),
             flush_callback: callback(weak.clone(), |this, _| this.flush_later()),
             global,
+            refusal: Cell::new(None),
         });
         this.install_handlers();
         if let Some(storage) = &this.storage {
@@ -213,6 +220,7 @@ impl Coordination {
             .unwrap_or(0.0) as u64;
         let values = match kind {
             START | READ | POKE | GAP | IDENTITY => Vec::new(),
+            FAIL => return self.refuse(Refusal::Unreachable),
             _ => match decode_values(&event.unchecked_ref::<MessageEvent>().data()) {
                 Some(values) => values,
                 None if kind == ENTRY => Vec::new(),
@@ -229,6 +237,28 @@ impl Coordination {
             IDENTITY => p.handle_log_identity(key),
             _ => p.handle_message(t, &values),
         });
+    }
+
+    /// Why this context decides nothing more, if it does.
+    pub(super) fn refusal(&self) -> Option<Refusal> {
+        self.refusal.get()
+    }
+
+    /// The origin's transport cannot be reached, or is no longer this context's: the participant
+    /// steps out (its held locks are lost, as after a reset) and leaves for good, every pending request
+    /// and query is rejected, and every later one is refused (the Engine asks
+    /// [`Coordination::refusal`] first). Granting on from its replica could make it a second lock
+    /// manager beside the origin's.
+    pub(super) fn refuse(&self, refusal: Refusal) {
+        if self.refusal.replace(Some(refusal)).is_some() {
+            return;
+        }
+        web_sys::console::warn_1(&refusal.message().into());
+        self.with_participant(|p, t| {
+            p.handle_missed_messages(t);
+            p.handle_close(t);
+        });
+        refuse(&self.sink, 0, refusal);
     }
 
     /// Opens the channel objects for a participant that enters the protocol, before its `Join` goes

@@ -9,14 +9,17 @@ use crate::scheduler::{LockManager, LockMode, LockRequest};
 
 #[cfg(feature = "coordination")]
 use super::coordination::Coordination;
-use super::sink::{EFFECT_SNAPSHOT, deliver, notify, snapshot_to_js};
+use super::refusal::Refusal;
+use super::sink::{EFFECT_SNAPSHOT, deliver, notify, refuse, snapshot_to_js};
 
 /// Where decisions are made: the origin's shared lock manager (the coordination protocol), or, where
-/// the global has no channel to the others, this context alone.
+/// the global has no channel to the others, this context alone; or nowhere, where the context cannot be
+/// sure it shares its origin's manager (`super::refusal`).
 enum Backend {
     #[cfg(feature = "coordination")]
     Origin(Rc<Coordination>),
     Alone(LockManager),
+    Refused(Refusal),
 }
 
 /// One context's lock engine as JS sees it. Requests are identified by ids that JS allocates; the
@@ -37,7 +40,12 @@ impl Engine {
     /// over where the engine's BroadcastChannel does not give one order (`js/log_channel.js`), and
     /// `wake` (its `WAKE_*`) says what wakes the context; `undefined`: BroadcastChannel. `global` is
     /// the global object of the context the engine serves: its timers, storage, page lifecycle events
-    /// and channels.
+    /// and channels. `refusal` (a `REFUSED_*` of js/transport_choice.js) makes instead an engine that
+    /// decides nothing, where the context cannot be sure it shares its origin's lock manager: every
+    /// request and query is rejected with its error.
+    // One argument per thing JS hands the engine, as the glue passes them: an options object would cost
+    // the glue and the wasm code to unpack it.
+    #[allow(clippy::too_many_arguments)]
     #[wasm_bindgen(constructor)]
     pub fn new(
         client_id: String,
@@ -47,7 +55,16 @@ impl Engine {
         open_channel: Option<Function>,
         global: JsValue,
         wake: Option<u32>,
+        refusal: Option<u32>,
     ) -> Engine {
+        if let Some(refusal) = refusal.and_then(Refusal::from_code) {
+            web_sys::console::warn_1(&refusal.message().into());
+            return Engine {
+                client_id: client_id.into(),
+                backend: Backend::Refused(refusal),
+                sink,
+            };
+        }
         let backend = match origin_backend(
             &client_id,
             &sink,
@@ -80,10 +97,21 @@ impl Engine {
         String::from(&*self.client_id)
     }
 
-    /// Whether this engine shares the origin's lock manager (false: this context alone).
+    /// Whether this engine shares the origin's lock manager (false: this context alone, or refusing).
     #[wasm_bindgen(getter)]
     pub fn shared(&self) -> bool {
-        !matches!(self.backend, Backend::Alone(_))
+        !matches!(self.backend, Backend::Alone(_)) && self.refusal().is_none()
+    }
+
+    /// Why this engine refuses to decide, if it does: from the start, or since its origin's transport
+    /// became unreachable.
+    fn refusal(&self) -> Option<Refusal> {
+        match &self.backend {
+            #[cfg(feature = "coordination")]
+            Backend::Origin(c) => c.refusal(),
+            Backend::Alone(_) => None,
+            Backend::Refused(refusal) => Some(*refusal),
+        }
     }
 
     /// Request a lock (spec 4.1 step 3). `id` is new: JS allocates ids from a counter and never reuses
@@ -97,6 +125,10 @@ impl Engine {
         if_available: bool,
         steal: bool,
     ) {
+        if let Some(refusal) = self.refusal() {
+            refuse(&self.sink, id as u64, refusal);
+            return;
+        }
         let mode = if exclusive {
             LockMode::Exclusive
         } else {
@@ -118,6 +150,8 @@ impl Engine {
                     deliver(&self.sink, &decisions);
                 }
             }
+            // Refused above.
+            Backend::Refused(_) => {}
         }
     }
 
@@ -130,6 +164,7 @@ impl Engine {
                 let decisions = manager.release_lock(id as u64);
                 deliver(&self.sink, &decisions);
             }
+            Backend::Refused(_) => {}
         }
     }
 
@@ -145,11 +180,17 @@ impl Engine {
                 }
                 None => false,
             },
+            // Its requests were rejected when made: none is pending.
+            Backend::Refused(_) => false,
         }
     }
 
     /// Snapshot the lock state (spec 4.5); the snapshot reaches the sink as `(4, queryId, snapshot)`.
     pub fn query(&mut self, query_id: f64) {
+        if let Some(refusal) = self.refusal() {
+            refuse(&self.sink, query_id as u64, refusal);
+            return;
+        }
         match &mut self.backend {
             #[cfg(feature = "coordination")]
             Backend::Origin(c) => c.with_participant(|p, t| p.handle_query(t, query_id as u64)),
@@ -157,6 +198,18 @@ impl Engine {
                 let snapshot = snapshot_to_js(&manager.snapshot_lock_state());
                 notify(&self.sink, EFFECT_SNAPSHOT, query_id as u64, &snapshot);
             }
+            Backend::Refused(_) => {}
+        }
+    }
+
+    /// The origin's record of its transport changed under this context (it was deleted, and a context
+    /// that came meanwhile recorded one this context does not use), or can no longer be reached: from
+    /// now on it decides nothing (`refusal`: a `REFUSED_*` of js/transport_choice.js).
+    #[cfg_attr(not(feature = "coordination"), allow(unused_variables))]
+    pub fn refuse(&mut self, refusal: u32) {
+        #[cfg(feature = "coordination")]
+        if let Backend::Origin(c) = &self.backend {
+            c.refuse(Refusal::from_code(refusal).unwrap_or(Refusal::Unreachable));
         }
     }
 

@@ -3,6 +3,7 @@
 use js_sys::{Array, Function, Uint32Array};
 use wasm_bindgen::JsValue;
 
+use super::refusal::Refusal;
 use super::snapshot_transfer::encode_snapshot;
 use crate::scheduler::{Decision, Snapshot};
 
@@ -13,6 +14,9 @@ pub(super) const EFFECT_GRANTED: u32 = 1;
 pub(super) const EFFECT_NOT_AVAILABLE: u32 = 2;
 pub(super) const EFFECT_STOLEN: u32 = 3;
 pub(super) const EFFECT_SNAPSHOT: u32 = 4;
+/// The context refuses (`super::refusal`): request or query `id` (0: every one pending) is rejected with
+/// the DOMException `[name, message]` the payload gives.
+pub(super) const EFFECT_REFUSED: u32 = 5;
 
 /// Tells the sink `kind` happened to request (or query) `id`. What the sink throws is dropped: it is
 /// JS's to report, and the engine's state is already decided.
@@ -47,4 +51,13 @@ pub(super) fn snapshot_to_js(s: &Snapshot) -> JsValue {
         &Uint32Array::from(&t.numbers[..]),
     )
     .into()
+}
+
+/// Tells the sink that request or query `id` (0: every one pending) is refused.
+pub(super) fn refuse(sink: &Function, id: u64, refusal: Refusal) {
+    let error = Array::of2(
+        &JsValue::from_str(refusal.name()),
+        &JsValue::from_str(refusal.message()),
+    );
+    notify(sink, EFFECT_REFUSED, id, &error);
 }

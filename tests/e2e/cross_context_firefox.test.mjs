@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from './server.mjs';
 import { launch as launchFirefox } from '../../bench/lib/firefox.mjs';
-import { call, checkFifo, checkLongTask, expectEvent, fixtureUrl, measureHandoffs, percentile, runCycles, untilPending } from './fixtures/xctx_harness.mjs';
+import { call, checkFifo, checkLongTask, expectEvent, fixtureUrl, makeAgreeAnew, measureHandoffs, percentile, runCycles, untilPending } from './fixtures/xctx_harness.mjs';
 
 let server;
 let firefox;
@@ -23,11 +23,15 @@ after(async () => {
   await server?.close();
 });
 
+// Forgets the origin's transport record when the contexts to come differ in having BroadcastChannel.
+const agreeAnew = makeAgreeAnew(() => firefox.newTab(`${server.url}tests/e2e/fixtures/xctx_classic_page.html`));
+
 /**
  * Tabs on the fixture (one origin: the browser's one profile; `query` adds fixture parameters); closed after
  * `body` unless it closed them.
  */
 async function withTabs(labels, body, query = {}) {
+  await agreeAnew(query.transport !== 'log');
   const tabs = [];
   try {
     for (const label of labels) {

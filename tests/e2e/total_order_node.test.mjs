@@ -1,12 +1,12 @@
 // Assumption A1 of the coordination protocol (docs/PROTOCOL.md) in Node.js: its BroadcastChannel keeps each
 // sender's order but gives no one order across threads (recorded here: the main thread and 4 worker threads
 // post interleaved bursts on one channel, as in total_order.test.mjs). So weblocks does not coordinate threads
-// over it (js/log_channel.js's `givesOneOrder` is false there), and with no IndexedDB each thread locks alone.
+// over it (js/transport_choice.js's `oneOrderEngine` is false there), and with no IndexedDB each thread locks alone.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
 import { compareRecordings } from './fixtures/xctx_order_run.mjs';
-import { givesOneOrder } from '../../js/log_channel.js';
+import { oneOrderEngine } from '../../js/transport_choice.js';
 
 const fixture = new URL('./fixtures/xctx_order.js', import.meta.url).href;
 const MESSAGES = 300;
@@ -30,7 +30,7 @@ function participant(config) {
 }
 
 test('Node.js is not an engine weblocks trusts with one order: each thread locks alone', async () => {
-  assert.equal(givesOneOrder(), false);
+  assert.equal(oneOrderEngine(), false);
   const { makeLogChannelFactory } = await import('../../js/log_channel.js');
   const open = makeLogChannelFactory();
   assert.equal(typeof open, 'function');

@@ -11,7 +11,7 @@ import { startServer } from './server.mjs';
 import { launch as launchWebKit } from '../../bench/lib/webkit.mjs';
 import { plainHttpHost } from '../../bench/lib/variants.mjs';
 import { compareRecordings, runTotalOrder } from './fixtures/xctx_order_run.mjs';
-import { call, checkFifo, expectEvent, expectNoEvent, fixtureUrl, runCycles, sleep, untilPending, untilSnapshot } from './fixtures/xctx_harness.mjs';
+import { call, checkFifo, expectEvent, expectNoEvent, fixtureUrl, makeAgreeAnew, runCycles, sleep, untilPending, untilSnapshot } from './fixtures/xctx_harness.mjs';
 import { expectedScenarioResults, withoutNativeApi } from './fixtures/native_style_expected.mjs';
 import { race } from './fixtures/leases_race_run.mjs';
 import { checkRemadeLog } from './fixtures/log_lifecycle_run.mjs';
@@ -38,8 +38,12 @@ const TRANSPORTS = [
   { label: 'without BroadcastChannel', query: { transport: 'log' }, broadcastChannel: 'undefined' },
 ];
 
+// Forgets the origin's transport record when the contexts to come differ in having BroadcastChannel.
+const agreeAnew = makeAgreeAnew(() => webkit.newTab(`${plain.url}tests/e2e/fixtures/xctx_classic_page.html`));
+
 /** A window on the cross-context fixture, once its engine is ready. */
 async function openWindow(label, query) {
+  await agreeAnew(query.transport !== 'log');
   const tab = await webkit.newTab(fixtureUrl(plain, label, query));
   const { clientId, kind } = await tab.evaluate(() => window.agentReady);
   return Object.assign(tab, { label, clientId, kind });
@@ -82,8 +86,8 @@ for (const { label, query, broadcastChannel } of TRANSPORTS) {
   test(`WebKit ${label}: plain http, no native API, weblocks over the IndexedDB log; exclusion and FIFO across windows, query() from the waiting window`, async () => {
     await withWindows(['a', 'b', 'c'], query, async ([a, b, c]) => {
       const seen = await a.evaluate(async () => {
-        const { givesOneOrder } = await import('/js/log_channel.js');
-        return { secure: isSecureContext, native: 'locks' in navigator, broadcastChannel: typeof BroadcastChannel, oneOrder: givesOneOrder() };
+        const { oneOrderEngine } = await import('/js/transport_choice.js');
+        return { secure: isSecureContext, native: 'locks' in navigator, broadcastChannel: typeof BroadcastChannel, oneOrder: oneOrderEngine() };
       });
       assert.deepEqual(seen, { secure: false, native: false, broadcastChannel, oneOrder: false });
       await checkFifo([a, b, c], `fifo-${++runs}`, 200);
@@ -202,6 +206,7 @@ for (const { label, query, broadcastChannel } of TRANSPORTS) {
 
   test(`WebKit ${label}: the classic script installs navigator.locks on plain http, and a native-style script runs unchanged in a page and a worker`, async () => {
     const url = `${plain.url}tests/e2e/fixtures/plain_http.html${broadcastChannel === 'undefined' ? '?broadcastchannel=none' : ''}`;
+    await agreeAnew(broadcastChannel === 'function');
     const tab = await webkit.newTab(url);
     try {
       const page = await tab.evaluate(async () => ({
@@ -227,6 +232,7 @@ for (const { label, query, broadcastChannel } of TRANSPORTS) {
     const suffix = broadcastChannel === 'undefined' ? '?broadcastchannel=none' : '';
     const tabs = [];
     try {
+      await agreeAnew(broadcastChannel === 'function');
       for (let i = 0; i < 2; i++) {
         const tab = await webkit.newTab(`${plain.url}tests/e2e/fixtures/leases.html${suffix}`);
         assert.equal(await tab.evaluate(() => window.fixtureReady), true);

@@ -43,6 +43,7 @@ export const NOT_RUN = {
   client_id_is_a_uuid_shared_by_all_entries_of_this_api: NEEDS_ITS_OWN_API,
   calls_before_the_engine_is_ready_are_queued_in_order: NEEDS_ITS_OWN_API,
   engine_factory_gets_the_client_id_and_a_sink: NEEDS_ITS_OWN_API,
+  a_refusing_engine_rejects_every_request_and_query_with_an_operation_error: NEEDS_ITS_OWN_API,
   create_lock_api_touches_no_global: NEEDS_ITS_OWN_API,
 };
 

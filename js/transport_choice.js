@@ -1,0 +1,176 @@
+// Which transport a context uses (docs/PROTOCOL.md §2): the broadcast transport, the IndexedDB log carried
+// by BroadcastChannel, or the log with pokes and polls only (no BroadcastChannel in this realm). Two
+// steps:
+//
+// 1. The context's *preference*, from evidence a page script cannot alter in its realm: the text of an
+//    error that the JavaScript engine itself throws. Reading a property of null throws a TypeError made by
+//    the engine's own intrinsic, with its `message` an own data property written by the engine (no global,
+//    no prototype, no getter of the page's is consulted), in words each engine has kept since it shipped:
+//    V8 "Cannot read property(ies) …", SpiderMonkey "… is null" or "… has no properties", JavaScriptCore
+//    "null is not an object …". Only V8 in a browser (Blink) and SpiderMonkey (Gecko) prefer the broadcast
+//    transport, where the test command checks that BroadcastChannel gives one order (assumption A1).
+//    Anything unknown prefers the log.
+// 2. The origin's *record* (`agreeOnTransport`): the first context to ask writes its preference in a
+//    database of its own, in one read/write transaction; IndexedDB runs those one at a time, so every
+//    later context reads the first one's choice. A context that would take the broadcast transport adopts
+//    a recorded log; one that would take the carried log adopts a recorded log without a carrier; one that
+//    cannot use what is recorded (no BroadcastChannel in its realm, or an engine not known to give A1 where
+//    the broadcast transport is recorded) refuses every request (`REFUSED_DISAGREES`). So the contexts
+//    of an origin use one transport and one wake mode, or the odd one decides nothing.
+//
+// The record's database name, version, store and value never change (docs/PROTOCOL.md §9).
+
+import { theGlobal } from './lock_api.js';
+
+/** The transports, as recorded. */
+export const BROADCAST = 'broadcast';
+export const LOG = 'log';
+export const LOG_WITHOUT_CARRIER = 'log-bare';
+/** No channel to the others and no IndexedDB, outside a browser (Node.js, Deno): the context locks alone. */
+export const ALONE = 'alone';
+
+/** Why a context refuses to decide (mirrored in src/wasm/refusal.rs). */
+export const REFUSED_DISAGREES = 1;
+export const REFUSED_UNREACHABLE = 2;
+
+const DATABASE = 'weblocks-transport';
+const STORE = 'transport';
+const KEY = 'weblocks';
+/**
+ * The waits before each attempt after the first to open the record's database. The first is made within
+ * the call, so that a page's own record comes before that of the frames and workers it makes later.
+ */
+const RETRY_BACKOFF_MS = [100, 400, 1600];
+
+/** Reads property `x` of `value`: throws the engine's own TypeError when it is null. */
+function readX(value) {
+  return value.x;
+}
+
+/**
+ * The JavaScript engine, told by the message of the TypeError it throws for a property read of null:
+ * 'v8', 'spidermonkey', 'javascriptcore' or 'unknown'.
+ */
+export function engineFamily() {
+  let message = '';
+  try {
+    readX(null);
+  } catch (error) {
+    message = String(error.message);
+  }
+  if (/^Cannot read propert/.test(message)) return 'v8';
+  if (/ is null$|^null has no properties$/.test(message)) return 'spidermonkey';
+  if (/^null is not an object/.test(message)) return 'javascriptcore';
+  return 'unknown';
+}
+
+/** Node.js or Deno: a program, not a page; V8 there, and a BroadcastChannel that does not give one order. */
+function serverRuntime(globalObject) {
+  const { process, Deno } = globalObject;
+  return Deno !== undefined || (typeof process === 'object' && process !== null && typeof Object(process.versions).node === 'string');
+}
+
+/**
+ * Whether this is Blink or Gecko, the engines in which the test command checks what the protocol relies on
+ * beyond the specifications: that BroadcastChannel delivers every message of an origin in one order to
+ * every context (assumption A1, tests/e2e/total_order*.test.mjs; WebKit and Node.js do not give it), and
+ * that a worker's channel posts while its page's main thread is busy (the deputy, js/deputy.js). Servo
+ * (SpiderMonkey too) is left out by its user agent string; a page that hides it there can only make this
+ * context's preference differ from its workers', which the record turns into one transport or a refusal.
+ */
+export function oneOrderEngine(globalObject = theGlobal) {
+  const family = engineFamily();
+  if (family === 'v8') return !serverRuntime(globalObject);
+  const { navigator } = globalObject;
+  return family === 'spidermonkey' && !(typeof navigator === 'object' && navigator !== null && /Servo\//.test(navigator.userAgent));
+}
+
+/** This context's preference (step 1 above). */
+export function preferredTransport(globalObject = theGlobal, oneOrder = oneOrderEngine(globalObject)) {
+  if (typeof globalObject.BroadcastChannel !== 'function') return LOG_WITHOUT_CARRIER;
+  return oneOrder ? BROADCAST : LOG;
+}
+
+/**
+ * What a context that prefers `preferred` uses where `recorded` is the origin's record: a transport, or a
+ * refusal (`REFUSED_DISAGREES`). A record only ever moves a context toward the log, and from the carried log
+ * to the log without a carrier: never toward the broadcast transport.
+ */
+export function settleTransport(preferred, recorded) {
+  if (recorded === preferred) return preferred;
+  if (preferred === BROADCAST && (recorded === LOG || recorded === LOG_WITHOUT_CARRIER)) return recorded;
+  if (preferred === LOG && recorded === LOG_WITHOUT_CARRIER) return recorded;
+  return REFUSED_DISAGREES;
+}
+
+/**
+ * The transport this context uses: BROADCAST, LOG, LOG_WITHOUT_CARRIER or ALONE, or a refusal
+ * (REFUSED_DISAGREES, REFUSED_UNREACHABLE), once the origin's record is read (or written: by the first
+ * context to ask). Made before the context's first join, so no message of it goes out before it agrees.
+ *
+ * The context then keeps the record's database open. Where it is deleted or closed under it (site data
+ * cleared), the context writes the transport it uses again, or reads what a context that came meanwhile
+ * wrote first: where it can no longer use its transport (or reach the record), `onChange(refusal)`, and
+ * the context refuses from then on.
+ */
+export function agreeOnTransport(globalObject = theGlobal, preferred = preferredTransport(globalObject), onChange = () => {}) {
+  const { indexedDB, document, WorkerGlobalScope } = globalObject;
+  if (typeof indexedDB !== 'object' || indexedDB === null) {
+    // No IndexedDB. In a window (its `document` cannot be deleted) or a worker, something took it away:
+    // the context cannot learn its origin's transport, and refuses. Elsewhere (Node.js, Deno, a bare
+    // script context) there is no origin of pages to share: the broadcast transport where the channel
+    // gives one order, else the context locks alone.
+    const inBrowser = !serverRuntime(globalObject) && (typeof document === 'object' || typeof WorkerGlobalScope === 'function');
+    return Promise.resolve(inBrowser ? REFUSED_UNREACHABLE : preferred === BROADCAST ? BROADCAST : ALONE);
+  }
+  const watch = (db, transport) => {
+    db.onversionchange = db.onclose = () => {
+      db.close();
+      agree(transport).then((settled) => settled === transport || onChange(typeof settled === 'number' ? settled : REFUSED_DISAGREES));
+    };
+  };
+  const agree = (wanted) =>
+    new Promise((resolve) => {
+      let attempt = 0;
+      const retry = () => {
+        if (attempt === RETRY_BACKOFF_MS.length) resolve(REFUSED_UNREACHABLE);
+        else setTimeout(readOrWrite, RETRY_BACKOFF_MS[attempt++]);
+      };
+      const readOrWrite = () => {
+        let request;
+        try {
+          request = indexedDB.open(DATABASE, 1);
+        } catch (error) {
+          return retry();
+        }
+        request.onupgradeneeded = () => request.result.createObjectStore(STORE);
+        request.onerror = retry;
+        request.onsuccess = () => {
+          const db = request.result;
+          try {
+            const transaction = db.transaction([STORE], 'readwrite');
+            const store = transaction.objectStore(STORE);
+            const read = store.get(KEY);
+            read.onsuccess = () => {
+              if (read.result === undefined) store.put(wanted, KEY);
+            };
+            transaction.oncomplete = () => {
+              const settled = settleTransport(wanted, read.result === undefined ? wanted : read.result);
+              if (typeof settled === 'number') db.close();
+              else watch(db, settled);
+              resolve(settled);
+            };
+            transaction.onabort = () => {
+              db.close();
+              retry();
+            };
+          } catch (error) {
+            db.close();
+            retry();
+          }
+        };
+      };
+      readOrWrite();
+    });
+  return agree(preferred);
+}

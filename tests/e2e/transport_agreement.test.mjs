@@ -1,0 +1,223 @@
+// One lock manager per origin whatever a page does to its own realm (docs/PROTOCOL.md §2), and IndexedDB
+// failures that fail closed (§12), in Chromium, Firefox and WebKit on the plain-http origin (no native
+// navigator.locks). The fixture (fixtures/agreement.html) runs what a page does first, then the classic
+// script, then an agent in the page, in an about:blank iframe (weblocks installs into it) and in a dedicated
+// worker (which loads the classic script itself and keeps its own realm untouched).
+//
+// - A page that deletes (Chromium) or defines (WebKit) `Intl.v8BreakIterator`, or defines an
+//   `Error.prototype.stack` accessor (WebKit), before loading weblocks: its three contexts exclude one
+//   another both ways (ifAvailable probes), and in Chromium weblocks causes no deprecation report.
+// - A page whose IndexedDB transactions throw from the start, beside a page that works: it rejects every
+//   request with an OperationError and never holds; the other locks on.
+// - Two pages on the log (WebKit; Chromium and Firefox with BroadcastChannel deleted in the windows): one's
+//   transactions start throwing while it holds a lock; it loses the lock with an AbortError, then refuses
+//   with an OperationError, with no error on the page (no recursion, no trap), and the other gets the lock.
+// - Two pages on the log, and the log's database deleted from one of them while the other holds a lock: both
+//   lose what they held, rejoin the new log, and exclude each other again.
+// - The origin's transport record deleted (site data cleared) under a page that holds a lock (Chromium), then
+//   a page without BroadcastChannel: the holder writes its transport again at once, and the newcomer refuses.
+//
+// Each browser keeps one profile across the file; every test starts with the origin's transport record
+// deleted, as on a new origin. Needs the build (`npm run build`).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer } from './server.mjs';
+import { launch as launchChromium } from '../../bench/lib/chromium.mjs';
+import { launch as launchFirefox } from '../../bench/lib/firefox.mjs';
+import { launch as launchWebKit } from '../../bench/lib/webkit.mjs';
+import { plainHttpHost } from '../../bench/lib/variants.mjs';
+import { forgetTransport } from './fixtures/xctx_harness.mjs';
+
+const CONTEXTS = ['page', 'frame', 'worker'];
+
+let server;
+let origin;
+let runs = 0;
+
+before(async () => {
+  server = await startServer();
+  origin = `http://${plainHttpHost}:${server.port}/`;
+});
+
+after(async () => {
+  await server?.close();
+});
+
+/** `body(browser)` with `launch()`'s browser, closed afterwards. */
+async function withBrowser(launch, body) {
+  const browser = await launch();
+  try {
+    await body(browser);
+  } finally {
+    await browser.close();
+  }
+}
+
+/** A window on the fixture with `query`, once its three contexts exist; closed after `body(tab)`. */
+async function withPages(browser, queries, body) {
+  const tabs = [];
+  try {
+    for (const query of queries) {
+      const tab = await browser.newTab(`${origin}tests/e2e/fixtures/agreement.html?${new URLSearchParams(query)}`);
+      tabs.push(tab);
+      const ready = await tab.evaluate(() => window.contextsReady);
+      assert.deepEqual(ready, { frameHasLocks: true }, 'weblocks installed into the about:blank iframe');
+    }
+    await body(tabs);
+    for (const tab of tabs) assert.deepEqual(await tab.evaluate(() => window.pageErrors), [], 'errors on the page');
+  } finally {
+    for (const tab of tabs) await tab.close();
+  }
+}
+
+/** Deletes the origin's transport record from a blank page of the origin: as on a new origin. */
+const forgetTransportOf = (browser) => forgetTransport(() => browser.newTab(`${origin}tests/e2e/fixtures/xctx_classic_page.html`));
+
+const run = (tab, where, op, name) => tab.evaluate(([w, o, n]) => window.run(w, o, n), [where, op, name]);
+
+/** Polls `check()` until it returns true, for up to `ms`. */
+async function eventually(check, what, ms = 10_000) {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) assert.fail(`not within ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Every ordered pair of the page's contexts: one holds, the other's ifAvailable probe finds it taken, then free. */
+async function checkOneManager(tab) {
+  for (const holder of CONTEXTS) {
+    for (const prober of CONTEXTS) {
+      if (prober === holder) continue;
+      const name = `one-${++runs}`;
+      assert.equal(await run(tab, holder, 'hold', name), 'held', `${holder} holds ${name}`);
+      assert.equal(await run(tab, prober, 'probe', name), 'taken', `${prober} sees ${name} held by ${holder}`);
+      assert.equal(await run(tab, holder, 'release', name), true);
+      await eventually(async () => (await run(tab, prober, 'probe', name)) === 'free', `${prober} sees ${name} free`);
+    }
+  }
+}
+
+/** What js/transport_choice.js tells of the engine, in the page `tab`. */
+const engineOf = (tab) =>
+  tab.evaluate(async () => {
+    const { engineFamily, oneOrderEngine, preferredTransport } = await import('/js/transport_choice.js');
+    return { family: engineFamily(), oneOrder: oneOrderEngine(), preferred: preferredTransport() };
+  });
+
+const TAMPERED = [
+  { browser: 'Chromium', launch: launchChromium, tamper: 'delete', what: 'deletes Intl.v8BreakIterator', engine: { family: 'v8', oneOrder: true, preferred: 'broadcast' } },
+  { browser: 'Chromium', launch: launchChromium, tamper: 'none', what: 'leaves its realm alone', engine: { family: 'v8', oneOrder: true, preferred: 'broadcast' } },
+  { browser: 'WebKit', launch: launchWebKit, tamper: 'define', what: 'defines Intl.v8BreakIterator', engine: { family: 'javascriptcore', oneOrder: false, preferred: 'log' } },
+  { browser: 'WebKit', launch: launchWebKit, tamper: 'stack', what: 'defines an Error.prototype.stack accessor', engine: { family: 'javascriptcore', oneOrder: false, preferred: 'log' } },
+];
+
+for (const { browser: label, launch, tamper, what, engine } of TAMPERED) {
+  test(`${label}: a page that ${what} before loading weblocks, its about:blank iframe and its dedicated worker share one lock manager`, async () => {
+    await withBrowser(launch, async (browser) => {
+      await forgetTransportOf(browser);
+      await withPages(browser, [{ tamper }], async ([tab]) => {
+        assert.deepEqual(await engineOf(tab), engine, 'the engine, told whatever the page did');
+        await checkOneManager(tab);
+        // Reading what tells the engine emits no deprecation report (Chromium reports them; WebKit has no
+        // ReportingObserver for them).
+        assert.deepEqual(await tab.evaluate(() => window.takeDeprecations()), [], 'deprecation reports');
+      });
+    });
+  });
+}
+
+const BROWSERS = [
+  { label: 'Chromium', launch: launchChromium, family: 'v8' },
+  { label: 'Firefox', launch: launchFirefox, family: 'spidermonkey' },
+  { label: 'WebKit', launch: launchWebKit, family: 'javascriptcore' },
+];
+
+for (const { label, launch, family } of BROWSERS) {
+  test(`${label}: a page whose IndexedDB transactions throw rejects every request with an OperationError beside a page that locks on`, async () => {
+    await withBrowser(launch, async (browser) => {
+      await forgetTransportOf(browser);
+      await withPages(browser, [{}, { idb: 'throw' }], async ([good, broken]) => {
+        assert.equal((await engineOf(good)).family, family, 'the engine');
+        const name = `broken-${++runs}`;
+        assert.equal(await run(good, 'page', 'hold', name), 'held');
+        assert.equal(await run(broken, 'page', 'hold', name), 'OperationError', 'the broken page refuses to hold');
+        assert.equal(await run(broken, 'page', 'probe', name), 'OperationError', 'and to probe');
+        // Its worker and iframe have their own IndexedDB: they share the origin's manager.
+        assert.equal(await run(broken, 'worker', 'probe', name), 'taken');
+        assert.equal(await run(good, 'page', 'release', name), true);
+        await eventually(async () => (await run(broken, 'frame', 'probe', name)) === 'free', 'the frame sees the lock free');
+        assert.equal(await run(broken, 'page', 'hold', name), 'OperationError', 'still refusing once the lock is free');
+      });
+    });
+  });
+
+  // Where BroadcastChannel gives one order, the windows delete it: the origin's record is then the log
+  // without a carrier, which their workers adopt.
+  const onLog = label === 'WebKit' ? {} : { bc: 'none' };
+
+  test(`${label}: on the log, a page whose transactions start throwing while it holds a lock loses it, then refuses; the other page gets the lock`, async () => {
+    await withBrowser(launch, async (browser) => {
+      await forgetTransportOf(browser);
+      await withPages(browser, [onLog, onLog], async ([good, broken]) => {
+        const name = `breaks-${++runs}`;
+        assert.equal(await run(broken, 'page', 'hold', name), 'held');
+        assert.equal(await run(good, 'page', 'probe', name), 'taken');
+        await broken.evaluate(() => window.breakIndexedDB());
+        // The good page waits for the lock: its ping makes the broken page answer, whose append throws.
+        const granted = run(good, 'page', 'hold', name);
+        await eventually(async () => (await run(broken, 'page', 'lost')).length === 1, 'the broken page learns it lost its lock');
+        assert.deepEqual(await run(broken, 'page', 'lost'), [`${name}: AbortError`]);
+        assert.equal(await granted, 'held', 'the good page is granted the lock');
+        await eventually(async () => (await run(broken, 'page', 'probe', `${name}-after`)) === 'OperationError', 'the broken page refuses');
+        assert.equal(await run(good, 'worker', 'probe', name), 'taken', 'the good page holds it for its worker too');
+        assert.equal(await run(good, 'page', 'release', name), true);
+      });
+    });
+  });
+
+  test(`${label}: on the log, the log's database deleted from one page while the other holds a lock: both rejoin a new log and exclude each other again`, async () => {
+    await withBrowser(launch, async (browser) => {
+      await forgetTransportOf(browser);
+      await withPages(browser, [onLog, onLog], async ([a, b]) => {
+        const name = `deleted-${++runs}`;
+        assert.equal(await run(b, 'page', 'hold', name), 'held');
+        await a.evaluate(
+          () =>
+            new Promise((resolve, reject) => {
+              const request = indexedDB.deleteDatabase('weblocks-log:weblocks');
+              request.onsuccess = resolve;
+              request.onerror = () => reject(request.error);
+            }),
+        );
+        await eventually(async () => (await run(b, 'page', 'lost')).length === 1, 'the holder learns its log ended');
+        assert.deepEqual(await run(b, 'page', 'lost'), [`${name}: AbortError`]);
+        const again = `${name}-again`;
+        await eventually(async () => (await run(a, 'page', 'hold', again)) === 'held', 'a locks again');
+        assert.equal(await run(b, 'page', 'probe', again), 'taken');
+        assert.equal(await run(b, 'worker', 'probe', again), 'taken');
+        assert.equal(await run(a, 'page', 'release', again), true);
+        await eventually(async () => (await run(b, 'page', 'probe', again)) === 'free', 'b sees it free');
+      });
+    });
+  });
+}
+
+test('Chromium: the origin\'s record deleted under a page that holds a lock, then a page without BroadcastChannel: it refuses, and the holder keeps its lock', async () => {
+  await withBrowser(launchChromium, async (browser) => {
+    await forgetTransportOf(browser);
+    await withPages(browser, [{}], async ([holder]) => {
+      const name = `record-${++runs}`;
+      assert.equal(await run(holder, 'page', 'hold', name), 'held');
+      // Site data cleared: the record goes, and the running contexts write theirs again at once.
+      await forgetTransportOf(browser);
+      await withPages(browser, [{ bc: 'none' }], async ([newcomer]) => {
+        assert.equal(await run(newcomer, 'page', 'hold', name), 'OperationError', 'the newcomer on another transport refuses');
+        assert.equal(await run(newcomer, 'worker', 'probe', name), 'OperationError');
+        assert.deepEqual(await run(holder, 'page', 'lost'), [], 'the holder kept its lock');
+        assert.equal(await run(holder, 'worker', 'probe', name), 'taken');
+      });
+      assert.equal(await run(holder, 'page', 'release', name), true);
+    });
+  });
+});
