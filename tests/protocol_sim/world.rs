@@ -135,6 +135,13 @@ pub enum Fault {
     /// Over the log: the context's next append aborts while it lives (quota, a transaction the
     /// database gave up): its key goes back, and its edge tells it of the gap (js/log_channel.js).
     AppendAborts,
+    /// Over the log: the browser closes the context's connection to the log's database (WebKit's
+    /// "connection to Indexed Database server lost", site data cleared) while the other contexts go
+    /// on: its edge handles the `close` event as a `versionchange`, a gap for this context alone.
+    ConnectionCloses,
+    /// Over the log: the context's next read of the log fails; its edge reports a gap, not a
+    /// complete read.
+    ReadFails,
 }
 
 #[derive(Clone, Debug)]
@@ -188,8 +195,9 @@ enum Ev {
     EndStall,
     /// The end of a `Fault::Gap`: the context reads the gap.
     EndGap,
-    /// An append of the context aborted (`Fault::AppendAborts`): its edge's `gap` event.
-    Aborted,
+    /// The context's edge reports a gap of the log (`Fault::AppendAborts`, `Fault::ConnectionCloses`,
+    /// `Fault::ReadFails`): what happened, for the trace.
+    LogGap(&'static str),
     Resume,
     Show,
 }
@@ -292,6 +300,8 @@ pub struct SimNode {
     gap_floor: u64,
     /// Over the log: its next append aborts (`Fault::AppendAborts`).
     abort_next_append: bool,
+    /// Over the log: its next read fails (`Fault::ReadFails`).
+    fail_next_read: bool,
     pub retired: bool,
     /// Outcomes the observer decided for this node's requests, to be checked once the node has
     /// applied the same message: (log index, incarnation, local id, outcome kind).
@@ -543,6 +553,7 @@ impl World {
             gap_until: 0,
             gap_floor: 0,
             abort_next_append: false,
+            fail_next_read: false,
             retired: false,
             expected: VecDeque::new(),
             posted_seq: 0,
@@ -684,7 +695,7 @@ impl World {
             | Ev::StorageEvent { .. }
             | Ev::Client(_)
             | Ev::EndGap
-            | Ev::Aborted
+            | Ev::LogGap(_)
             | Ev::Committed(_)
             | Ev::LogStarted(_)
             | Ev::LogReadDone { .. }
@@ -918,8 +929,8 @@ impl World {
                 self.effects(i);
             }
             Ev::Client(action) => self.client(i, action),
-            Ev::Aborted => {
-                self.note(|| format!("ctx{i}'s append aborted"));
+            Ev::LogGap(what) => {
+                self.note(|| format!("ctx{i}'s edge reports a gap: {what}"));
                 self.nodes[i].node.handle_missed_messages(now);
                 self.effects(i);
             }
@@ -1048,6 +1059,12 @@ impl World {
     /// A read of the log from `after` runs in the database for context `i`: it sees what has committed.
     fn log_read(&mut self, i: usize, after: u64) {
         self.reads += 1;
+        if std::mem::take(&mut self.nodes[i].fail_next_read) {
+            self.bump("failed reads");
+            let delay = self.rng.range(0, 2);
+            self.schedule(self.now + delay, i, Ev::LogGap("its read failed"));
+            return;
+        }
         let from = after.max(self.floor) as usize;
         let entries = (from..self.log.len())
             .map(|idx| (idx as u64 + 1, self.log[idx].clone()))
@@ -1400,7 +1417,7 @@ impl World {
         if std::mem::take(&mut self.nodes[i].abort_next_append) {
             self.bump("aborted appends");
             let delay = self.rng.range(0, 2);
-            self.schedule(self.now + delay, i, Ev::Aborted);
+            self.schedule(self.now + delay, i, Ev::LogGap("its append aborted"));
             return;
         }
         let idx = self.log.len();
@@ -1580,6 +1597,16 @@ impl World {
                 self.close(i);
             }
             Fault::AppendAborts => self.nodes[i].abort_next_append = self.over_log(),
+            Fault::ConnectionCloses => {
+                if self.over_log() && self.nodes[i].connected {
+                    // Its transactions in flight may still commit (or abort: `Fault::AppendAborts`);
+                    // the `close` event comes after them.
+                    self.bump("connections closed");
+                    let delay = self.rng.range(0, 2);
+                    self.schedule(now + delay, i, Ev::LogGap("its connection closed"));
+                }
+            }
+            Fault::ReadFails => self.nodes[i].fail_next_read = self.over_log(),
             Fault::Undecodable => {
                 self.bump("undecodable posts");
                 let msg = Rc::new(vec![Value::Num(0.0); wire::MAX_SLOTS + 1]);
