@@ -119,7 +119,8 @@ impl World {
             }
             // A reset needs every member to have been silent for a while (or gone), an older
             // version's context that started its own history, or entries of the log lost for readers
-            // (an append that aborted: its context steps out).
+            // (an append that aborted, a connection the browser closed, a read that failed: its
+            // context steps out).
             LossReason::Reset => {
                 let v = self.nodes[i].node.version();
                 self.nodes.iter().any(|n| {
@@ -128,6 +129,9 @@ impl World {
                         || n.node.version() < v
                 }) || self.stat("entries dropped by an edge") > 0
                     || self.stat("aborted appends") > 0
+                    || self.stat("connections closed") > 0
+                    || self.stat("failed reads") > 0
+                    || self.stat("logs deleted") > 0
             }
             // A newer version spoke on the channel.
             LossReason::Retired => {

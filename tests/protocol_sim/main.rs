@@ -324,6 +324,24 @@ fn build_as(seed: u64, family: Family) -> (World, u64) {
             world.fault_at(rng.range(0, active), i, Fault::AppendAborts);
         }
     }
+    // Faults of IndexedDB beyond an aborted append, from a stream of their own again: a connection
+    // the browser closes under one context, a read that fails, and the log's database deleted.
+    if family.faults && log_transport {
+        let mut rng = Rng::new(seed ^ 0x1db_c105e);
+        if rng.chance(0.2) {
+            let i = rng.range(0, count as u64 - 1) as usize;
+            world.fault_at(rng.range(0, active), i, Fault::ConnectionCloses);
+        }
+        if rng.chance(0.2) {
+            let i = rng.range(0, count as u64 - 1) as usize;
+            world.fault_at(rng.range(0, active), i, Fault::ReadFails);
+        }
+        // Logout code that deletes every database: the log is made anew under the contexts.
+        if rng.chance(0.15) {
+            let i = rng.range(0, count as u64 - 1) as usize;
+            world.fault_at(rng.range(0, active), i, Fault::LogDeleted);
+        }
+    }
     (world, active)
 }
 

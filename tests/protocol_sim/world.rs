@@ -32,7 +32,8 @@ use weblocks::scheduler::{LockMode, Snapshot};
 
 use super::rng::Rng;
 
-/// The identity of the simulated log (a log's database makes one when it is created).
+/// The identity of the simulated log's first database (a log's database makes one when it is
+/// created); the database made anew after the `g`-th deletion has `LOG + g`.
 const LOG: u64 = 1;
 
 /// Bounds of the simulated environment.
@@ -69,8 +70,13 @@ enum Payload {
         msg: Rc<Vec<Value>>,
         idx: Option<usize>,
     },
-    /// Log transport: the carrier's copy of the log's entry of this key, from its writer.
-    Entry { key: u64, writer: MemberKey },
+    /// Log transport: the carrier's copy of the entry of this key of the log of generation `log`
+    /// (see `World::log_generation`), from its writer.
+    Entry {
+        log: usize,
+        key: u64,
+        writer: MemberKey,
+    },
     /// Log transport: a message for the receiver to append for its sender (a farewell).
     Relay(Rc<Vec<Value>>),
 }
@@ -135,6 +141,18 @@ pub enum Fault {
     /// Over the log: the context's next append aborts while it lives (quota, a transaction the
     /// database gave up): its key goes back, and its edge tells it of the gap (js/log_channel.js).
     AppendAborts,
+    /// Over the log: the browser closes the context's connection to the log's database (WebKit's
+    /// "connection to Indexed Database server lost", site data cleared) while the other contexts go
+    /// on: its edge handles the `close` event as a `versionchange`, a gap for this context alone.
+    ConnectionCloses,
+    /// Over the log: the context's next read of the log fails; its edge reports a gap, not a
+    /// complete read.
+    ReadFails,
+    /// Over the log: the context's logout code deletes every database. Each context with the log
+    /// open gets `versionchange` (a gap: it steps out, and rejoins where it has requests); the
+    /// deletion waits until every one has closed, then the next open makes the log anew: keys restart
+    /// at 1, a new identity, a new history. Carrier frames of the old log still in flight arrive late.
+    LogDeleted,
 }
 
 #[derive(Clone, Debug)]
@@ -150,22 +168,37 @@ enum Ev {
         payload: Payload,
         epoch: u32,
     },
-    /// Log transport: the context's append commits (if it was not lost with its context).
+    /// Log transport: the context's append, on its connection to the log of generation `log`,
+    /// commits (if it was not lost with its context).
     Append {
         msg: Rc<Vec<Value>>,
         life: u32,
+        log: usize,
     },
-    /// Log transport: the context's append of this key committed; its JS hears it now.
-    Committed(u64),
+    /// Log transport: the context's append of this key to the log of that generation committed; its
+    /// JS hears it now.
+    Committed {
+        log: usize,
+        key: u64,
+    },
     /// Log transport: the start read of `Effect::OpenChannels` answers.
-    LogStarted(u64),
-    /// Log transport: a read of the log runs (in the database) from this key.
-    LogRead(u64),
+    LogStarted {
+        log: usize,
+        last: u64,
+    },
+    /// Log transport: a read of the log of that generation runs (in the database) from this key.
+    LogRead {
+        log: usize,
+        after: u64,
+    },
     /// Log transport: the context gets a read's entries and the floor.
     LogReadDone {
+        log: usize,
         entries: Vec<(u64, Rc<Vec<Value>>)>,
         floor: u64,
     },
+    /// Log transport: the log's database is being deleted (`Fault::LogDeleted`): its `versionchange`.
+    VersionChange,
     /// Log transport without a carrier: another document appended (a storage event).
     Poke,
     /// Log transport without a carrier: a farewell arrives through a storage event.
@@ -188,8 +221,9 @@ enum Ev {
     EndStall,
     /// The end of a `Fault::Gap`: the context reads the gap.
     EndGap,
-    /// An append of the context aborted (`Fault::AppendAborts`): its edge's `gap` event.
-    Aborted,
+    /// The context's edge reports a gap of the log (`Fault::AppendAborts`, `Fault::ConnectionCloses`,
+    /// `Fault::ReadFails`): what happened, for the trace.
+    LogGap(&'static str),
     Resume,
     Show,
 }
@@ -292,6 +326,11 @@ pub struct SimNode {
     gap_floor: u64,
     /// Over the log: its next append aborts (`Fault::AppendAborts`).
     abort_next_append: bool,
+    /// Over the log: its next read fails (`Fault::ReadFails`).
+    fail_next_read: bool,
+    /// Over the log: the generation of the log its connection is to (`World::log_generation`, or the
+    /// next one while a deletion is under way).
+    conn_log: usize,
     pub retired: bool,
     /// Outcomes the observer decided for this node's requests, to be checked once the node has
     /// applied the same message: (log index, incarnation, local id, outcome kind).
@@ -387,6 +426,15 @@ pub struct World {
     /// The edges drop a log entry they do not decode, key and all, instead of handing its key to the
     /// order: a reader then waits for a key that no read gives it (see `order_first.rs`).
     pub edge_drops_undecodable: bool,
+    /// Over the log: how many times its database was deleted and made anew. The log of generation
+    /// `g` starts at `log_bases[g]` in `log`: its key `k` is `log[log_bases[g] + k - 1]`.
+    pub log_generation: usize,
+    log_bases: Vec<usize>,
+    /// A deletion under way: the contexts whose `versionchange` it still waits for.
+    deleting: Option<std::collections::BTreeSet<usize>>,
+    /// Work on the next log that waits for the deletion (opens, reads and appends of the contexts
+    /// that have closed the old one).
+    blocked: Vec<(usize, Ev)>,
 }
 
 impl World {
@@ -429,6 +477,10 @@ impl World {
             reads: 0,
             unposted: Default::default(),
             edge_drops_undecodable: false,
+            log_generation: 0,
+            log_bases: vec![0],
+            deleting: None,
+            blocked: Vec::new(),
         }
     }
 
@@ -543,6 +595,8 @@ impl World {
             gap_until: 0,
             gap_floor: 0,
             abort_next_append: false,
+            fail_next_read: false,
+            conn_log: 0,
             retired: false,
             expected: VecDeque::new(),
             posted_seq: 0,
@@ -624,6 +678,9 @@ impl World {
             return self.violation(format!("runaway: more than {} events", self.max_steps));
         }
         self.dispatch(s.node, s.ev);
+        if self.deleting.is_some() {
+            self.finish_deletion();
+        }
         if std::mem::take(&mut self.dirty) && self.checking {
             self.check_step();
         }
@@ -649,8 +706,22 @@ impl World {
         match ev {
             Ev::Start => self.start(i),
             Ev::Dispatch { payload, life } => self.channel_dispatch(i, payload, life),
-            Ev::Append { msg, life } => self.append(i, msg, life),
-            Ev::LogRead(after) => self.log_read(i, after),
+            Ev::Append { msg, life, log } => {
+                if self.waits_for_deletion(i, log, || Ev::Append {
+                    msg: msg.clone(),
+                    life,
+                    log,
+                }) {
+                    return;
+                }
+                self.append(i, msg, life)
+            }
+            Ev::LogRead { log, after } => {
+                if self.waits_for_deletion(i, log, || Ev::LogRead { log, after }) {
+                    return;
+                }
+                self.log_read(i, after)
+            }
             Ev::StorageGlobal { key, value } => self.storage_global(i, key, value),
             Ev::Fault(f) => {
                 if !self.settling && self.nodes[i].status == Status::Running {
@@ -684,10 +755,11 @@ impl World {
             | Ev::StorageEvent { .. }
             | Ev::Client(_)
             | Ev::EndGap
-            | Ev::Aborted
-            | Ev::Committed(_)
-            | Ev::LogStarted(_)
+            | Ev::LogGap(_)
+            | Ev::Committed { .. }
+            | Ev::LogStarted { .. }
             | Ev::LogReadDone { .. }
+            | Ev::VersionChange
             | Ev::Poke
             | Ev::StorageRelay(_) => match self.nodes[i].status {
                 Status::Running => self.run(i, ev),
@@ -854,13 +926,18 @@ impl World {
                     // The edge drops a channel message it does not decode: every receiver alike.
                     Payload::Message { msg, .. } if !edge_decodes(&msg) => {}
                     Payload::Message { msg, idx } => self.deliver_message(i, &msg, idx),
-                    Payload::Entry { key, writer } => {
-                        // The carrier frame the writer's transport posts.
-                        let data = self.log[key as usize - 1].clone();
+                    Payload::Entry { log, key, writer } => {
+                        // The carrier frame the writer's transport posts (of the log it had open:
+                        // a frame of a deleted log may arrive late at readers of the new one).
+                        let data = self.log[self.log_bases[log] + key as usize - 1].clone();
                         let version = self.nodes[self.node_of(&writer).expect("a context")]
                             .node
                             .version();
-                        let frame = wire::encode_entry(&writer, version, key, LOG, &data);
+                        let identity = LOG + log as u64;
+                        let frame = wire::encode_entry(&writer, version, key, identity, &data);
+                        if log != self.log_generation {
+                            self.bump("late frames of a deleted log");
+                        }
                         if edge_decodes(&frame) {
                             self.log_event(i, |n, now| n.handle_carried(now, &frame));
                         }
@@ -868,8 +945,11 @@ impl World {
                     Payload::Relay(msg) => self.log_event(i, |n, now| n.handle_carried(now, &msg)),
                 }
             }
-            Ev::Committed(key) => {
-                let msg = self.log[key as usize - 1].clone();
+            Ev::Committed { log, .. } if log != self.nodes[i].conn_log => {
+                // Its connection to that log closed (`versionchange`): the edge hands on nothing of it.
+            }
+            Ev::Committed { log, key } => {
+                let msg = self.log[self.log_bases[log] + key as usize - 1].clone();
                 if self.edge_hands_on(&msg) {
                     self.log_event(i, |n, now| n.handle_log_entry(now, key, entry_data(&msg)));
                 }
@@ -877,20 +957,32 @@ impl World {
                 if self.carried() {
                     self.unposted.remove(&key);
                     let writer = self.nodes[i].node.member_key();
-                    self.channel_post(i, Payload::Entry { key, writer });
+                    self.channel_post(i, Payload::Entry { log, key, writer });
                 } else {
                     self.poke_others(i);
                 }
             }
-            Ev::LogStarted(last) => self.log_event(i, |n, now| {
-                n.handle_log_identity(LOG);
-                n.handle_log_started(now, last)
-            }),
-            Ev::LogReadDone { entries, floor } => {
+            Ev::LogStarted { log, last } => {
+                if log != self.nodes[i].conn_log
+                    || self.waits_for_deletion(i, log, || Ev::LogStarted { log, last })
+                {
+                    return;
+                }
+                self.log_event(i, |n, now| {
+                    n.handle_log_identity(LOG + log as u64);
+                    n.handle_log_started(now, last)
+                })
+            }
+            Ev::LogReadDone { log, .. } if log != self.nodes[i].conn_log => {}
+            Ev::LogReadDone {
+                log,
+                entries,
+                floor,
+            } => {
                 if self.now < self.nodes[i].gap_until {
                     return;
                 }
-                self.nodes[i].node.handle_log_identity(LOG);
+                self.nodes[i].node.handle_log_identity(LOG + log as u64);
                 for (key, msg) in entries {
                     if self.edge_hands_on(&msg) {
                         self.log_event(i, |n, now| n.handle_log_entry(now, key, entry_data(&msg)));
@@ -918,8 +1010,14 @@ impl World {
                 self.effects(i);
             }
             Ev::Client(action) => self.client(i, action),
-            Ev::Aborted => {
-                self.note(|| format!("ctx{i}'s append aborted"));
+            Ev::VersionChange => {
+                self.note(|| format!("ctx{i} versionchange: the log's database is being deleted"));
+                self.nodes[i].conn_log = self.log_generation + 1;
+                self.nodes[i].node.handle_missed_messages(now);
+                self.effects(i);
+            }
+            Ev::LogGap(what) => {
+                self.note(|| format!("ctx{i}'s edge reports a gap: {what}"));
                 self.nodes[i].node.handle_missed_messages(now);
                 self.effects(i);
             }
@@ -929,7 +1027,9 @@ impl World {
                     // The log was trimmed past this context while it read nothing of it: the read it
                     // makes now shows the floor.
                     self.floor = self.floor.max(self.nodes[i].gap_floor);
-                    if let Some(position) = self.nodes[i].node.log_position() {
+                    if let Some(position) = self.nodes[i].node.log_position()
+                        && self.nodes[i].conn_log == self.log_generation
+                    {
                         self.log_read(i, position);
                     }
                 } else {
@@ -1003,8 +1103,17 @@ impl World {
         if let (Some(b), Some(a)) = (before, after)
             && a > b
         {
+            let base = self.log_bases.get(self.nodes[i].conn_log).copied();
             for key in b + 1..=a {
-                let msg = self.log[key as usize - 1].clone();
+                // An entry the log it reads does not hold: a frame of another log taken for its own.
+                let Some(msg) = base
+                    .and_then(|base| self.log.get(base + key as usize - 1))
+                    .cloned()
+                else {
+                    return self.violation(format!(
+                        "ctx{i} applied key {key}, which its log does not hold (a frame of another log?)"
+                    ));
+                };
                 if self.trace.is_some() && std::env::var_os("WEBLOCKS_SIM_VERBOSE").is_some() {
                     let what = self.describe(i, &msg);
                     self.note(|| format!("ctx{i} applies log key {key}: {what}"));
@@ -1016,7 +1125,8 @@ impl World {
         if let (Some(b), Some(a)) = (before, after)
             && a > b
         {
-            self.check_expected(i, a as usize - 1);
+            let base = self.log_bases[self.nodes[i].conn_log];
+            self.check_expected(i, base + a as usize - 1);
         }
     }
 
@@ -1025,7 +1135,7 @@ impl World {
     fn read_done(&mut self, i: usize, floor: u64) {
         if self.nodes[i].node.log_position().is_some_and(|p| floor > p) {
             self.note(|| format!("ctx{i} fell behind a trim of the log to key {floor}"));
-            let idx = floor as usize - 1;
+            let idx = self.log_bases[self.log_generation] + floor as usize - 1;
             while self.nodes[i].expected.front().is_some_and(|e| e.0 <= idx) {
                 self.nodes[i].expected.pop_front();
             }
@@ -1048,13 +1158,29 @@ impl World {
     /// A read of the log from `after` runs in the database for context `i`: it sees what has committed.
     fn log_read(&mut self, i: usize, after: u64) {
         self.reads += 1;
-        let from = after.max(self.floor) as usize;
+        if std::mem::take(&mut self.nodes[i].fail_next_read) {
+            self.bump("failed reads");
+            let delay = self.rng.range(0, 2);
+            self.schedule(self.now + delay, i, Ev::LogGap("its read failed"));
+            return;
+        }
+        let base = self.log_bases[self.log_generation];
+        let from = base + after.max(self.floor) as usize;
         let entries = (from..self.log.len())
-            .map(|idx| (idx as u64 + 1, self.log[idx].clone()))
+            .map(|idx| ((idx - base) as u64 + 1, self.log[idx].clone()))
             .collect();
         let floor = self.floor;
         let delay = self.rng.range(0, 2);
-        self.schedule(self.now + delay, i, Ev::LogReadDone { entries, floor });
+        let log = self.log_generation;
+        self.schedule(
+            self.now + delay,
+            i,
+            Ev::LogReadDone {
+                log,
+                entries,
+                floor,
+            },
+        );
     }
 
     /// What the edge's farewell listener does in a `pagehide` over the log: it asks the others to append
@@ -1217,10 +1343,18 @@ impl World {
                     n.connected = true;
                     n.epoch += 1;
                     if self.over_log() {
-                        // The start read sees the log as it is now: the context's next appends come after it.
-                        let last = self.log.len() as u64;
+                        // The start read sees the log as it is now: the context's next appends come
+                        // after it. While a deletion is under way, the open waits for it.
+                        let log = self.log_generation + usize::from(self.deleting.is_some());
+                        self.nodes[i].conn_log = log;
+                        // (Over a deletion, the log it opens is the new one, made empty.)
+                        let last = if log == self.log_generation {
+                            self.log_len() + self.floor
+                        } else {
+                            0
+                        };
                         let delay = self.rng.range(0, 2);
-                        self.schedule(now + delay, i, Ev::LogStarted(last));
+                        self.schedule(now + delay, i, Ev::LogStarted { log, last });
                     }
                 }
                 Effect::CloseChannels => {
@@ -1257,11 +1391,14 @@ impl World {
                 Effect::WakeDeputy(vouch) => self.wake_deputy(vouch),
                 Effect::ReadLog { after } => {
                     let delay = self.rng.range(0, 3);
-                    self.schedule(now + delay, i, Ev::LogRead(after));
+                    let log = self.nodes[i].conn_log;
+                    self.schedule(now + delay, i, Ev::LogRead { log, after });
                 }
                 Effect::TrimLog { upto } => {
                     // js/log_channel.js deletes in a transaction of its own; a floor only rises.
-                    self.floor = self.floor.max(upto.min(self.log.len() as u64));
+                    if self.nodes[i].conn_log == self.log_generation {
+                        self.floor = self.floor.max(upto.min(self.log_len() + self.floor));
+                    }
                 }
             }
         }
@@ -1337,7 +1474,8 @@ impl World {
         let at = (now + delay).max(n.last_append);
         n.last_append = at;
         let life = n.life;
-        self.schedule(at, i, Ev::Append { msg, life });
+        let log = n.conn_log;
+        self.schedule(at, i, Ev::Append { msg, life, log });
     }
 
     fn write_storage(&mut self, i: usize, key: String, value: Option<String>) {
@@ -1383,7 +1521,7 @@ impl World {
 
     /// Log transport: the entries the log holds now (those above the floor).
     pub fn log_len(&self) -> u64 {
-        self.log.len() as u64 - self.floor
+        (self.log.len() - self.log_bases[self.log_generation]) as u64 - self.floor
     }
 
     /// Log transport: the greatest key trimmed.
@@ -1400,16 +1538,18 @@ impl World {
         if std::mem::take(&mut self.nodes[i].abort_next_append) {
             self.bump("aborted appends");
             let delay = self.rng.range(0, 2);
-            self.schedule(self.now + delay, i, Ev::Aborted);
+            self.schedule(self.now + delay, i, Ev::LogGap("its append aborted"));
             return;
         }
         let idx = self.log.len();
         self.log.push(msg.clone());
         self.longest_log = self.longest_log.max(self.log_len());
-        self.unposted.insert(idx as u64 + 1);
+        let log = self.log_generation;
+        let key = (idx - self.log_bases[log]) as u64 + 1;
+        self.unposted.insert(key);
         self.observe(idx, &msg);
         let delay = self.rng.range(0, 2);
-        self.schedule(self.now + delay, i, Ev::Committed(idx as u64 + 1));
+        self.schedule(self.now + delay, i, Ev::Committed { log, key });
     }
 
     /// Feeds a newly appended message to the observers (replicas that see the whole log at once) and
@@ -1570,7 +1710,7 @@ impl World {
             }
             Fault::Gap(d) => {
                 self.nodes[i].gap_until = now + d;
-                self.nodes[i].gap_floor = self.log.len() as u64;
+                self.nodes[i].gap_floor = self.log_len() + self.floor;
                 self.nodes[i].unresponsive.push((now, now + d, false));
                 self.bump("gaps");
                 self.schedule(now + d, i, Ev::EndGap);
@@ -1580,6 +1720,31 @@ impl World {
                 self.close(i);
             }
             Fault::AppendAborts => self.nodes[i].abort_next_append = self.over_log(),
+            Fault::ConnectionCloses => {
+                if self.over_log() && self.nodes[i].connected {
+                    // Its transactions in flight may still commit (or abort: `Fault::AppendAborts`);
+                    // the `close` event comes after them.
+                    self.bump("connections closed");
+                    let delay = self.rng.range(0, 2);
+                    self.schedule(now + delay, i, Ev::LogGap("its connection closed"));
+                }
+            }
+            Fault::ReadFails => self.nodes[i].fail_next_read = self.over_log(),
+            Fault::LogDeleted => {
+                if !self.over_log() || self.deleting.is_some() {
+                    return;
+                }
+                self.bump("logs deleted");
+                let open: std::collections::BTreeSet<usize> = (0..self.nodes.len())
+                    .filter(|&j| self.log_open(j))
+                    .collect();
+                for &j in &open {
+                    let delay = self.rng.range(0, 2);
+                    self.schedule(now + delay, j, Ev::VersionChange);
+                }
+                self.deleting = Some(open);
+                self.finish_deletion();
+            }
             Fault::Undecodable => {
                 self.bump("undecodable posts");
                 let msg = Rc::new(vec![Value::Num(0.0); wire::MAX_SLOTS + 1]);
@@ -1589,11 +1754,60 @@ impl World {
                     let at = self.now.max(n.last_append);
                     n.last_append = at;
                     let life = n.life;
-                    self.schedule(at, i, Ev::Append { msg, life });
+                    let log = n.conn_log;
+                    self.schedule(at, i, Ev::Append { msg, life, log });
                 } else {
                     self.channel_post(i, Payload::Message { msg, idx: None });
                 }
             }
+        }
+    }
+
+    /// Context `i` has the current log open: it runs (or will: stalled, frozen), connected, and has
+    /// not had the `versionchange` of a deletion under way.
+    fn log_open(&self, j: usize) -> bool {
+        let n = &self.nodes[j];
+        n.status.alive() && n.connected && n.conn_log == self.log_generation
+    }
+
+    /// Whether context `i`'s work `ev` on the log of generation `log` waits for a deletion under way
+    /// (then it is kept until the log is made anew) or is of a deleted log (then it fails: its context
+    /// had its `versionchange`). False when it runs now.
+    fn waits_for_deletion(&mut self, i: usize, log: usize, ev: impl FnOnce() -> Ev) -> bool {
+        if log < self.log_generation {
+            return true;
+        }
+        if log > self.log_generation {
+            self.blocked.push((i, ev()));
+            return true;
+        }
+        false
+    }
+
+    /// The deletion under way completes once no context has the old log open: the next open makes
+    /// the log anew (keys from 1, a new identity), and a new history starts, with observers of its own.
+    fn finish_deletion(&mut self) {
+        let Some(open) = &self.deleting else {
+            return;
+        };
+        if open.iter().any(|&j| self.log_open(j)) {
+            return;
+        }
+        self.deleting = None;
+        self.log_generation += 1;
+        self.log_bases.push(self.log.len());
+        self.floor = 0;
+        self.unposted.clear();
+        self.note(|| "the log's database is deleted; the next open makes it anew".into());
+        for o in &mut self.observers {
+            o.replica = Replica::origin(o.version);
+        }
+        for n in &mut self.nodes {
+            n.expected.clear();
+            n.gap_floor = 0;
+        }
+        for (j, ev) in std::mem::take(&mut self.blocked) {
+            self.schedule(self.now, j, ev);
         }
     }
 
