@@ -266,8 +266,10 @@ function openLog(globalObject, database, name, header, carrier, storage) {
       database.lost(db);
       return settle();
     }
-    // Where this object knows of no identity yet, it makes one: then the transaction must stay open for
-    // that request (no `commit()`), which is once per database.
+    // Where this object knows of no identity yet, it reads the log's or makes one: then the transaction
+    // must stay open for that request (no `commit()`), which is once per object. Once known, it holds for
+    // as long as this object's connection: the database cannot be deleted or made anew under an open
+    // connection without its `versionchange`, after which this object appends nothing more.
     const make = known === 0;
     let added;
     let log;
@@ -304,7 +306,7 @@ function openLog(globalObject, database, name, header, carrier, storage) {
     };
     try {
       added = transaction.objectStore('log').add({ data });
-      log = identify(transaction, make);
+      log = make ? identify(transaction, true) : { id: known };
       if (transaction.commit && !make) transaction.commit();
     } catch (e) {
       abort(transaction);

@@ -6,10 +6,11 @@
 //    error that the JavaScript engine itself throws. Reading a property of null throws a TypeError made by
 //    the engine's own intrinsic, with its `message` an own data property written by the engine (no global,
 //    no prototype, no getter of the page's is consulted), in words each engine has kept since it shipped:
-//    V8 "Cannot read property(ies) …", SpiderMonkey "… is null" or "… has no properties", JavaScriptCore
-//    "null is not an object …". Only V8 in a browser (Blink) and SpiderMonkey (Gecko) prefer the broadcast
-//    transport, where the test command checks that BroadcastChannel gives one order (assumption A1).
-//    Anything unknown prefers the log.
+//    V8 "Cannot read property(ies) …", SpiderMonkey "… is null", "null has no properties" or "can't access
+//    property … of null" (the last where the minifier has made the read one of the literal null),
+//    JavaScriptCore "null is not an object …". Only V8 in a browser (Blink) and SpiderMonkey (Gecko)
+//    prefer the broadcast transport, where the test command checks that BroadcastChannel gives one order
+//    (assumption A1). Anything unknown prefers the log.
 // 2. The origin's *record* (`agreeOnTransport`): the first context to ask writes its preference in a
 //    database of its own, in one read/write transaction; IndexedDB runs those one at a time, so every
 //    later context reads the first one's choice. A context that would take the broadcast transport adopts
@@ -59,7 +60,7 @@ export function engineFamily() {
     message = String(error.message);
   }
   if (/^Cannot read propert/.test(message)) return 'v8';
-  if (/ is null$|^null has no properties$/.test(message)) return 'spidermonkey';
+  if (/ is null$|^null has no properties$|^can't access property .+ of null$/.test(message)) return 'spidermonkey';
   if (/^null is not an object/.test(message)) return 'javascriptcore';
   return 'unknown';
 }

@@ -73,6 +73,26 @@ async function withPages(browser, queries, body) {
 /** Deletes the origin's transport record from a blank page of the origin: as on a new origin. */
 const forgetTransportOf = (browser) => forgetTransport(() => browser.newTab(`${origin}tests/e2e/fixtures/xctx_classic_page.html`));
 
+/**
+ * The origin's transport as the record holds it, read in the page `tab`: what the shipped classic script
+ * chose (the engine check runs there as the minifier left it, not as js/transport_choice.js reads).
+ */
+const recordOf = (tab) =>
+  tab.evaluate(
+    () =>
+      new Promise((resolve, reject) => {
+        const open = indexedDB.open('weblocks-transport', 1);
+        open.onerror = () => reject(open.error);
+        open.onsuccess = () => {
+          const read = open.result.transaction(['transport']).objectStore('transport').get('weblocks');
+          read.onsuccess = () => {
+            open.result.close();
+            resolve(read.result);
+          };
+        };
+      }),
+  );
+
 const run = (tab, where, op, name) => tab.evaluate(([w, o, n]) => window.run(w, o, n), [where, op, name]);
 
 /** Polls `check()` until it returns true, for up to `ms`. */
@@ -119,6 +139,7 @@ for (const { browser: label, launch, tamper, what, engine } of TAMPERED) {
       await withPages(browser, [{ tamper }], async ([tab]) => {
         assert.deepEqual(await engineOf(tab), engine, 'the engine, told whatever the page did');
         await checkOneManager(tab);
+        assert.equal(await recordOf(tab), engine.preferred, "the transport the classic script recorded");
         // Reading what tells the engine emits no deprecation report (Chromium reports them; WebKit has no
         // ReportingObserver for them).
         assert.deepEqual(await tab.evaluate(() => window.takeDeprecations()), [], 'deprecation reports');
@@ -128,12 +149,12 @@ for (const { browser: label, launch, tamper, what, engine } of TAMPERED) {
 }
 
 const BROWSERS = [
-  { label: 'Chromium', launch: launchChromium, family: 'v8' },
-  { label: 'Firefox', launch: launchFirefox, family: 'spidermonkey' },
-  { label: 'WebKit', launch: launchWebKit, family: 'javascriptcore' },
+  { label: 'Chromium', launch: launchChromium, family: 'v8', recorded: 'broadcast' },
+  { label: 'Firefox', launch: launchFirefox, family: 'spidermonkey', recorded: 'broadcast' },
+  { label: 'WebKit', launch: launchWebKit, family: 'javascriptcore', recorded: 'log' },
 ];
 
-for (const { label, launch, family } of BROWSERS) {
+for (const { label, launch, family, recorded } of BROWSERS) {
   test(`${label}: a page whose IndexedDB transactions throw rejects every request with an OperationError beside a page that locks on`, async () => {
     await withBrowser(launch, async (browser) => {
       await forgetTransportOf(browser);
@@ -141,6 +162,7 @@ for (const { label, launch, family } of BROWSERS) {
         assert.equal((await engineOf(good)).family, family, 'the engine');
         const name = `broken-${++runs}`;
         assert.equal(await run(good, 'page', 'hold', name), 'held');
+        assert.equal(await recordOf(good), recorded, 'the transport the classic script recorded');
         assert.equal(await run(broken, 'page', 'hold', name), 'OperationError', 'the broken page refuses to hold');
         assert.equal(await run(broken, 'page', 'probe', name), 'OperationError', 'and to probe');
         // Its worker and iframe have their own IndexedDB: they share the origin's manager.
