@@ -11,7 +11,7 @@ import { startServer } from './server.mjs';
 import { launch as launchWebKit } from '../../bench/lib/webkit.mjs';
 import { plainHttpHost } from '../../bench/lib/variants.mjs';
 import { compareRecordings, runTotalOrder } from './fixtures/xctx_order_run.mjs';
-import { call, checkFifo, expectEvent, expectNoEvent, fixtureUrl, makeAgreeAnew, runCycles, sleep, untilPending, untilSnapshot } from './fixtures/xctx_harness.mjs';
+import { call, checkFifo, child, expectEvent, expectNoEvent, fixtureUrl, makeAgreeAnew, runCycles, sleep, untilPending, untilSnapshot } from './fixtures/xctx_harness.mjs';
 import { expectedScenarioResults, withoutNativeApi } from './fixtures/native_style_expected.mjs';
 import { race } from './fixtures/leases_race_run.mjs';
 import { checkRemadeLog } from './fixtures/log_lifecycle_run.mjs';
@@ -59,11 +59,6 @@ async function withWindows(labels, query, body) {
   } finally {
     for (const tab of tabs) if (!tab.closed) await tab.close();
   }
-}
-
-/** The iframe or dedicated worker `label` of window `tab`, as a target of the harness's `call`. */
-function child(tab, label, clientId) {
-  return { label, clientId, evaluate: (fn, arg) => tab.evaluate(([l, f, a]) => window.evalIn(l, f, a), [label, String(fn), arg]) };
 }
 
 test('WebKit: BroadcastChannel keeps each sender\'s order, not one order across processes (weblocks does not rely on one)', async () => {
