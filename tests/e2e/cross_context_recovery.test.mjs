@@ -1,6 +1,7 @@
 // No stranded locks, in Chromium: a holder that goes away (tab closed, navigated, renderer crashed,
 // dedicated worker terminated) frees its locks for a waiter in another tab within the bounds of
-// docs/PROTOCOL.md §7 (100 ms after a close, 1 s after a crash); crashing the oldest member stops nobody.
+// docs/PROTOCOL.md §7 (100 ms after a close; after a crash, once the browser has closed the crashed page's
+// IndexedDB connections); crashing the oldest member stops nobody. A busy holder keeps its locks.
 // Frozen pages: cross_context_frozen.test.mjs.
 // Times are measured from just before the test's command (so they include CDP latency) to the waiter's grant,
 // both on this machine's wall clock. Needs the build (`npm run build`).
@@ -24,10 +25,10 @@ import {
 } from './fixtures/xctx_harness.mjs';
 
 // The bounds of docs/PROTOCOL.md §7, and what a loaded 2-core machine is allowed on top (the figures are
-// printed): 1 s after a crash, 500 ms for a page with a deputy (js/deputy.js).
+// printed). A crash is known from the evidence of the crashed page's closed connections, whether or not the
+// page has a deputy (js/deputy.js): the bound is generous, a liveness bound rather than a speed target.
 const CLOSE_BOUND_MS = 100;
-const CRASH_BOUND_MS = 1000;
-const CRASH_WITH_DEPUTY_BOUND_MS = 500;
+const CRASH_BOUND_MS = 500;
 const LOADED_MACHINE_MARGIN_MS = 150;
 
 let server;
@@ -94,7 +95,7 @@ async function scopedHolderAndWaiter(context, scope, deputy) {
   return { holder, waiter };
 }
 
-test(`holder tab crashed (CDP Page.crash): the waiter is granted within ${CRASH_WITH_DEPUTY_BOUND_MS} ms (${CRASH_BOUND_MS} ms where the page has no deputy) and only once`, async () => {
+test(`holder tab crashed (CDP Page.crash): the waiter is granted within ${CRASH_BOUND_MS} ms, with a deputy and without one, and only once`, async () => {
   for (const deputy of [true, false]) {
     const times = [];
     for (let i = 0; i < (deputy ? 3 : 1); i++) {
@@ -102,10 +103,8 @@ test(`holder tab crashed (CDP Page.crash): the waiter is granted within ${CRASH_
         const { holder, waiter } = deputy
           ? await holderAndWaiter(context, server, 'crashed')
           : await scopedHolderAndWaiter(context, `crash-${i}`, false);
-        // The bound is for a page whose deputy runs: it starts that worker when it joins, and on a loaded
-        // machine the worker's start and announcement can take a while (a fresh-clone CI run once crashed
-        // the page first, and got the 650 ms of a page without a deputy).
-        if (deputy) await sleep(300);
+        // As a holder that has held for a while: on a loaded machine the contexts' start can take a while.
+        await sleep(300);
         const start = Date.now();
         await crash(holder);
         const granted = await expectEvent(waiter, 'w', 'granted', 5000);
@@ -115,12 +114,11 @@ test(`holder tab crashed (CDP Page.crash): the waiter is granted within ${CRASH_
       });
     }
     summary(`crash -> waiter granted (${deputy ? 'with' : 'without'} a deputy)`, times);
-    const bound = deputy ? CRASH_WITH_DEPUTY_BOUND_MS : CRASH_BOUND_MS;
-    assert.ok(Math.max(...times) < bound + LOADED_MACHINE_MARGIN_MS, `max ${Math.max(...times)} ms`);
+    assert.ok(Math.max(...times) < CRASH_BOUND_MS + LOADED_MACHINE_MARGIN_MS, `max ${Math.max(...times)} ms`);
   }
 });
 
-test('a holder tab busy in a 2.5 s long task while a waiter waits keeps its lock: its deputy answers for it (without one it is presumed dead)', async () => {
+test('a holder tab busy in a 2.5 s long task while a waiter waits keeps its lock, with a deputy and without one (its open connection shows it lives)', async () => {
   for (const deputy of [true, false]) {
     await withOrigin(async (context) => {
       const { holder, waiter } = await scopedHolderAndWaiter(context, `long-task-${deputy}`, deputy);
@@ -167,7 +165,7 @@ test('the oldest member crashes: the others go on (a handoff between them is not
   });
 });
 
-test('a dedicated worker terminated while holding: the waiter in another tab is granted (presumed dead)', async () => {
+test('a dedicated worker terminated while holding: the waiter in another tab is granted (its connections are closed)', async () => {
   await withOrigin(async (context) => {
     const [page, other] = await Promise.all([openTab(context, server, 'page'), openTab(context, server, 'other')]);
     const worker = await spawnWorker(page, 'worker');
