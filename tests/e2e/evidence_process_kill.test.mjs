@@ -29,7 +29,9 @@ eachEngine(
     test(`${engine.name}: a holder window whose content process is killed (SIGKILL): the waiter in another window is granted`, async () => {
       const name = `killed-${++runs}`;
       await withWindows(env, ['holder', 'waiter'], async ([holder, waiter]) => {
-        // Which process runs which window, found before either takes part in the protocol.
+        // Which process runs which window, found before either takes part in the protocol, once the windows'
+        // loading is over (it spends CPU too).
+        await sleep(1000);
         const holderPid = await spinningProcess(holder, engine.contentProcesses, 900, spin);
         const waiterPid = await spinningProcess(waiter, engine.contentProcesses, 900, spin);
         assert.notEqual(holderPid, waiterPid, 'the holder and the waiter run in different processes');
