@@ -326,6 +326,15 @@ impl Replica {
         self.pos += 1;
     }
 
+    /// Whether `member` is the active member that joined first (the one that answers joiners first).
+    pub fn is_first_member(&self, member: &MemberKey) -> bool {
+        self.members
+            .iter()
+            .filter(|(_, m)| !m.pending)
+            .min_by_key(|(k, m)| (m.join_pos, *k))
+            .is_some_and(|(k, _)| k == member)
+    }
+
     /// Whether `member` is the one member of the history (none pending): no other context can order a
     /// lock message before one of its own without first starting a new history.
     pub fn is_sole_member(&self, member: &MemberKey) -> bool {

@@ -377,6 +377,20 @@ impl Synced {
             }
         }
         let blockers = self.replica.blockers_of(&me, &waiting_for);
+        if core.config.evidence && self.active && self.replica.is_first_member(&me) {
+            // The longest-standing member watches every other one, so that one gone while nobody
+            // waits for it leaves the history too (and a lone survivor decides alone again).
+            for (k, m) in self.replica.members() {
+                let l = self.liveness.entry(k.clone()).or_default();
+                if *k != me && m.watch != 0 && !l.watched {
+                    l.watched = true;
+                    core.emit(Effect::Watch {
+                        client: k.client.clone(),
+                        watch: m.watch,
+                    });
+                }
+            }
+        }
         for b in blockers.iter() {
             let Some(m) = self.replica.member(b) else {
                 continue;
