@@ -4,8 +4,9 @@
 // `weblocks_bg.wasm` next to the glue. Shared by the ESM entry (index.js) and the classic build.
 import init, { Engine } from '../pkg/weblocks.js';
 import { makeLogChannelFactory } from './log_channel.js';
-import { agreeOnTransport, BROADCAST, LOG } from './transport_choice.js';
+import { agreeOnTransport, ALONE, BROADCAST, LOG } from './transport_choice.js';
 import { makeDeputy } from './deputy.js';
+import { makeEvidence } from './liveness.js';
 import { createLockApi, installLockApi, theGlobal } from './lock_api.js';
 
 // Where the wasm comes from when `createWasmLockApi` is given none: the glue's default (undefined) unless
@@ -37,9 +38,12 @@ export function createWasmLockApi(wasmSource = defaultWasmSource, globalObject =
     const transport = (await Promise.all([agreeOnTransport(globalObject, undefined, onChange), initialized]))[0];
     const refusal = typeof transport === 'number' ? transport : undefined;
     const openLog = refusal !== undefined || transport === BROADCAST ? undefined : makeLogChannelFactory(globalObject, transport === LOG);
-    // The deputy speaks on BroadcastChannel: only where the others hear it (the broadcast transport, the carrier).
-    const deputy = transport === BROADCAST || transport === LOG ? makeDeputy(globalObject) : undefined;
-    engine = new Engine(clientId, sink, undefined, deputy, openLog, globalObject, openLog && openLog.wake, refusal);
+    // Evidence of life and death (js/liveness.js) wherever the context coordinates with others; where there
+    // is none (no `indexedDB.databases()`), the deputy answers for a busy page, and it speaks on
+    // BroadcastChannel: only where the others hear it (the broadcast transport, the carrier).
+    const evidence = refusal === undefined && transport !== ALONE ? makeEvidence(globalObject) : undefined;
+    const deputy = evidence === undefined && (transport === BROADCAST || transport === LOG) ? makeDeputy(globalObject) : undefined;
+    engine = new Engine(clientId, sink, undefined, deputy, openLog, globalObject, openLog && openLog.wake, refusal, evidence);
     if (refusedLater !== undefined) engine.refuse(refusedLater);
     return engine;
   }, globalObject.document);

@@ -38,6 +38,7 @@ fn env() -> JsValue {
                 js_sys::global().into(),
                 None,
                 None,
+                JsValue::UNDEFINED,
             ))
         });
     // An engine that refuses from the start, as where its origin's transport cannot be reached.
@@ -52,6 +53,7 @@ fn env() -> JsValue {
                 js_sys::global().into(),
                 None,
                 Some(2),
+                JsValue::UNDEFINED,
             ))
         });
     let env = Object::new();

@@ -26,7 +26,8 @@ use super::wire::{
 pub enum RevokeReason {
     /// Another request used `steal`.
     Stolen,
-    /// The owner was presumed dead (silent after a ping) and evicted.
+    /// The owner was found gone (its liveness database lost its last connection) or, for a context
+    /// that keeps none, presumed dead (silent after a ping) and evicted.
     Evicted,
     /// A new history began (a Genesis from a context that found no live one).
     Reset,
@@ -63,6 +64,10 @@ pub struct Member {
     pub silent: Option<MessageId>,
     /// The member's deputy has spoken for it (pingers may then wait less before evicting it).
     pub deputy: bool,
+    /// The key of the liveness database the member keeps open (its `Join`'s), 0 for none. A member
+    /// with one is removed only by its own `Leave` or on evidence that the database lost its last
+    /// connection (`Gone`), never on silence.
+    pub watch: u64,
     /// The member's own request ids → their ids in the lock manager ("gids"). Per member, so that a
     /// member's requests go with it, and a map of the same type as the scheduler's (one instantiation).
     gids: SequenceMap<u64, RequestId>,
@@ -245,7 +250,7 @@ impl Replica {
             _ => false,
         };
         match &msg.body {
-            Body::Join => self.on_join(sender, out),
+            Body::Join { watch } => self.on_join(sender, *watch, out),
             Body::Genesis => self.on_genesis(msg, out),
             Body::State(st) => self.on_state(st),
             // Only the joiner that installs the State after it reads it.
@@ -276,15 +281,31 @@ impl Replica {
                 }
             }
             // Valid only on the strength of the very ping its sender waited on: a later ping (after
-            // the target spoke again) restarts the wait.
+            // the target spoke again) restarts the wait. Never against a member that keeps a liveness
+            // database: silence says nothing of whether it lives.
             Body::Evict { target, ping, ts } => {
                 let valid = self.members.get(target).is_some_and(|t| {
                     !t.pending
+                        && t.watch == 0
                         && t.silent.as_ref() == Some(&**ping)
                         && t.frozen_until.is_none_or(|f| *ts >= f)
                 });
                 if valid {
                     self.remove_member(target, Some(RevokeReason::Evicted), out);
+                }
+            }
+            // Evidence, not a guess: the context's liveness database has no connection left, which the
+            // storage backend allows only once that context closed it or is gone (docs/PROTOCOL.md §2,
+            // A5). Valid for the membership that announced that very database.
+            Body::Gone { client, watch } => {
+                let gone = self
+                    .members
+                    .keys()
+                    .find(|k| *k.client == **client)
+                    .filter(|k| *watch != 0 && self.members[*k].watch == *watch)
+                    .cloned();
+                if let Some(target) = gone {
+                    self.remove_member(&target, Some(RevokeReason::Evicted), out);
                 }
             }
             // Recorded above, with the sender's liveness.
@@ -303,6 +324,15 @@ impl Replica {
     /// A message applied ahead came back: it takes its place in the sequence.
     pub fn count_echo(&mut self) {
         self.pos += 1;
+    }
+
+    /// Whether `member` is the active member that joined first (the one that answers joiners first).
+    pub fn is_first_member(&self, member: &MemberKey) -> bool {
+        self.members
+            .iter()
+            .filter(|(_, m)| !m.pending)
+            .min_by_key(|(k, m)| (m.join_pos, *k))
+            .is_some_and(|(k, _)| k == member)
     }
 
     /// Whether `member` is the one member of the history (none pending): no other context can order a
@@ -335,7 +365,7 @@ impl Replica {
     /// replica (it builds its replica from the State all the same). Were a rejoin
     /// active at once, a lone member could not know that nobody else may order a request before its
     /// own (the lone member's fast path, docs/PROTOCOL.md).
-    fn on_join(&mut self, sender: &MemberKey, out: &mut Vec<Outcome>) {
+    fn on_join(&mut self, sender: &MemberKey, watch: u64, out: &mut Vec<Outcome>) {
         // A context is a member in one incarnation at most (every way in keeps it so: this one, a
         // Genesis keeping members, an import refusing two).
         let mut same_client = None;
@@ -352,6 +382,7 @@ impl Replica {
             Member {
                 join_pos: self.pos,
                 pending: true,
+                watch,
                 ..Member::default()
             },
         );
@@ -366,8 +397,8 @@ impl Replica {
             .members
             .get(&msg.sender)
             .filter(|m| m.pending && !m.tainted)
-            .map(|m| m.join_pos);
-        let Some(sender_join) = valid else {
+            .map(|m| (m.join_pos, m.watch));
+        let Some((sender_join, sender_watch)) = valid else {
             self.taint_pending();
             return;
         };
@@ -380,12 +411,19 @@ impl Replica {
                     Member {
                         pending: true,
                         tainted: true,
+                        watch: m.watch,
                         ..Member::default()
                     },
                 );
             }
         }
-        members.insert(msg.sender.clone(), Member::default());
+        members.insert(
+            msg.sender.clone(),
+            Member {
+                watch: sender_watch,
+                ..Member::default()
+            },
+        );
         self.start_history(msg.id(), members);
     }
 
@@ -599,6 +637,7 @@ impl Replica {
                 frozen_until: m.frozen_until,
                 silent: m.silent.clone(),
                 deputy: m.deputy,
+                watch: m.watch,
             });
         }
         for r in self.manager.held_requests() {
@@ -629,6 +668,7 @@ impl Replica {
                 frozen_until: m.frozen_until,
                 silent: m.silent.clone(),
                 deputy: m.deputy,
+                watch: m.watch,
                 gids: SequenceMap::new(),
             };
             if m.join_pos > st.as_of_pos || r.members.insert(m.key.clone(), member).is_some() {

@@ -23,7 +23,7 @@ pub const MAGIC: &str = "weblocks";
 /// The protocol version this build speaks. Contexts of two versions never share a history
 /// (docs/PROTOCOL.md §9); a change to what any message means, or to where it takes effect, is a new
 /// version.
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// Frozen across versions (see the module docs).
 pub const KIND_JOIN: u32 = 1;
@@ -45,6 +45,7 @@ const KIND_BATCH: u32 = 13;
 /// message of this version, and retires.
 const KIND_ENTRY: u32 = 14;
 const KIND_STATE_PART: u32 = 15;
+const KIND_GONE: u32 = 16;
 
 /// The most slots of a channel message or log entry that a context decodes (the edge's cap: a longer
 /// channel message is dropped, and a longer log entry is read as one nobody can decode, which keeps
@@ -151,6 +152,8 @@ pub struct MemberRecord {
     pub silent: Option<MessageId>,
     /// A deputy (a worker of the member's page) spoke for it: its page is alive as long as it answers.
     pub deputy: bool,
+    /// The key of the member's liveness database (its `Join`'s `watch`), 0 for none.
+    pub watch: u64,
 }
 
 /// A held lock or a pending request in a state transfer. `member` indexes the transfer's member list.
@@ -193,7 +196,9 @@ pub struct StatePart {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Body {
     /// The sender joins (it becomes a pending member, admitted by a `State` or its own valid `Genesis`).
-    Join,
+    /// `watch` names the liveness database the sender keeps open for as long as it lives
+    /// (docs/PROTOCOL.md §7, "evidence"); 0 where it keeps none, and may only be presumed dead by silence.
+    Join { watch: u64 },
     /// The sender found no live history and starts a new, empty one (if valid: see the replica).
     Genesis,
     /// A state transfer for pending members.
@@ -233,6 +238,9 @@ pub enum Body {
     /// member's page is alive. `ping` is the ping it answers (when it announces itself, an id of the
     /// member's own with sequence number 0, which answers nothing).
     Vouch { ping: MessageId },
+    /// The liveness database `watch` of the context `client` lost its last connection: that context is
+    /// gone (its process ended, or it closed the database on leaving). Remove the member it announced.
+    Gone { client: Rc<str>, watch: u64 },
 }
 
 /// A message of this protocol version.
@@ -267,7 +275,7 @@ pub enum Decoded {
 
 fn kind_of(body: &Body) -> u32 {
     match body {
-        Body::Join => KIND_JOIN,
+        Body::Join { .. } => KIND_JOIN,
         Body::Genesis => KIND_GENESIS,
         Body::State(_) => KIND_STATE,
         Body::StatePart(_) => KIND_STATE_PART,
@@ -280,6 +288,7 @@ fn kind_of(body: &Body) -> u32 {
         Body::Freeze { .. } => KIND_FREEZE,
         Body::Leave => KIND_LEAVE,
         Body::Vouch { .. } => KIND_VOUCH,
+        Body::Gone { .. } => KIND_GONE,
     }
 }
 
@@ -342,7 +351,8 @@ impl Encoder {
         self.member(&message.sender);
         self.push(message.seq);
         match &message.body {
-            Body::Join | Body::Genesis | Body::Alive | Body::Leave => {}
+            Body::Genesis | Body::Alive | Body::Leave => {}
+            Body::Join { watch } => self.push(*watch),
             Body::State(s) => {
                 self.message_id(&s.history);
                 self.message_id(&s.as_of);
@@ -358,6 +368,7 @@ impl Encoder {
                             | u32::from(m.silent.is_some()) << 2
                             | u32::from(m.deputy) << 3,
                     );
+                    self.push(m.watch);
                     self.optional(m.frozen_until);
                     if let Some(ping) = &m.silent {
                         self.message_id(ping);
@@ -389,6 +400,10 @@ impl Encoder {
             }
             Body::Freeze { until } => self.push(*until),
             Body::Vouch { ping } => self.message_id(ping),
+            Body::Gone { client, watch } => {
+                self.push(&**client);
+                self.push(*watch);
+            }
         }
     }
 }
@@ -476,9 +491,9 @@ pub fn split_transmit(messages: Vec<Message>, version: u32) -> Vec<Vec<Message>>
 /// The slots of a lock record in a state transfer.
 const LOCK_SLOTS: usize = 5;
 
-/// The most slots of a member record in a state transfer (its key, join position, flags, freeze and
-/// the ping it is silent on).
-const MEMBER_SLOTS: usize = 8;
+/// The most slots of a member record in a state transfer (its key, join position, flags, liveness
+/// database, freeze and the ping it is silent on).
+const MEMBER_SLOTS: usize = 9;
 
 /// The most slots one message of a state transfer may take: it must fit in a post by itself, as a batch
 /// of one (a header and its length) if need be.
@@ -712,7 +727,7 @@ fn decode_state(c: &mut Cursor) -> StateTransfer {
     let as_of = c.message_id();
     let as_of_pos = c.u64();
     let next_gid = c.u64();
-    let n = c.count(5);
+    let n = c.count(6);
     let mut members = Vec::with_capacity(n);
     for _ in 0..n {
         let key = c.member();
@@ -721,6 +736,7 @@ fn decode_state(c: &mut Cursor) -> StateTransfer {
         if flags > 15 {
             c.bad = true;
         }
+        let watch = c.u64();
         let frozen_until = c.optional();
         let silent = (flags & 4 != 0).then(|| c.message_id());
         members.push(MemberRecord {
@@ -731,6 +747,7 @@ fn decode_state(c: &mut Cursor) -> StateTransfer {
             frozen_until,
             silent,
             deputy: flags & 8 != 0,
+            watch,
         });
     }
     let held = c.locks();
@@ -770,7 +787,7 @@ pub fn decode_versioned(values: &[Value], version: u32) -> Option<Decoded> {
         });
     }
     let body = match kind {
-        KIND_JOIN => Body::Join,
+        KIND_JOIN => Body::Join { watch: c.u64() },
         KIND_GENESIS => Body::Genesis,
         KIND_STATE => Body::State(Box::new(decode_state(&mut c))),
         KIND_STATE_PART => Body::StatePart(Box::new(StatePart {
@@ -811,6 +828,10 @@ pub fn decode_versioned(values: &[Value], version: u32) -> Option<Decoded> {
         KIND_VOUCH => Body::Vouch {
             ping: c.message_id(),
         },
+        KIND_GONE => Body::Gone {
+            client: c.name(),
+            watch: c.u64(),
+        },
         _ => return None,
     };
     (c.done() && !c.bad).then_some(Decoded::Ours(Message { sender, seq, body }))
@@ -849,7 +870,7 @@ mod tests {
             mode,
         };
         vec![
-            Body::Join,
+            Body::Join { watch: 0 },
             Body::Genesis,
             Body::State(Box::new(StateTransfer {
                 history: MessageId {
@@ -874,6 +895,7 @@ mod tests {
                             seq: 8,
                         }),
                         deputy: true,
+                        watch: 0,
                     },
                     MemberRecord {
                         key: member("b", 1),
@@ -883,6 +905,7 @@ mod tests {
                         frozen_until: None,
                         silent: None,
                         deputy: false,
+                        watch: 4_294_967_297,
                     },
                 ],
                 held: vec![
@@ -933,6 +956,11 @@ mod tests {
                     sender: member("b", 1),
                     seq: 12,
                 },
+            },
+            Body::Join { watch: 12_345 },
+            Body::Gone {
+                client: "client-a".into(),
+                watch: (1 << 53) - 1,
             },
         ]
     }
@@ -1081,16 +1109,25 @@ mod tests {
 
     #[test]
     fn header_layout_is_frozen() {
-        let v = encode(&msg(Body::Join));
+        let v = encode(&msg(Body::Genesis));
         assert_eq!(
             v,
             vec![
                 Value::Str("weblocks".into()),
                 Value::Num(f64::from(PROTOCOL_VERSION)),
-                Value::Num(1.0),
+                Value::Num(2.0),
                 Value::Str("client-a".into()),
                 Value::Num(3.0),
                 Value::Num(17.0),
+            ]
+        );
+        // A Join's body (this version's) follows the frozen header.
+        assert_eq!(
+            encode(&msg(Body::Join { watch: 5 }))[..3],
+            [
+                Value::Str("weblocks".into()),
+                Value::Num(f64::from(PROTOCOL_VERSION)),
+                Value::Num(1.0),
             ]
         );
     }

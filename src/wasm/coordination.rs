@@ -14,6 +14,7 @@ use crate::protocol::wire::{self, Message};
 use crate::protocol::{Effect, LIVE_KEY, LossReason, Participant, storage_hint};
 
 use super::channel::{Channel, Channels, decode_values, message_to_js, values_to_js};
+use super::evidence::{self, Evidence};
 use super::js_call::call;
 use super::refusal::Refusal;
 use super::sink::{
@@ -120,6 +121,11 @@ pub(super) struct Coordination {
     global: JsValue,
     /// Set, for good, once the log cannot be reached (a `fail` event): the context decides nothing more.
     refusal: Cell<Option<Refusal>>,
+    /// The evidence object (`js/liveness.js`), where the context gives evidence of life; its events'
+    /// handler; and this context's client id, under which it opens its liveness databases.
+    evidence: Option<Evidence>,
+    on_evidence: Callback,
+    client_id: String,
 }
 
 /// The events of a log channel (`js/log_channel.js`) are told apart by the first letter of their type,
@@ -153,7 +159,9 @@ impl Coordination {
         deputy: Option<Function>,
         open_channel: Option<Function>,
         global: JsValue,
+        evidence: Option<Evidence>,
     ) -> Option<Rc<Coordination>> {
+        let client_id = participant.client_id().to_owned();
         let channel = match &scope {
             Some(s) => CHANNEL.to_owned() + ":" + s,
             None => CHANNEL.to_owned(),
@@ -199,7 +207,16 @@ impl Coordination {
             flush_callback: callback(weak.clone(), |this, _| this.flush_later()),
             global,
             refusal: Cell::new(None),
+            evidence,
+            on_evidence: callback(weak.clone(), |this, event| this.on_evidence(event)),
+            client_id,
         });
+        if let Some(e) = &this.evidence {
+            e.listen(
+                this.on_evidence.as_ref().unchecked_ref(),
+                &evidence::prefix(&this.channel),
+            );
+        }
         this.install_handlers();
         if let Some(storage) = &this.storage {
             let value = storage.get_item(&this.storage_key).ok().flatten();
@@ -237,6 +254,25 @@ impl Coordination {
             IDENTITY => p.handle_log_identity(key),
             _ => p.handle_message(t, &values),
         });
+    }
+
+    /// An event of the evidence object (`js/liveness.js`): for the participant, but `fail` (this
+    /// context's liveness database cannot be opened), after which it refuses.
+    fn on_evidence(&self, event: &web_sys::Event) {
+        let kind = Reflect::get(event, &"type".into())
+            .ok()
+            .and_then(|t| t.as_string())
+            .and_then(|t| t.bytes().next())
+            .unwrap_or(0);
+        if kind == FAIL {
+            return self.refuse(Refusal::Unreachable);
+        }
+        let key = Reflect::get(event, &"key".into())
+            .ok()
+            .and_then(|k| k.as_f64())
+            .unwrap_or(0.0) as u64;
+        let data = Reflect::get(event, &"data".into()).unwrap_or(JsValue::UNDEFINED);
+        self.with_participant(|p, t| evidence::deliver(p, t, kind, key, &data));
     }
 
     /// Why this context decides nothing more, if it does.
@@ -395,6 +431,26 @@ impl Coordination {
             }
             Effect::OpenChannels => self.open_channels(),
             Effect::CloseChannels => self.close_channels(),
+            Effect::OpenAlive => {
+                if let Some(e) = &self.evidence {
+                    e.open(&self.client_id);
+                }
+            }
+            Effect::CloseAlive => {
+                if let Some(e) = &self.evidence {
+                    e.close();
+                }
+            }
+            Effect::Census => {
+                if let Some(e) = &self.evidence {
+                    e.census();
+                }
+            }
+            Effect::Watch { client, watch } => {
+                if let Some(e) = &self.evidence {
+                    e.watch(&client, watch as f64);
+                }
+            }
             Effect::ArmFarewell(farewell) => self.arm_farewell(farewell),
             Effect::Announce(vouch) => self.brief_deputy(&vouch),
             Effect::WakeDeputy(vouch) => self.wake_deputy(&vouch),

@@ -9,6 +9,8 @@ use crate::scheduler::{LockManager, LockMode, LockRequest};
 
 #[cfg(feature = "coordination")]
 use super::coordination::Coordination;
+#[cfg(feature = "coordination")]
+use super::evidence::Evidence;
 use super::refusal::Refusal;
 use super::sink::{EFFECT_SNAPSHOT, deliver, notify, refuse, snapshot_to_js};
 
@@ -56,6 +58,7 @@ impl Engine {
         global: JsValue,
         wake: Option<u32>,
         refusal: Option<u32>,
+        evidence: JsValue,
     ) -> Engine {
         if let Some(refusal) = refusal.and_then(Refusal::from_code) {
             web_sys::console::warn_1(&refusal.message().into());
@@ -73,6 +76,7 @@ impl Engine {
             open_channel,
             global,
             wake,
+            evidence,
         ) {
             Some(backend) => backend,
             None => {
@@ -230,6 +234,7 @@ impl Drop for Engine {
 
 /// The origin's one lock manager, where the global has a channel to the other contexts.
 #[cfg(feature = "coordination")]
+#[allow(clippy::too_many_arguments)]
 fn origin_backend(
     client_id: &str,
     sink: &Function,
@@ -238,7 +243,10 @@ fn origin_backend(
     open_channel: Option<Function>,
     global: JsValue,
     wake: Option<u32>,
+    evidence: JsValue,
 ) -> Option<Backend> {
+    // Where the context gives evidence of life (`js/liveness.js`), silence decides nothing.
+    let evidence = (!evidence.is_undefined()).then(|| evidence.unchecked_into::<Evidence>());
     let transport = match (&open_channel, wake) {
         (None, _) => Transport::Broadcast,
         (Some(_), Some(1)) => Transport::Log(Wake::Carrier),
@@ -247,6 +255,7 @@ fn origin_backend(
     };
     let config = Config {
         transport,
+        evidence: evidence.is_some(),
         ..Config::default()
     };
     let participant = Participant::new(client_id, config);
@@ -257,12 +266,14 @@ fn origin_backend(
         deputy,
         open_channel,
         global,
+        evidence,
     )
     .map(Backend::Origin)
 }
 
 /// Built without the protocol (only to measure its bytes): every context is alone.
 #[cfg(not(feature = "coordination"))]
+#[allow(clippy::too_many_arguments)]
 fn origin_backend(
     _: &str,
     _: &Function,
@@ -271,6 +282,7 @@ fn origin_backend(
     _: Option<Function>,
     _: JsValue,
     _: Option<u32>,
+    _: JsValue,
 ) -> Option<Backend> {
     None
 }

@@ -8,6 +8,8 @@ mod channel;
 mod coordination;
 #[cfg(target_arch = "wasm32")]
 mod engine;
+#[cfg(all(target_arch = "wasm32", feature = "coordination"))]
+mod evidence;
 #[cfg(target_arch = "wasm32")]
 mod js_call;
 #[cfg(all(target_arch = "wasm32", feature = "leases"))]

@@ -100,6 +100,9 @@ impl World {
                 .nodes
                 .iter()
                 .any(|n| n.requests.values().any(|r| r.steal && r.name == name)),
+            // With evidence, only a context that is gone loses its membership to the others: one that
+            // still runs (busy, stalled, frozen) never does.
+            LossReason::Evicted if self.env.config.evidence => false,
             LossReason::Evicted => {
                 let c = &self.env.config;
                 let slack = 2 * (self.env.delivery_max + self.env.send_max) + 2;
@@ -123,8 +126,9 @@ impl World {
             // context steps out).
             LossReason::Reset => {
                 let v = self.nodes[i].node.version();
+                let silence_counts = !self.env.config.evidence;
                 self.nodes.iter().any(|n| {
-                    n.unresponsive.iter().any(|&(s, e, _)| e - s >= 10)
+                    silence_counts && n.unresponsive.iter().any(|&(s, e, _)| e - s >= 10)
                         || n.status == Status::Crashed
                         || n.node.version() < v
                 }) || self.stat("entries dropped by an edge") > 0
@@ -241,10 +245,13 @@ impl World {
         if r.posted_as != Some(inc) && r.held_as != Some(inc) {
             return; // about an earlier sending of this request, before a rejoin
         }
-        if inc < self.nodes[i].node.member_key().incarnation && r.state == ReqState::Pending {
+        let node = &self.nodes[i].node;
+        let left = inc < node.member_key().incarnation || node.replica().is_none();
+        if left && r.state == ReqState::Pending {
             // Sent just before the context left (bfcache) and delivered to its new channel: the
             // world appends a message after its sending delay, so a channel opened meanwhile
-            // gets it (a browser's would not). The request waits to be sent again.
+            // gets it (a browser's would not). Or the context stepped out and its next Join has not
+            // gone yet (it waits for its liveness database). The request waits to be sent again.
             return;
         }
         let ok = match expect {

@@ -33,6 +33,9 @@ struct Family {
     lone: bool,
     /// What carries the messages.
     carriage: Carriage,
+    /// The contexts give evidence of life (`Config::evidence`): a liveness database each, which a
+    /// crash or close ends and a stall or freeze keeps; stalls then last up to 8 s.
+    evidence: bool,
     /// Seeds of this family are `base + k`.
     base: u64,
 }
@@ -52,7 +55,7 @@ enum Carriage {
     BroadcastOver(Delivery),
 }
 
-const FAMILIES: [Family; 8] = [
+const FAMILIES: [Family; 13] = [
     Family {
         name: "calm",
         faults: false,
@@ -60,6 +63,7 @@ const FAMILIES: [Family; 8] = [
         skew: false,
         lone: false,
         carriage: Carriage::OneOrder,
+        evidence: false,
         base: 1_000_000,
     },
     Family {
@@ -69,6 +73,7 @@ const FAMILIES: [Family; 8] = [
         skew: false,
         lone: false,
         carriage: Carriage::OneOrder,
+        evidence: false,
         base: 2_000_000,
     },
     Family {
@@ -78,6 +83,7 @@ const FAMILIES: [Family; 8] = [
         skew: false,
         lone: false,
         carriage: Carriage::OneOrder,
+        evidence: false,
         base: 3_000_000,
     },
     Family {
@@ -87,6 +93,7 @@ const FAMILIES: [Family; 8] = [
         skew: true,
         lone: false,
         carriage: Carriage::OneOrder,
+        evidence: false,
         base: 4_000_000,
     },
     Family {
@@ -96,6 +103,7 @@ const FAMILIES: [Family; 8] = [
         skew: false,
         lone: true,
         carriage: Carriage::OneOrder,
+        evidence: false,
         base: 5_000_000,
     },
     Family {
@@ -105,6 +113,7 @@ const FAMILIES: [Family; 8] = [
         skew: false,
         lone: false,
         carriage: Carriage::CarriedLog(Delivery::OwnProcessFirst),
+        evidence: false,
         base: 6_000_000,
     },
     Family {
@@ -114,6 +123,7 @@ const FAMILIES: [Family; 8] = [
         skew: true,
         lone: false,
         carriage: Carriage::CarriedLog(Delivery::SenderFifo),
+        evidence: false,
         base: 7_000_000,
     },
     Family {
@@ -123,7 +133,58 @@ const FAMILIES: [Family; 8] = [
         skew: false,
         lone: false,
         carriage: Carriage::BroadcastOver(Delivery::OwnProcessFirst),
+        evidence: false,
         base: 8_000_000,
+    },
+    Family {
+        name: "evidence: crashes and long stalls",
+        faults: true,
+        lifecycle: false,
+        skew: false,
+        lone: false,
+        carriage: Carriage::OneOrder,
+        evidence: true,
+        base: 9_000_000,
+    },
+    Family {
+        name: "evidence: freeze, bfcache, close",
+        faults: true,
+        lifecycle: true,
+        skew: false,
+        lone: false,
+        carriage: Carriage::OneOrder,
+        evidence: true,
+        base: 10_000_000,
+    },
+    Family {
+        name: "evidence: lone churner and visitors",
+        faults: true,
+        lifecycle: true,
+        skew: false,
+        lone: true,
+        carriage: Carriage::OneOrder,
+        evidence: true,
+        base: 11_000_000,
+    },
+    Family {
+        name: "evidence: WebKit's carried log",
+        faults: true,
+        lifecycle: true,
+        skew: false,
+        lone: false,
+        carriage: Carriage::CarriedLog(Delivery::OwnProcessFirst),
+        evidence: true,
+        base: 12_000_000,
+    },
+    Family {
+        name: "evidence: a sender-FIFO carried log, with a version skew",
+        faults: true,
+        lifecycle: true,
+        skew: true,
+        lone: false,
+        carriage: Carriage::CarriedLog(Delivery::SenderFifo),
+        evidence: true,
+        base: 13_000_000,
     },
 ];
 
@@ -173,6 +234,7 @@ fn build_as(seed: u64, family: Family) -> (World, u64) {
         delivery,
         config: Config {
             transport,
+            evidence: family.evidence,
             ..Config::default()
         },
     };
@@ -292,6 +354,7 @@ fn build_as(seed: u64, family: Family) -> (World, u64) {
                 2..=5 => Fault::Stall(match rng.range(0, 2) {
                     0 => rng.range(5, 100),
                     1 => rng.range(100, 500),
+                    _ if family.evidence => rng.range(500, 8000),
                     _ => rng.range(500, 1500),
                 }),
                 _ if family.lifecycle => match rng.range(0, 4) {
@@ -488,6 +551,31 @@ fn runs_over_the_log_carried_as_webkit_delivers() {
 #[test]
 fn runs_over_the_log_carried_in_any_order_the_spec_allows() {
     run_family(FAMILIES[6]);
+}
+
+#[test]
+fn evidence_runs_with_crashes_and_long_stalls() {
+    run_family(FAMILIES[8]);
+}
+
+#[test]
+fn evidence_runs_with_freeze_bfcache_and_close() {
+    run_family(FAMILIES[9]);
+}
+
+#[test]
+fn evidence_runs_with_a_lone_churner_and_visitors() {
+    run_family(FAMILIES[10]);
+}
+
+#[test]
+fn evidence_runs_over_the_log_carried_as_webkit_delivers() {
+    run_family(FAMILIES[11]);
+}
+
+#[test]
+fn evidence_runs_over_a_sender_fifo_carried_log_with_a_version_skew() {
+    run_family(FAMILIES[12]);
 }
 
 /// WebKit hands a post to the contexts of the sender's own process first, and to the others in the

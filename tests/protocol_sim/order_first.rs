@@ -212,22 +212,23 @@ fn a_key_the_log_never_gives_makes_its_reader_step_out_and_join_again() {
 }
 
 /// A context without storage (a worker) that asks for a lock while the only member, which holds it, is
-/// in a 300 ms long task hears no answer within its join wait, starts a history, and is granted the
-/// lock while the holder is still inside its callback (the holder learns of the reset when it runs
-/// again). Telling a busy member from a gone one without the storage hint is the failure detector's
-/// evidence, which this build does not have: a page's storage hint protects it (second half).
+/// in a 300 ms long task. Without evidence it hears no answer within its join wait, starts a history,
+/// and is granted the lock while the holder is still inside its callback (the holder learns of the reset
+/// when it runs again; a page's storage hint protects it only where there is storage). With evidence it
+/// finds the holder's liveness database open, waits, and is granted the lock once it is released.
 #[test]
-#[ignore = "needs evidence of a busy member that a context without storage can see; not in this build"]
-fn a_joiner_without_storage_waits_for_a_busy_holder() {
-    for storage in [false, true] {
-        let mut w = World::new(42, env(Transport::Broadcast, storage), &[PROTOCOL_VERSION]);
+fn a_joiner_waits_for_a_busy_holder_with_evidence_and_not_without() {
+    let overlap = |evidence: bool, storage: bool| {
+        let mut env = env(Transport::Broadcast, storage);
+        env.config.evidence = evidence;
+        let mut w = World::new(42, env, &[PROTOCOL_VERSION]);
         w.add_node(0, PROTOCOL_VERSION, 2);
         let late = w.add_node(1_000, PROTOCOL_VERSION, 2);
         w.client_at(0, 0, request("x", 3_000));
         w.fault_at(1_050, 0, Fault::Stall(300));
         w.client_at(1_100, late, request("x", 1_000));
         let mut overlap = None;
-        while w.now < 2_000 {
+        while w.now < 5_000 {
             w.advance(1);
             let holders = (0..2)
                 .filter(|&i| w.nodes[i].requests.get(&1).map(|r| r.state) == Some(ReqState::Held))
@@ -236,9 +237,21 @@ fn a_joiner_without_storage_waits_for_a_busy_holder() {
                 overlap.get_or_insert(w.now);
             }
         }
+        if evidence {
+            assert_eq!(w.nodes[0].requests[&1].state, ReqState::Released);
+            assert_eq!(w.nodes[late].requests[&1].state, ReqState::Released);
+        }
+        overlap
+    };
+    for storage in [false, true] {
         assert_eq!(
-            overlap, None,
+            overlap(true, storage),
+            None,
             "storage {storage}: both inside their callbacks at once"
         );
     }
+    assert!(
+        overlap(false, false).is_some(),
+        "without evidence nor storage, the joiner starts a history over the busy holder"
+    );
 }

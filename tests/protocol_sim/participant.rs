@@ -102,7 +102,7 @@ fn is_pending(w: &World, observer: usize, i: usize, id: u64) -> bool {
 fn a_first_request_joins_waits_for_an_answer_then_starts_a_history_and_is_granted() {
     let mut w = World::ideal(1, config());
     let fx = w.act(0, request("x"));
-    assert_eq!(posts(&fx), [Body::Join]);
+    assert_eq!(posts(&fx), [Body::Join { watch: 0 }]);
     assert!(
         fx.iter().position(|e| *e == Effect::OpenChannels)
             < fx.iter().position(|e| matches!(e, Effect::Transmit(_))),
@@ -119,7 +119,10 @@ fn a_first_request_joins_waits_for_an_answer_then_starts_a_history_and_is_grante
     );
     w.advance(1);
     // The Genesis made it the lone member: it decides its request alone and posts nothing more.
-    assert_eq!(posts(&w.nodes[0].recorded), [Body::Join, Body::Genesis]);
+    assert_eq!(
+        posts(&w.nodes[0].recorded),
+        [Body::Join { watch: 0 }, Body::Genesis]
+    );
     assert_eq!(engine_effects(&w.nodes[0].recorded), [Effect::Granted(1)]);
     ok(&w);
 }
@@ -215,7 +218,7 @@ fn abort_answers_from_the_local_state() {
     settle(&mut w);
     // Queued (not sent yet): removed without a message.
     let fx = w.act(1, request("x"));
-    assert_eq!(posts(&fx), [Body::Join]);
+    assert_eq!(posts(&fx), [Body::Join { watch: 0 }]);
     let fx = w.act(1, Action::Abort(1));
     assert_eq!(w.nodes[1].requests[&1].state, ReqState::Aborted);
     assert_eq!(posts(&fx), []);
@@ -552,7 +555,10 @@ fn the_back_forward_cache_gives_up_locks_and_requests_again_on_return() {
     );
     let mark = w.nodes[0].recorded.len();
     w.advance(1_000);
-    assert_eq!(posts(&w.nodes[0].recorded[mark..]), [Body::Join]);
+    assert_eq!(
+        posts(&w.nodes[0].recorded[mark..]),
+        [Body::Join { watch: 0 }]
+    );
     settle(&mut w);
     assert!(w.nodes[0].recorded.contains(&Effect::Granted(2)));
     ok(&w);
@@ -569,7 +575,7 @@ fn a_newer_version_retires_this_context() {
     let newer = Message {
         sender: MemberKey::new("future", 1),
         seq: 1,
-        body: Body::Join,
+        body: Body::Join { watch: 0 },
     };
     let mark = w.nodes[0].recorded.len();
     w.inject(encode_versioned(&newer, PROTOCOL_VERSION + 1));
@@ -601,7 +607,7 @@ fn an_older_version_joining_hears_that_a_newer_one_runs() {
     let older = Message {
         sender: MemberKey::new("past", 1),
         seq: 1,
-        body: Body::Join,
+        body: Body::Join { watch: 0 },
     };
     let mark = w.nodes[0].recorded.len();
     w.inject(encode_versioned(&older, PROTOCOL_VERSION - 1));
@@ -669,7 +675,7 @@ fn an_evicted_context_learns_it_and_sends_its_requests_again() {
     );
     let joins = posts(&w.nodes[0].recorded)
         .into_iter()
-        .filter(|b| *b == Body::Join)
+        .filter(|b| *b == Body::Join { watch: 0 })
         .count();
     assert_eq!(joins, 2, "the first join and the rejoin");
     let states = posts(&w.nodes[1].recorded)
@@ -703,7 +709,7 @@ fn a_context_that_missed_messages_steps_out_gives_up_its_locks_and_rejoins() {
     w.advance(20);
     let fx = w.nodes[0].recorded[mark..].to_vec();
     assert!(
-        posts(&fx).starts_with(&[Body::Leave, Body::Join]),
+        posts(&fx).starts_with(&[Body::Leave, Body::Join { watch: 0 }]),
         "it leaves its membership and joins again: {fx:?}"
     );
     assert!(fx.contains(&Effect::Stolen {

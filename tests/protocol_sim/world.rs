@@ -226,6 +226,27 @@ enum Ev {
     LogGap(&'static str),
     Resume,
     Show,
+    /// Evidence: the context's liveness database is open (`Effect::OpenAlive`).
+    AliveOpened {
+        watch: u64,
+    },
+    /// Evidence: the list of the origin's liveness databases (`Effect::Census`).
+    Census(Vec<(Rc<str>, u64)>),
+    /// Evidence: a liveness database the context watched lost its last connection.
+    Gone {
+        client: Rc<str>,
+        watch: u64,
+    },
+}
+
+/// Evidence: a context's liveness database, as the storage backend keeps it.
+#[derive(Debug)]
+struct AliveDb {
+    owner: usize,
+    /// Its owner's connection is open.
+    open: bool,
+    /// The contexts whose open at a newer version waits for that connection to close.
+    watchers: Vec<usize>,
 }
 
 struct Scheduled {
@@ -435,6 +456,9 @@ pub struct World {
     /// Work on the next log that waits for the deletion (opens, reads and appends of the contexts
     /// that have closed the old one).
     blocked: Vec<(usize, Ev)>,
+    /// Evidence: the origin's liveness databases by (client id, key), and the last key made.
+    alive: BTreeMap<(Rc<str>, u64), AliveDb>,
+    last_watch: u64,
 }
 
 impl World {
@@ -478,6 +502,8 @@ impl World {
             unposted: Default::default(),
             edge_drops_undecodable: false,
             log_generation: 0,
+            alive: BTreeMap::new(),
+            last_watch: 0,
             log_bases: vec![0],
             deleting: None,
             blocked: Vec::new(),
@@ -555,6 +581,8 @@ impl World {
     pub fn advance(&mut self, ms: u64) {
         let until = self.now + ms;
         self.run_until(until);
+        // Nothing left to run before then: time passes all the same.
+        self.now = self.now.max(until);
     }
 
     /// A counter of the run (0 if it never moved).
@@ -761,11 +789,18 @@ impl World {
             | Ev::LogReadDone { .. }
             | Ev::VersionChange
             | Ev::Poke
-            | Ev::StorageRelay(_) => match self.nodes[i].status {
+            | Ev::StorageRelay(_)
+            | Ev::AliveOpened { .. }
+            | Ev::Census(_)
+            | Ev::Gone { .. } => match self.nodes[i].status {
                 Status::Running => self.run(i, ev),
                 Status::Stalled | Status::Frozen => self.nodes[i].deferred.push_back(ev),
                 Status::Hidden => match ev {
-                    Ev::Client(_) => self.nodes[i].deferred.push_back(ev),
+                    // A page in the back/forward cache runs no task: its calls and the answers of
+                    // IndexedDB wait for it to be shown again.
+                    Ev::Client(_) | Ev::AliveOpened { .. } | Ev::Census(_) | Ev::Gone { .. } => {
+                        self.nodes[i].deferred.push_back(ev)
+                    }
                     Ev::StorageEvent { key, value } => self.cache_set(i, key, value),
                     _ => {}
                 },
@@ -1010,6 +1045,26 @@ impl World {
                 self.effects(i);
             }
             Ev::Client(action) => self.client(i, action),
+            Ev::AliveOpened { watch } => {
+                let client: Rc<str> = self.nodes[i].node.client_id().into();
+                if self.alive.get(&(client, watch)).is_none_or(|db| !db.open) {
+                    // Closed before the context ran again (its edge closes it on `pagehide`): the edge
+                    // opens another rather than hand the participant a database that shows nothing.
+                    self.open_alive(i);
+                    return;
+                }
+                self.nodes[i].node.handle_alive(now, watch);
+                self.effects(i);
+            }
+            Ev::Census(listed) => {
+                self.nodes[i].node.handle_census(now, listed);
+                self.effects(i);
+            }
+            Ev::Gone { client, watch } => {
+                self.note(|| format!("ctx{i} finds {client}'s liveness database {watch} closed"));
+                self.nodes[i].node.handle_gone(now, &client, watch);
+                self.effects(i);
+            }
             Ev::VersionChange => {
                 self.note(|| format!("ctx{i} versionchange: the log's database is being deleted"));
                 self.nodes[i].conn_log = self.log_generation + 1;
@@ -1394,6 +1449,20 @@ impl World {
                     let log = self.nodes[i].conn_log;
                     self.schedule(now + delay, i, Ev::LogRead { log, after });
                 }
+                Effect::OpenAlive => self.open_alive(i),
+                Effect::CloseAlive => self.close_alive(i),
+                Effect::Census => {
+                    let listed: Vec<(Rc<str>, u64)> = self.alive.keys().cloned().collect();
+                    let own = self.nodes[i].node.client_id().to_owned();
+                    for (client, watch) in &listed {
+                        if **client != *own {
+                            self.watch_alive(i, client.clone(), *watch);
+                        }
+                    }
+                    let delay = self.rng.range(0, 3);
+                    self.schedule(now + delay, i, Ev::Census(listed));
+                }
+                Effect::Watch { client, watch } => self.watch_alive(i, client, watch),
                 Effect::TrimLog { upto } => {
                     // js/log_channel.js deletes in a transaction of its own; a floor only rises.
                     if self.nodes[i].conn_log == self.log_generation {
@@ -1404,6 +1473,66 @@ impl World {
         }
         for (inc, id, expect) in decided {
             self.confirm(i, inc, id, expect, None);
+        }
+    }
+
+    /// Evidence: context `i` opens a liveness database of its own under a new key. It is open from its
+    /// request on: an open at a newer version made after it waits for it.
+    fn open_alive(&mut self, i: usize) {
+        self.last_watch += 1;
+        let watch = self.last_watch;
+        let client: Rc<str> = self.nodes[i].node.client_id().into();
+        self.alive.insert(
+            (client, watch),
+            AliveDb {
+                owner: i,
+                open: true,
+                watchers: Vec::new(),
+            },
+        );
+        let delay = self.rng.range(0, 3);
+        self.schedule(self.now + delay, i, Ev::AliveOpened { watch });
+    }
+
+    /// Evidence: context `i` opens liveness database `watch` of `client` at a newer version. It completes
+    /// once no connection to it is left (at once if there is none, or it was deleted): then `i` hears
+    /// that the context is gone, after the backend's delay.
+    fn watch_alive(&mut self, i: usize, client: Rc<str>, watch: u64) {
+        match self.alive.get_mut(&(client.clone(), watch)) {
+            Some(db) if db.open => {
+                if !db.watchers.contains(&i) {
+                    db.watchers.push(i);
+                }
+            }
+            _ => {
+                let delay = self.rng.range(1, 5);
+                self.schedule(self.now + delay, i, Ev::Gone { client, watch });
+            }
+        }
+    }
+
+    /// Evidence: the liveness database context `i` has open loses its connection (the context closed
+    /// it, or it is gone): every pending open at a newer version completes, each after the backend's
+    /// delay (tens of ms after a process ends), and the database is deleted.
+    fn close_alive(&mut self, i: usize) {
+        let keys: Vec<(Rc<str>, u64)> = self
+            .alive
+            .iter()
+            .filter(|(_, db)| db.owner == i && db.open)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let gone = !self.nodes[i].status.alive();
+        for key in keys {
+            let db = self.alive.remove(&key).expect("listed");
+            for w in db.watchers {
+                let delay = if gone {
+                    self.rng.range(5, 70)
+                } else {
+                    self.rng.range(1, 5)
+                };
+                let (client, watch) = key.clone();
+                self.schedule(self.now + delay, w, Ev::Gone { client, watch });
+            }
         }
     }
 
@@ -1665,13 +1794,18 @@ impl World {
             Fault::Crash => {
                 // The process goes, with every context in it.
                 let process = self.nodes[i].process;
-                for n in &mut self.nodes {
+                let mut crashed = Vec::new();
+                for (j, n) in self.nodes.iter_mut().enumerate() {
                     if n.process == process && n.status.alive() {
                         n.status = Status::Crashed;
                         n.life += 1;
                         n.deferred.clear();
                         n.expected.clear();
+                        crashed.push(j);
                     }
+                }
+                for j in crashed {
+                    self.close_alive(j);
                 }
             }
             Fault::Stall(d) => {
@@ -1706,6 +1840,8 @@ impl World {
             }
             Fault::CutHide(d) => {
                 self.farewell(i);
+                // The edge's own pagehide listener closes the liveness database too.
+                self.close_alive(i);
                 self.enter_cache(i, d);
             }
             Fault::Gap(d) => {
@@ -1830,6 +1966,7 @@ impl World {
         if matches!(self.env.config.transport, Transport::Log(_)) {
             n.life += 1;
         }
+        self.close_alive(i);
     }
 
     /// What the edge's farewell listener does in a `pagehide` cut short: post the node's Leave (over

@@ -25,6 +25,13 @@ pub struct Config {
     pub live_ttl: u64,
     /// Most messages a joiner buffers while it waits for a state transfer.
     pub buffer_limit: usize,
+    /// The edge gives evidence of life and death (docs/PROTOCOL.md §7, "evidence"): it keeps a liveness
+    /// database open for this context while it takes part in the protocol (`Effect::OpenAlive`), lists
+    /// the origin's (`Effect::Census`) and reports when another context's loses its last connection
+    /// (`Effect::Watch`). Then no member that keeps one is presumed dead on silence, and a joiner starts
+    /// a history only once every context that could be a member is known gone. Without it (no
+    /// IndexedDB), the timings above decide.
+    pub evidence: bool,
     /// An idle member that sees another member's request leaves (so that one can decide alone), unless
     /// it asked `query()` within this long (a page watching the origin's locks keeps its replica).
     pub query_linger: u64,
@@ -90,6 +97,7 @@ impl Default for Config {
             freeze_grace: 10_000,
             live_ttl: 2_000,
             buffer_limit: 100_000,
+            evidence: false,
             query_linger: 2_000,
             transport: Transport::Broadcast,
             log_hole_wait: 20,

@@ -100,6 +100,10 @@ pub(super) struct Core {
     out: VecDeque<Effect>,
     /// The deadline of the armed timer.
     timer: Option<u64>,
+    /// The key of this context's open liveness database (`Config::evidence`), 0 while it has none.
+    pub watch: u64,
+    /// An `Effect::OpenAlive` is under way.
+    pub opening_alive: bool,
 }
 
 impl Core {
@@ -123,6 +127,8 @@ impl Core {
             outbox: Vec::new(),
             out: VecDeque::new(),
             timer: None,
+            watch: 0,
+            opening_alive: false,
         }
     }
 

@@ -44,6 +44,25 @@ pub enum Effect {
     /// Log transport: delete the log's entries up to key `upto`, which no member of the history needs
     /// any more, and raise the floor to it (ignore failures: the log is only longer).
     TrimLog { upto: u64 },
+    /// Evidence (`Config::evidence`): open a liveness database of this context's own, under a key never
+    /// used before, and keep it open (ignoring `versionchange`) until `CloseAlive`; answer with
+    /// [`super::Participant::handle_alive`] once it is open, and call
+    /// [`super::Participant::handle_alive_lost`] if the browser closes it.
+    OpenAlive,
+    /// Evidence: close this context's liveness database and delete it. Carried out after the
+    /// `Transmit` before it (the `Leave`).
+    CloseAlive,
+    /// Evidence: list the origin's liveness databases, answer with
+    /// [`super::Participant::handle_census`], and watch each as for `Watch`.
+    Census,
+    /// Evidence: open liveness database `watch` of context `client` at a newer version (at most one such
+    /// open per database); when it completes, which the backend allows only once no connection to it
+    /// is left, call [`super::Participant::handle_gone`] and delete the database. An open that fails
+    /// is no evidence: try again later.
+    Watch {
+        client: std::rc::Rc<str>,
+        watch: u64,
+    },
     /// `localStorage.setItem(key, value)` (ignore failures).
     StorageWrite { key: &'static str, value: String },
     /// `localStorage.removeItem(key)` (ignore failures).

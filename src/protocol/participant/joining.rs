@@ -4,11 +4,14 @@
 //! joiner's that it can judge). Until then it buffers the order and runs a partial replica, which knows
 //! only the members that joined after it (docs/PROTOCOL.md §5, "Joining").
 
+use std::rc::Rc;
+
 use crate::protocol::replica::Replica;
 use crate::protocol::wire::{Body, Decoded, KIND_JOIN, Message, MessageId, StatePart};
 
 use super::config::{Transport, Wake};
 use super::core::Core;
+use super::effect::Effect;
 
 pub(super) struct Joining {
     replica: Replica,
@@ -26,6 +29,15 @@ pub(super) struct Joining {
     /// be void; it waits for a state transfer, then joins again).
     tainted_at: Option<u64>,
     genesis_sent: bool,
+    /// The Join waits for this context's liveness database to open (`Config::evidence`): a context is
+    /// announced only with the database that shows it alive.
+    deferred: bool,
+    /// Evidence: the liveness databases of the other contexts, listed after the Join came back, and
+    /// when they were asked for.
+    census: Option<Vec<(Rc<str>, u64)>>,
+    census_asked: Option<u64>,
+    /// Evidence: the liveness databases found without a connection (their contexts are gone).
+    gone: Vec<(Rc<str>, u64)>,
 }
 
 /// What a message or a deadline made of a joining context.
@@ -51,18 +63,76 @@ fn id_of(d: &Decoded) -> MessageId {
 impl Joining {
     /// Queues a `Join` of a new incarnation and waits for it to come back.
     pub fn start(core: &mut Core) -> Joining {
-        core.incarnation += 1;
-        core.send(Body::Join);
-        Joining {
+        let mut joining = Joining {
             replica: Replica::partial(core.version),
             buffer: Vec::new(),
             started: false,
-            join_seq: core.seq,
+            join_seq: 0,
             echo_at: None,
             evidence_at: None,
             tainted_at: None,
             genesis_sent: false,
+            deferred: false,
+            census: None,
+            census_asked: None,
+            gone: Vec::new(),
+        };
+        joining.post_join(core);
+        joining
+    }
+
+    /// Queues the Join of a new incarnation, announcing this context's liveness database; with
+    /// evidence and no database open yet, asks for one and waits ([`Joining::alive`]).
+    fn post_join(&mut self, core: &mut Core) {
+        if core.config.evidence && core.watch == 0 {
+            if !core.opening_alive {
+                core.opening_alive = true;
+                core.emit(Effect::OpenAlive);
+            }
+            self.deferred = true;
+            return;
         }
+        self.deferred = false;
+        core.incarnation += 1;
+        core.send(Body::Join { watch: core.watch });
+        self.join_seq = core.seq;
+    }
+
+    /// This context's liveness database is open (`core.watch`): the deferred Join goes.
+    pub fn alive(&mut self, core: &mut Core) {
+        if self.deferred {
+            self.post_join(core);
+        }
+    }
+
+    /// Evidence: the other contexts' liveness databases, as listed after this context's Join came back.
+    pub fn census(&mut self, core: &Core, listed: Vec<(Rc<str>, u64)>) {
+        let others = listed
+            .into_iter()
+            .filter(|(client, _)| *client != core.client)
+            .collect();
+        self.census = Some(others);
+    }
+
+    /// Evidence: the liveness database `watch` of `client` lost its last connection.
+    pub fn gone(&mut self, client: Rc<str>, watch: u64) {
+        self.gone.push((client, watch));
+    }
+
+    /// Evidence: whether every context listed in the census that could be a member of a live history
+    /// is known gone. A listed context whose Join came after this one's is not such a member: it can
+    /// become one only through a `State` or `Genesis` after this context's Join, which taints it (its
+    /// own Genesis is then void). Every member of a live history opened its database before posting
+    /// its Join, so one whose Join came before this context's is listed (docs/PROTOCOL.md §7).
+    fn alone(&self) -> Option<bool> {
+        let census = self.census.as_ref()?;
+        Some(census.iter().all(|(client, watch)| {
+            self.gone.iter().any(|(c, w)| c == client && w == watch)
+                || self
+                    .replica
+                    .members()
+                    .any(|(k, m)| k.client == *client && m.watch == *watch)
+        }))
     }
 
     /// Counts as a sign of a live history: a Genesis now waits `join_patience` for a state transfer.
@@ -72,9 +142,9 @@ impl Joining {
 
     /// Queues a new Join (a new incarnation), keeping what was buffered.
     fn rejoin(&mut self, core: &mut Core) {
-        core.incarnation += 1;
-        core.send(Body::Join);
-        self.join_seq = core.seq;
+        self.post_join(core);
+        self.census = None;
+        self.census_asked = None;
         self.echo_at = None;
         self.evidence_at = None;
         self.tainted_at = None;
@@ -92,7 +162,7 @@ impl Joining {
         }
         let me = core.member_key();
         let own_join = matches!(&decoded, Decoded::Ours(m)
-            if m.sender == me && m.seq == self.join_seq && matches!(m.body, Body::Join));
+            if m.sender == me && m.seq == self.join_seq && !self.deferred && matches!(m.body, Body::Join { .. }));
         if !self.started {
             if !own_join {
                 return Joined::Waiting; // before this context's Join: the state transfer will include it
@@ -111,12 +181,20 @@ impl Joining {
             {
                 return self.install(at);
             }
-            if !matches!(m.body, Body::Join | Body::Genesis) && m.sender.client != me.client {
+            if !matches!(m.body, Body::Join { .. } | Body::Genesis) && m.sender.client != me.client
+            {
                 self.evidence_at = Some(now);
             }
         }
         if own_join {
             self.echo_at = Some(now);
+            if core.config.evidence {
+                // Listed after the Join has its place: every member whose Join came before it had its
+                // database open by then.
+                self.census = None;
+                self.census_asked = Some(now);
+                core.emit(Effect::Census);
+            }
         }
         self.replica.apply_decoded(decoded, &mut Vec::new());
         if self.replica.is_complete() {
@@ -201,6 +279,28 @@ impl Joining {
         if clean {
             if self.genesis_sent {
                 return None; // its echo decides
+            }
+            if config.evidence {
+                let patience = config.join_patience;
+                // Evidence decides, not a wait: a history begins only when no context that could be
+                // its member lives. A census that never came is asked for again.
+                return match self.alone() {
+                    Some(true) => {
+                        core.send(Body::Genesis);
+                        self.genesis_sent = true;
+                        None
+                    }
+                    Some(false) => None,
+                    None => {
+                        let again = self.census_asked.unwrap_or(now) + patience;
+                        if now < again {
+                            return Some(again);
+                        }
+                        self.census_asked = Some(now);
+                        core.emit(Effect::Census);
+                        Some(now + patience)
+                    }
+                };
             }
             // A live history may answer late: give it until its storage hint expires (bounded), and
             // longer after seeing its traffic.

@@ -370,12 +370,85 @@ impl Participant {
         }
     }
 
+    // ---- evidence of life (`Config::evidence`) ---------------------------------------------------------
+
+    /// This context's liveness database is open under key `watch` (`Effect::OpenAlive`). A joiner
+    /// waiting for it posts its Join; a context that left the protocol meanwhile closes it again.
+    pub fn handle_alive(&mut self, now: u64, watch: u64) {
+        self.core.opening_alive = false;
+        if matches!(self.state, State::Detached) || self.core.lifecycle != Lifecycle::Running {
+            self.core.watch = watch;
+            self.close_alive();
+            return;
+        }
+        self.core.watch = watch;
+        if let State::Joining(j) = &mut self.state {
+            j.alive(&mut self.core);
+        }
+        self.after(now);
+    }
+
+    /// The browser closed this context's liveness database (its storage was cleared, or its storage
+    /// process ended): the others will find it gone and take its locks, so it steps out at once (its
+    /// held locks reported lost) and, if it still waits or queries, joins again with a new database.
+    pub fn handle_alive_lost(&mut self, now: u64) {
+        if self.core.watch == 0 {
+            return;
+        }
+        self.core.watch = 0;
+        if matches!(self.state, State::Detached)
+            || !matches!(self.core.lifecycle, Lifecycle::Running | Lifecycle::Frozen)
+        {
+            return;
+        }
+        self.step_out(LossReason::Evicted);
+        if !self.core.requests.is_empty() || !self.core.queries.is_empty() {
+            self.attach();
+        }
+        self.after(now);
+    }
+
+    /// The origin's liveness databases (`Effect::Census`): each context's client id and key.
+    pub fn handle_census(&mut self, now: u64, listed: Vec<(std::rc::Rc<str>, u64)>) {
+        if let State::Joining(j) = &mut self.state {
+            j.census(&self.core, listed);
+            self.after(now);
+        }
+    }
+
+    /// The liveness database `watch` of context `client` lost its last connection (`Effect::Watch`,
+    /// `Effect::Census`): that context is gone.
+    pub fn handle_gone(&mut self, now: u64, client: &str, watch: u64) {
+        match &mut self.state {
+            State::Detached => return,
+            State::Joining(j) => j.gone(client.into(), watch),
+            State::Synced(s) => s.gone(&mut self.core, client, watch),
+        }
+        self.after(now);
+    }
+
+    /// Closes this context's liveness database, if it has one.
+    fn close_alive(&mut self) {
+        if self.core.watch != 0 {
+            self.core.watch = 0;
+            self.core.emit(Effect::CloseAlive);
+        }
+    }
+
     // ---- the page's lifecycle -------------------------------------------------------------------------
 
     /// The page is being frozen: announce it, so the others keep this context's locks for
     /// `freeze_grace`.
     pub fn handle_freeze(&mut self, now: u64) {
         if self.core.lifecycle != Lifecycle::Running {
+            return;
+        }
+        if self.core.config.evidence && !self.core.has_interest() && self.core.queries.is_empty() {
+            // Its liveness database stays open while it is frozen, and a joiner waits for every
+            // member that lives: an idle one leaves rather than keep joiners waiting until it resumes.
+            self.leave();
+            self.core.lifecycle = Lifecycle::Frozen;
+            self.sync_farewell();
             return;
         }
         if self.is_active_member() {
@@ -510,6 +583,8 @@ impl Participant {
             self.core.flush();
             self.core.emit(Effect::CloseChannels);
         }
+        // After its Leave: the others then find it gone only once it has left.
+        self.close_alive();
         self.state = State::Detached;
         // Messages sent before leaving will not come back on the closed channels.
         self.core.echoed_seq = self.core.seq;
@@ -538,6 +613,7 @@ impl Participant {
         if !matches!(self.state, State::Detached) {
             self.core.emit(Effect::CloseChannels);
         }
+        self.close_alive();
         self.state = State::Detached;
         self.core.lifecycle = Lifecycle::Retired;
         for q in std::mem::take(&mut self.core.queries) {
@@ -775,7 +851,11 @@ impl Participant {
     /// Once a membership is active, its announcement for the page's deputy: a `Vouch` of sequence number
     /// 0 that answers no ping.
     fn sync_announcement(&mut self) {
-        if !self.is_active_member() || self.announced == Some(self.core.incarnation) {
+        // With evidence, silence evicts nobody: there is nothing for a deputy to answer.
+        if self.core.config.evidence
+            || !self.is_active_member()
+            || self.announced == Some(self.core.incarnation)
+        {
             return;
         }
         self.announced = Some(self.core.incarnation);
@@ -867,7 +947,9 @@ impl Participant {
     /// once it is not, the hint expires by itself (and goes when the context leaves, see `leave`).
     /// Returns when to renew.
     fn live_policy(&mut self, now: u64) -> Option<u64> {
-        let interest = self.core.has_interest() && self.is_active_member();
+        // With evidence, joiners learn who lives from the census, not from the hint.
+        let interest =
+            self.core.has_interest() && self.is_active_member() && !self.core.config.evidence;
         let core = &mut self.core;
         let half = core.config.live_ttl / 2;
         if interest {

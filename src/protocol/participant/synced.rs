@@ -51,6 +51,8 @@ struct Liveness {
     /// A ping or an eviction of the member that this context queued has not taken effect yet.
     ping_posted: bool,
     evict_posted: bool,
+    /// Evidence: this context asked its edge to watch the member's liveness database.
+    watched: bool,
     /// This pending member was answered with a State (meaningless once it is not pending: a member
     /// never becomes pending again under the same key).
     answered: bool,
@@ -143,7 +145,12 @@ impl Synced {
                 }
                 self.members_changed |= matches!(
                     m.body,
-                    Body::Join | Body::Genesis | Body::State(_) | Body::Leave | Body::Evict { .. }
+                    Body::Join { .. }
+                        | Body::Genesis
+                        | Body::State(_)
+                        | Body::Leave
+                        | Body::Evict { .. }
+                        | Body::Gone { .. }
                 );
                 // Another member's request reaching an idle context: it may make way. Messages arrive
                 // in tasks, never between a release and the next request of a loop, so a busy context
@@ -299,8 +306,32 @@ impl Synced {
         earliest(next, liveness)
     }
 
-    /// Liveness: pings a blocker silent for `ping_interval` and evicts it if the ping goes unanswered
-    /// for `evict_after` (and its announced freeze, if any, is over). Returns the next deadline.
+    /// Evidence: the liveness database `watch` of `client` lost its last connection. If it is that of a
+    /// member of the history, the context is gone: say so, once, for every replica to remove it.
+    pub fn gone(&mut self, core: &mut Core, client: &str, watch: u64) {
+        let Some(key) = self
+            .replica
+            .members()
+            .find(|(k, m)| *k.client == *client && m.watch == watch && watch != 0)
+            .map(|(k, _)| k.clone())
+        else {
+            return;
+        };
+        let l = self.liveness.entry(key).or_default();
+        if !l.evict_posted {
+            l.evict_posted = true;
+            core.send(Body::Gone {
+                client: client.into(),
+                watch,
+            });
+        }
+    }
+
+    /// Liveness. A blocker that keeps a liveness database is watched (`Effect::Watch`), once, and is
+    /// removed only on the evidence that comes of it ([`Synced::gone`]): however long it stays silent,
+    /// it may be busy, throttled or suspended. Any other blocker is pinged once silent for
+    /// `ping_interval`, and evicted if the ping goes unanswered for `evict_after` (and its announced
+    /// freeze, if any, is over). Returns the next deadline.
     ///
     /// Finding the blockers costs a pass over this context's requests and the held locks, so it is not
     /// redone after every event of a bulk: only when the origin's state or this context's requests
@@ -346,11 +377,35 @@ impl Synced {
             }
         }
         let blockers = self.replica.blockers_of(&me, &waiting_for);
+        if core.config.evidence && self.active && self.replica.is_first_member(&me) {
+            // The longest-standing member watches every other one, so that one gone while nobody
+            // waits for it leaves the history too (and a lone survivor decides alone again).
+            for (k, m) in self.replica.members() {
+                let l = self.liveness.entry(k.clone()).or_default();
+                if *k != me && m.watch != 0 && !l.watched {
+                    l.watched = true;
+                    core.emit(Effect::Watch {
+                        client: k.client.clone(),
+                        watch: m.watch,
+                    });
+                }
+            }
+        }
         for b in blockers.iter() {
             let Some(m) = self.replica.member(b) else {
                 continue;
             };
             let l = self.liveness.entry(b.clone()).or_default();
+            if m.watch != 0 {
+                if !l.watched {
+                    l.watched = true;
+                    core.emit(Effect::Watch {
+                        client: b.client.clone(),
+                        watch: m.watch,
+                    });
+                }
+                continue;
+            }
             let due = if let Some(ping) = &m.silent {
                 if l.evict_posted {
                     continue;

@@ -47,10 +47,10 @@ impl Feed {
     /// A history started by `first` with `others` admitted through a state transfer.
     fn with_members(first: &str, others: &[&str]) -> Self {
         let mut f = Feed::origin();
-        f.send(&key(first), Body::Join);
+        f.send(&key(first), Body::Join { watch: 0 });
         f.send(&key(first), Body::Genesis);
         for o in others {
-            f.send(&key(o), Body::Join);
+            f.send(&key(o), Body::Join { watch: 0 });
         }
         if !others.is_empty() {
             let st = f.r.export(f.last_id(&key(others[others.len() - 1])));
@@ -91,7 +91,7 @@ fn revoked(who: &str, id: u64, reason: RevokeReason) -> Outcome {
 #[test]
 fn a_genesis_from_an_unanswered_joiner_starts_a_history() {
     let mut f = Feed::origin();
-    f.send(&key("a"), Body::Join);
+    f.send(&key("a"), Body::Join { watch: 0 });
     assert!(f.r.member(&key("a")).unwrap().pending);
     f.send(&key("a"), Body::Genesis);
     assert_eq!(f.r.history(), &f.last_id(&key("a")));
@@ -102,9 +102,9 @@ fn a_genesis_from_an_unanswered_joiner_starts_a_history() {
 #[test]
 fn the_first_genesis_wins_and_later_ones_are_void() {
     let mut f = Feed::origin();
-    f.send(&key("b"), Body::Join);
-    f.send(&key("a"), Body::Join);
-    f.send(&key("c"), Body::Join);
+    f.send(&key("b"), Body::Join { watch: 0 });
+    f.send(&key("a"), Body::Join { watch: 0 });
+    f.send(&key("c"), Body::Join { watch: 0 });
     f.send(&key("a"), Body::Genesis);
     let history = f.r.history().clone();
     // b joined before a: a's history does not know it; c joined after: it waits for a state transfer.
@@ -121,10 +121,10 @@ fn the_first_genesis_wins_and_later_ones_are_void() {
 #[test]
 fn a_genesis_after_a_state_is_void() {
     let mut f = Feed::with_members("a", &[]);
-    f.send(&key("b"), Body::Join);
+    f.send(&key("b"), Body::Join { watch: 0 });
     let st = f.r.export(MessageId::origin());
     // A State of the current history admits b; another joiner is only tainted by it.
-    f.send(&key("c"), Body::Join);
+    f.send(&key("c"), Body::Join { watch: 0 });
     let mut earlier = st.clone();
     earlier.as_of_pos = f.r.member(&key("b")).unwrap().join_pos;
     f.send(&key("a"), Body::State(Box::new(earlier)));
@@ -139,7 +139,7 @@ fn a_genesis_after_a_state_is_void() {
 #[test]
 fn a_state_of_another_history_only_taints() {
     let mut f = Feed::with_members("a", &[]);
-    f.send(&key("b"), Body::Join);
+    f.send(&key("b"), Body::Join { watch: 0 });
     let mut st = f.r.export(f.last_id(&key("b")));
     st.history = MessageId {
         sender: key("z"),
@@ -237,7 +237,7 @@ fn a_duplicate_request_id_is_ignored() {
 fn strangers_and_pending_members_cannot_request() {
     let mut f = Feed::with_members("a", &[]);
     assert_eq!(f.request("stranger", 1, "x", LockMode::Exclusive), []);
-    f.send(&key("p"), Body::Join);
+    f.send(&key("p"), Body::Join { watch: 0 });
     assert_eq!(f.request("p", 1, "x", LockMode::Exclusive), []);
     // A message of an older incarnation of a member is a stranger's too.
     let old = MemberKey::new("a", 0);
@@ -385,7 +385,7 @@ fn a_leave_releases_at_once_and_a_rejoin_replaces_the_old_incarnation() {
     assert_eq!(f.send(&key("a"), Body::Leave), [granted("b", 1)]);
     assert!(f.r.member(&key("a")).is_none());
     let b2 = MemberKey::new("b", 2);
-    f.send(&b2, Body::Join);
+    f.send(&b2, Body::Join { watch: 0 });
     assert!(f.r.member(&key("b")).is_none());
     assert!(
         f.r.member(&b2).unwrap().pending,
@@ -426,8 +426,8 @@ fn a_partial_replica_knows_only_later_joiners() {
         seq,
         body,
     };
-    r.apply(&msg("me", 1, Body::Join), &mut out);
-    r.apply(&msg("later", 1, Body::Join), &mut out);
+    r.apply(&msg("me", 1, Body::Join { watch: 0 }), &mut out);
+    r.apply(&msg("later", 1, Body::Join { watch: 0 }), &mut out);
     // A Genesis from a context that joined before me: I cannot judge it, it only taints me.
     r.apply(&msg("earlier", 2, Body::Genesis), &mut out);
     assert!(!r.is_complete());
@@ -438,8 +438,8 @@ fn a_partial_replica_knows_only_later_joiners() {
     assert!(out.is_empty());
 
     let mut r = Replica::partial(V);
-    r.apply(&msg("me", 1, Body::Join), &mut out);
-    r.apply(&msg("later", 1, Body::Join), &mut out);
+    r.apply(&msg("me", 1, Body::Join { watch: 0 }), &mut out);
+    r.apply(&msg("later", 1, Body::Join { watch: 0 }), &mut out);
     r.apply(&msg("later", 2, Body::Genesis), &mut out);
     assert!(
         r.is_complete(),

@@ -1,0 +1,175 @@
+// Evidence of life and death (docs/PROTOCOL.md §7, "evidence"): what lets the protocol remove a member
+// only once it is gone, and lets a joiner know whether any member lives, without reading silence.
+//
+// Each context that takes part in the protocol keeps a database of its own open, `<prefix><client id>:<key>`
+// at version 1, under a key it never used before, and ignores `versionchange` on it. Another context that
+// wants to know when it is gone opens that database at version 2: IndexedDB keeps that open pending while
+// any connection at version 1 is open, and completes it (`upgradeneeded`, or `success` where another
+// watcher already upgraded it) once none is left. The storage backend runs outside the page and closes a
+// context's connections when the context ends: closed, navigated away, its process crashed or killed, a
+// worker terminated; never while it lives, however busy, throttled or frozen (assumption A5, checked by
+// tests/e2e/connection_liveness*.test.mjs in each engine). So a completed open is evidence; an open that
+// fails is none (it is tried again later). The watcher deletes the database once it has its evidence.
+//
+// A joiner lists the databases (`indexedDB.databases()`) to learn which contexts may be members, and watches
+// each. Where the engine has no `databases()` (Chrome before 71, Safari before 14, Firefox before 126), there
+// is no evidence here: the protocol's timings decide, as without IndexedDB.
+//
+// The edge talks to one object per context: `listen(handler, prefix)` once, then `open(clientId)`, `close()`,
+// `census()`, `watch(clientId, key)`. Events `{ type, key, data }` reach the handler, each in a task or
+// microtask of its own, never within the call that caused it: `alive` (this context's database is open;
+// `key` its key), `lost` (the browser closed it), `known` (`data`: client id and key of each database
+// listed), `dead` (`data`: the client id and key of a database that lost its last connection), `fail` (this
+// context's database cannot be opened: the context refuses requests).
+
+import { theGlobal } from './lock_api.js';
+
+/** The waits before each attempt to open this context's database (the first at once); then it fails. */
+const OPEN_BACKOFF_MS = [0, 100, 400, 1600];
+/** The wait before a watch whose open failed is made again. */
+const WATCH_RETRY_MS = 1000;
+
+/** The evidence object of a global, or undefined where it cannot give evidence. */
+export function makeEvidence(globalObject = theGlobal) {
+  const { indexedDB } = globalObject;
+  if (typeof indexedDB !== 'object' || indexedDB === null || typeof indexedDB.databases !== 'function') return undefined;
+  let handler = () => {};
+  let prefix = '';
+  // This context's open database (`{ db, name }`), and whether the page is in the back/forward cache.
+  let own = null;
+  let hidden = false;
+  // The databases this context watches, and those it found without a connection.
+  const watching = new Set();
+  const dead = new Set();
+  const emit = (type, key, data) => handler({ type, key, data });
+  const remove = (name) => {
+    try {
+      indexedDB.deleteDatabase(name);
+    } catch (e) {
+      // Left for a later census to collect.
+    }
+  };
+  const closeOwn = () => {
+    if (own !== null) {
+      own.db.close();
+      remove(own.name);
+      own = null;
+    }
+  };
+  // The client id this context opens its databases under, while an open is under way (else null).
+  let ownClient = null;
+  let opening = null;
+  const open = (clientId, attempt = 0) => {
+    ownClient = clientId;
+    const key = 1 + Math.floor(Math.random() * 2 ** 52);
+    const name = prefix + clientId + ':' + key;
+    const again = () => {
+      if (attempt < OPEN_BACKOFF_MS.length - 1) setTimeout(() => open(clientId, attempt + 1), OPEN_BACKOFF_MS[attempt + 1]);
+      else emit('fail');
+    };
+    let request;
+    try {
+      request = indexedDB.open(name, 1);
+    } catch (e) {
+      return again();
+    }
+    opening = clientId;
+    request.onerror = again;
+    request.onsuccess = () => {
+      const db = request.result;
+      if (hidden) {
+        // Opened while the page went into the back/forward cache: one made when it is shown again.
+        db.close();
+        remove(name);
+        return;
+      }
+      opening = null;
+      own = { db, name };
+      // Another context's open at version 2 waits for this connection: that is what it is for.
+      db.onversionchange = () => {};
+      db.onclose = () => {
+        if (own !== null && own.db === db) {
+          own = null;
+          emit('lost');
+        }
+      };
+      emit('alive', key);
+    };
+  };
+  const watch = (clientId, key) => {
+    const name = prefix + clientId + ':' + key;
+    if (dead.has(name)) return Promise.resolve().then(() => emit('dead', 0, [clientId, key]));
+    if (watching.has(name)) return;
+    watching.add(name);
+    let upgraded = false;
+    const gone = () => {
+      watching.delete(name);
+      dead.add(name);
+      remove(name);
+      emit('dead', 0, [clientId, key]);
+    };
+    const retry = () => {
+      watching.delete(name);
+      setTimeout(() => watch(clientId, key), WATCH_RETRY_MS);
+    };
+    let request;
+    try {
+      request = indexedDB.open(name, 2);
+    } catch (e) {
+      return retry();
+    }
+    request.onupgradeneeded = () => {
+      upgraded = true;
+    };
+    request.onsuccess = () => {
+      request.result.close();
+      gone();
+    };
+    request.onerror = () => (upgraded ? gone() : retry());
+  };
+  // A page entering the back/forward cache closes its database from a listener of its own, which runs
+  // even where the participant's `pagehide` is cut short; shown again, it opens a new one if it was
+  // opening one.
+  if (typeof globalObject.addEventListener === 'function') {
+    globalObject.addEventListener(
+      'pagehide',
+      (event) => {
+        if (event.persisted) {
+          hidden = true;
+          closeOwn();
+        }
+      },
+      true,
+    );
+    globalObject.addEventListener('pageshow', () => {
+      hidden = false;
+      if (opening !== null) open(opening);
+    });
+  }
+  return {
+    listen(listener, namePrefix) {
+      handler = listener;
+      prefix = namePrefix;
+    },
+    open: (clientId) => open(clientId),
+    close: closeOwn,
+    census() {
+      indexedDB.databases().then(
+        (list) => {
+          const data = [];
+          for (const { name } of list) {
+            const parts = typeof name === 'string' && name.startsWith(prefix) ? name.slice(prefix.length).split(':') : [];
+            const key = Number(parts[1]);
+            if (parts.length === 2 && key > 0 && Number.isSafeInteger(key)) {
+              data.push(parts[0], key);
+              if (parts[0] !== ownClient) watch(parts[0], key);
+            }
+          }
+          emit('known', 0, data);
+        },
+        () => {},
+      );
+    },
+    watch,
+  };
+}

@@ -1,0 +1,64 @@
+//! The edge of the evidence of life and death (`js/liveness.js`, docs/PROTOCOL.md §7): the participant's
+//! liveness database, the census of the origin's, and the watches of other contexts' databases.
+
+use js_sys::Function;
+use wasm_bindgen::prelude::*;
+
+use crate::protocol::Participant;
+use crate::protocol::wire::Value;
+
+use super::channel::decode_values;
+
+#[wasm_bindgen]
+extern "C" {
+    /// A context's evidence object (`makeEvidence` in `js/liveness.js`).
+    pub(super) type Evidence;
+    /// Once, before anything else: where its events go, and the prefix of the databases' names.
+    #[wasm_bindgen(method)]
+    pub(super) fn listen(this: &Evidence, handler: &Function, prefix: &str);
+    /// Opens a liveness database of this context's own under a new key (an `alive` event, or `fail`).
+    #[wasm_bindgen(method)]
+    pub(super) fn open(this: &Evidence, client_id: &str);
+    /// Closes this context's liveness database, and deletes it.
+    #[wasm_bindgen(method)]
+    pub(super) fn close(this: &Evidence);
+    /// Lists the origin's liveness databases (a `known` event) and watches each.
+    #[wasm_bindgen(method)]
+    pub(super) fn census(this: &Evidence);
+    /// Watches liveness database `key` of context `client_id` (a `dead` event once it has no
+    /// connection).
+    #[wasm_bindgen(method)]
+    pub(super) fn watch(this: &Evidence, client_id: &str, key: f64);
+}
+
+/// The prefix of the liveness databases' names of the contexts that coordinate on `channel`.
+pub(super) fn prefix(channel: &str) -> String {
+    channel.replacen("weblocks", "weblocks-alive", 1) + ":"
+}
+
+/// What an event of the evidence object tells the participant, by the first letter of its type:
+/// `alive`, `lost`, `known`, `dead`; `fail` is for the edge (the context refuses).
+pub(super) fn deliver(
+    p: &mut Participant,
+    now: u64,
+    kind: u8,
+    key: u64,
+    data: &wasm_bindgen::JsValue,
+) {
+    let values = decode_values(data).unwrap_or_default();
+    let pairs = values.chunks_exact(2).filter_map(|pair| match pair {
+        [Value::Str(client), Value::Num(key)] => Some((client.clone(), *key as u64)),
+        _ => None,
+    });
+    match kind {
+        b'a' => p.handle_alive(now, key),
+        b'l' => p.handle_alive_lost(now),
+        b'k' => p.handle_census(now, pairs.map(|(c, k)| (c.into(), k)).collect()),
+        b'd' => {
+            for (client, key) in pairs {
+                p.handle_gone(now, &client, key);
+            }
+        }
+        _ => {}
+    }
+}
