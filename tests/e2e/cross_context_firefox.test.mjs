@@ -111,7 +111,7 @@ test('Firefox: a holder tab busy in a 2.5 s long task while a waiter waits keeps
         await expectEvent(holder, 'h', 'granted');
         await call(waiter, 'request', 'w', 'x');
         await untilPending(waiter, 'x', 1);
-        await checkLongTask(holder, waiter, deputy);
+        await checkLongTask(holder, waiter, { deputy, evidence: true });
       },
       query,
     );
