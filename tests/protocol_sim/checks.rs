@@ -497,6 +497,11 @@ impl World {
             if n.status != Status::Running || n.retired || n.queries_answered.is_empty() {
                 continue;
             }
+            // A new history began after the query was asked (a joiner that heard no member in time,
+            // where there is no evidence): the answer was the origin's state when it was asked.
+            if n.queried_in.as_ref() != Some(self.observer_of(n.node.version()).history()) {
+                continue;
+            }
             let got = normalize(n.queries_answered.last().expect("answered"));
             let want = normalize(&self.observer_of(n.node.version()).snapshot());
             if got != want {

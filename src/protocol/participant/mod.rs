@@ -881,7 +881,11 @@ impl Participant {
         let idle = !core.has_interest() && core.queries.is_empty();
         let linger = core.config.query_linger;
         let lingering = core.queried_at.is_some_and(|t| now < t + linger);
-        let polls = core.config.transport == Transport::Log(Wake::Polls)
+        // Over the log without a carrier, an idle member hears a worker's Join only at its next poll,
+        // and it polls only while busy: with evidence, such a joiner waits for every member that
+        // lives, so an idle document leaves too, as a worker does.
+        let polls = (core.config.transport == Transport::Log(Wake::Polls)
+            || (core.config.evidence && core.config.transport == Transport::Log(Wake::Pokes)))
             && matches!(self.state, State::Synced(_));
         let idle_since = if idle && polls {
             *self.idle_since.get_or_insert(now)
@@ -892,7 +896,8 @@ impl Participant {
         let linger_end = (idle_since + linger).max(core.queried_at.map_or(0, |t| t + linger));
         let saw_request = std::mem::take(&mut core.saw_request);
         if !idle || lingering {
-            return (idle && polls).then_some(linger_end);
+            // A query answered after this (in the same event) leaves it idle: look again then.
+            return (polls && !core.has_interest()).then_some(linger_end);
         }
         let me = core.member_key();
         let mut others = false;
