@@ -132,6 +132,7 @@ impl World {
                         || n.status == Status::Crashed
                         || n.node.version() < v
                 }) || self.stat("entries dropped by an edge") > 0
+                    || self.stat("gaps") > 0
                     || self.stat("aborted appends") > 0
                     || self.stat("connections closed") > 0
                     || self.stat("failed reads") > 0

@@ -746,6 +746,20 @@ impl Participant {
             && m.sender.client == self.core.client
             && m.seq != 0
         {
+            // A member's own messages come back in the order it sent them, each once (A2, A1′): one
+            // that comes back past a message it has not seen means that one was lost (over the log, an
+            // append that aborted, whose gap is told later). Its replica lacks what it sent, so its
+            // answers would too: it steps out now, as for any gap.
+            if m.seq > self.core.echoed_seq + 1
+                && m.seq <= self.core.seq
+                && matches!(self.state, State::Synced(_))
+            {
+                self.step_out(LossReason::Reset);
+                if !self.core.requests.is_empty() || !self.core.queries.is_empty() {
+                    self.attach();
+                }
+                return;
+            }
             self.core.echoed_seq = self.core.echoed_seq.max(m.seq);
         }
         if let Decoded::Foreign { version, .. } = &decoded
