@@ -11,9 +11,13 @@
 // tests/e2e/connection_liveness*.test.mjs in each engine). So a completed open is evidence; an open that
 // fails is none (it is tried again later). The watcher deletes the database once it has its evidence.
 //
-// A joiner lists the databases (`indexedDB.databases()`) to learn which contexts may be members, and watches
-// each. Where the engine has no `databases()` (Chrome before 71, Safari before 14, Firefox before 126), there
-// is no evidence here: the protocol's timings decide, as without IndexedDB.
+// A joiner reads the origin's register of these databases to learn which contexts may be members, and
+// watches each. The register is a database of its own, `<prefix>` with one store `alive` whose keys are the
+// names: a context adds its name, in a read/write transaction, once its database is open and before it says
+// it joins, and takes it out when it closes it; a watcher takes out the name of one it found gone. Its
+// transactions run one at a time (A1′), so a joiner that reads it after its `Join` came back sees every
+// member that joined before it. (`indexedDB.databases()` would list the names too, but a page script can
+// delete it from its realm, and engines before Chrome 71, Firefox 126 and Safari 14 lack it.)
 //
 // The edge talks to one object per context: `listen(handler, prefix)` once, then `open(clientId)`, `close()`,
 // `census()`, `watch(clientId, key)`. Events `{ type, key, data }` reach the handler, each in a task or
@@ -32,7 +36,7 @@ const WATCH_RETRY_MS = 1000;
 /** The evidence object of a global, or undefined where it cannot give evidence. */
 export function makeEvidence(globalObject = theGlobal) {
   const { indexedDB } = globalObject;
-  if (typeof indexedDB !== 'object' || indexedDB === null || typeof indexedDB.databases !== 'function') return undefined;
+  if (typeof indexedDB !== 'object' || indexedDB === null) return undefined;
   let handler = () => {};
   let prefix = '';
   // This context's open database (`{ db, name }`), and whether the page is in the back/forward cache.
@@ -42,7 +46,43 @@ export function makeEvidence(globalObject = theGlobal) {
   const watching = new Set();
   const dead = new Set();
   const emit = (type, key, data) => handler({ type, key, data });
+  // The register, opened once and kept open: `register(mode, operation, done)` runs `operation(store)` in a
+  // transaction of that mode, then `done(ok)`; it fails (`done(false)`) where the register cannot be opened.
+  let registerDb = null;
+  const register = (mode, operation, done = () => {}) => {
+    const run = (db) => {
+      try {
+        const transaction = db.transaction(['alive'], mode);
+        operation(transaction.objectStore('alive'));
+        transaction.oncomplete = () => done(true);
+        transaction.onabort = () => done(false);
+      } catch (e) {
+        registerDb = null;
+        done(false);
+      }
+    };
+    if (registerDb !== null) return run(registerDb);
+    let request;
+    try {
+      request = indexedDB.open(prefix, 1);
+    } catch (e) {
+      return done(false);
+    }
+    request.onupgradeneeded = () => request.result.createObjectStore('alive');
+    request.onerror = () => done(false);
+    request.onsuccess = () => {
+      const db = request.result;
+      // Another version's upgrade, or the browser closing it: opened again at the next use.
+      db.onversionchange = db.onclose = () => {
+        db.close();
+        if (registerDb === db) registerDb = null;
+      };
+      registerDb = db;
+      run(db);
+    };
+  };
   const remove = (name) => {
+    register('readwrite', (store) => store.delete(name));
     try {
       indexedDB.deleteDatabase(name);
     } catch (e) {
@@ -83,8 +123,6 @@ export function makeEvidence(globalObject = theGlobal) {
         remove(name);
         return;
       }
-      opening = null;
-      own = { db, name };
       // Another context's open at version 2 waits for this connection: that is what it is for.
       db.onversionchange = () => {};
       db.onclose = () => {
@@ -93,7 +131,21 @@ export function makeEvidence(globalObject = theGlobal) {
           emit('lost');
         }
       };
-      emit('alive', key);
+      // In the register before the context says it joins (the participant posts its Join on `alive`).
+      register(
+        'readwrite',
+        (store) => store.put(1, name),
+        (ok) => {
+          if (!ok) {
+            db.close();
+            remove(name);
+            return again();
+          }
+          opening = null;
+          own = { db, name };
+          emit('alive', key);
+        },
+      );
     };
   };
   const watch = (clientId, key) => {
@@ -154,10 +206,25 @@ export function makeEvidence(globalObject = theGlobal) {
     open: (clientId) => open(clientId),
     close: closeOwn,
     census() {
-      indexedDB.databases().then(
-        (list) => {
+      let names;
+      register(
+        'readonly',
+        (store) => {
+          // A cursor rather than `getAllKeys()`, which engines before IndexedDB 2.0 lack.
+          names = [];
+          const request = store.openCursor();
+          request.onsuccess = () => {
+            const cursor = request.result;
+            if (cursor) {
+              names.push(cursor.key);
+              cursor.continue();
+            }
+          };
+        },
+        (ok) => {
+          if (!ok || !Array.isArray(names)) return; // no census: the participant asks again later
           const data = [];
-          for (const { name } of list) {
+          for (const name of names) {
             const parts = typeof name === 'string' && name.startsWith(prefix) ? name.slice(prefix.length).split(':') : [];
             const key = Number(parts[1]);
             if (parts.length === 2 && key > 0 && Number.isSafeInteger(key)) {
@@ -167,7 +234,6 @@ export function makeEvidence(globalObject = theGlobal) {
           }
           emit('known', 0, data);
         },
-        () => {},
       );
     },
     watch,

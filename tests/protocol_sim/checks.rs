@@ -132,6 +132,7 @@ impl World {
                         || n.status == Status::Crashed
                         || n.node.version() < v
                 }) || self.stat("entries dropped by an edge") > 0
+                    || self.stat("gaps") > 0
                     || self.stat("aborted appends") > 0
                     || self.stat("connections closed") > 0
                     || self.stat("failed reads") > 0
@@ -495,6 +496,11 @@ impl World {
         for i in 0..self.nodes.len() {
             let n = &self.nodes[i];
             if n.status != Status::Running || n.retired || n.queries_answered.is_empty() {
+                continue;
+            }
+            // A new history began after the query was asked (a joiner that heard no member in time,
+            // where there is no evidence): the answer was the origin's state when it was asked.
+            if n.queried_in.as_ref() != Some(self.observer_of(n.node.version()).history()) {
                 continue;
             }
             let got = normalize(n.queries_answered.last().expect("answered"));

@@ -295,6 +295,11 @@ fn build_as(seed: u64, family: Family) -> (World, u64) {
             world.make_worker(node);
             world.nodes[node].timer_lateness = lateness.min(4);
         }
+        // A worker cannot poke (no localStorage): without evidence, the documents too hear it only
+        // through their own timers, so they must run too (§12). With evidence, silence decides nothing.
+        if transport == Transport::Log(Wake::Pokes) && !family.evidence {
+            world.nodes[node].timer_lateness = lateness.min(4);
+        }
         // Where a process serves its own contexts first, some contexts share one (an iframe, a worker).
         if delivery == Delivery::OwnProcessFirst && i > 0 && rng.chance(0.4) {
             let mate = rng.range(0, i as u64 - 1) as usize;

@@ -338,6 +338,8 @@ pub struct SimNode {
     pub queries_asked: usize,
     /// For each query asked: the next request id at that moment (requests before it must show).
     pub query_cut: BTreeMap<u64, u64>,
+    /// The history the origin was in when this context last asked `query()`.
+    pub queried_in: Option<weblocks::protocol::wire::MessageId>,
     /// Stalls and freezes (start, end): when this context could not answer.
     pub unresponsive: Vec<(u64, u64, bool)>,
     pub hidden_count: usize,
@@ -618,6 +620,7 @@ impl World {
             queries_answered: Vec::new(),
             queries_asked: 0,
             query_cut: BTreeMap::new(),
+            queried_in: None,
             unresponsive: Vec::new(),
             hidden_count: 0,
             gap_until: 0,
@@ -1057,6 +1060,7 @@ impl World {
                 self.effects(i);
             }
             Ev::Census(listed) => {
+                self.note(|| format!("ctx{i} census: {listed:?}"));
                 self.nodes[i].node.handle_census(now, listed);
                 self.effects(i);
             }
@@ -1200,8 +1204,12 @@ impl World {
         self.effects(i);
     }
 
-    /// Without a carrier, a writer pokes the other documents through localStorage.
+    /// Without a carrier, a writer pokes the other documents through localStorage; a worker has none,
+    /// and pokes nobody.
     fn poke_others(&mut self, i: usize) {
+        if !self.poked(i) {
+            return;
+        }
         for j in 0..self.nodes.len() {
             if j != i && self.nodes[j].status.alive() && self.poked(j) {
                 let delay = self.rng.range(0, self.env.storage_lag_max);
@@ -1362,6 +1370,9 @@ impl World {
                 let q = self.nodes[i].queries_asked as u64;
                 let cut = self.nodes[i].next_id;
                 self.nodes[i].query_cut.insert(q, cut);
+                self.note(|| format!("ctx{i} query #{q}"));
+                let version = self.nodes[i].node.version();
+                self.nodes[i].queried_in = Some(self.observer_of(version).history().clone());
                 self.nodes[i].node.handle_query(now, q);
                 self.effects(i);
             }

@@ -746,6 +746,20 @@ impl Participant {
             && m.sender.client == self.core.client
             && m.seq != 0
         {
+            // A member's own messages come back in the order it sent them, each once (A2, A1′): one
+            // that comes back past a message it has not seen means that one was lost (over the log, an
+            // append that aborted, whose gap is told later). Its replica lacks what it sent, so its
+            // answers would too: it steps out now, as for any gap.
+            if m.seq > self.core.echoed_seq + 1
+                && m.seq <= self.core.seq
+                && matches!(self.state, State::Synced(_))
+            {
+                self.step_out(LossReason::Reset);
+                if !self.core.requests.is_empty() || !self.core.queries.is_empty() {
+                    self.attach();
+                }
+                return;
+            }
             self.core.echoed_seq = self.core.echoed_seq.max(m.seq);
         }
         if let Decoded::Foreign { version, .. } = &decoded
@@ -881,7 +895,11 @@ impl Participant {
         let idle = !core.has_interest() && core.queries.is_empty();
         let linger = core.config.query_linger;
         let lingering = core.queried_at.is_some_and(|t| now < t + linger);
-        let polls = core.config.transport == Transport::Log(Wake::Polls)
+        // Over the log without a carrier, an idle member hears a worker's Join only at its next poll,
+        // and it polls only while busy: with evidence, such a joiner waits for every member that
+        // lives, so an idle document leaves too, as a worker does.
+        let polls = (core.config.transport == Transport::Log(Wake::Polls)
+            || (core.config.evidence && core.config.transport == Transport::Log(Wake::Pokes)))
             && matches!(self.state, State::Synced(_));
         let idle_since = if idle && polls {
             *self.idle_since.get_or_insert(now)
@@ -892,7 +910,8 @@ impl Participant {
         let linger_end = (idle_since + linger).max(core.queried_at.map_or(0, |t| t + linger));
         let saw_request = std::mem::take(&mut core.saw_request);
         if !idle || lingering {
-            return (idle && polls).then_some(linger_end);
+            // A query answered after this (in the same event) leaves it idle: look again then.
+            return (polls && !core.has_interest()).then_some(linger_end);
         }
         let me = core.member_key();
         let mut others = false;
