@@ -27,7 +27,7 @@ import {
 // The bounds of docs/PROTOCOL.md §7, and what a loaded 2-core machine is allowed on top (the figures are
 // printed). A crash is known from the evidence of the crashed page's closed connections, whether or not the
 // page has a deputy (js/deputy.js): the bound is generous, a liveness bound rather than a speed target.
-// Without evidence (no indexedDB.databases()), silence decides, with its own bounds: 1 s, 500 ms where
+// For a context without evidence (no IndexedDB), silence decides, with its own bounds: 1 s, 500 ms where
 // the page's deputy has spoken.
 const CLOSE_BOUND_MS = 100;
 const CRASH_BOUND_MS = 500;
@@ -90,8 +90,8 @@ test(`holder tab navigated away (same origin and cross origin): the waiter is gr
 
 /**
  * The pages of the crash and long-task tests: with evidence of life (js/liveness.js), with a deputy and
- * without one (a scope of their own: `deputy=none`), and without evidence (indexedDB.databases() removed
- * before weblocks loads, as in Firefox before 126 and Safari before 14), where silence decides.
+ * without one (`deputy=none`), and without evidence (`evidence=none`, as a context without IndexedDB),
+ * where silence decides. All but the first on a lock manager of their own (`scope`).
  */
 const PAGES = [
   { label: 'with a deputy', deputy: true, evidence: true, query: {}, crashes: 3, crashBound: CRASH_BOUND_MS },
@@ -100,7 +100,7 @@ const PAGES = [
     label: 'without evidence, with a deputy',
     deputy: true,
     evidence: false,
-    query: { databases: 'none' },
+    query: { evidence: 'none' },
     crashes: 1,
     crashBound: SILENT_CRASH_WITH_DEPUTY_BOUND_MS,
   },
@@ -108,7 +108,7 @@ const PAGES = [
     label: 'without evidence or deputy',
     deputy: false,
     evidence: false,
-    query: { deputy: 'none', databases: 'none' },
+    query: { deputy: 'none', evidence: 'none' },
     crashes: 1,
     crashBound: SILENT_CRASH_BOUND_MS,
   },
@@ -130,7 +130,7 @@ test(`holder tab crashed (CDP Page.crash): the waiter is granted within ${CRASH_
     const times = [];
     for (let i = 0; i < page.crashes; i++) {
       await withOrigin(async (context) => {
-        const { holder, waiter } = page.deputy
+        const { holder, waiter } = page === PAGES[0]
           ? await holderAndWaiter(context, server, 'crashed', page.query)
           : await scopedHolderAndWaiter(context, `crash-${i}`, page.query);
         // As a holder that has held for a while: on a loaded machine the start of the page's deputy (a
