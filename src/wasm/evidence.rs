@@ -52,7 +52,9 @@ pub(super) fn deliver(
     let values = decode_values(data).unwrap_or_default();
     let mut pairs: Vec<(std::rc::Rc<str>, u64)> = Vec::new();
     let mut at = 0;
-    while let (Some(Value::Str(client)), Some(Value::Num(key))) = (values.get(at), values.get(at + 1)) {
+    while let (Some(Value::Str(client)), Some(Value::Num(key))) =
+        (values.get(at), values.get(at + 1))
+    {
         pairs.push((client.as_str().into(), *key as u64));
         at += 2;
     }
