@@ -186,8 +186,10 @@ for (const { label, launch, family, recorded } of BROWSERS) {
         assert.equal(await run(broken, 'page', 'hold', name), 'held');
         assert.equal(await run(good, 'page', 'probe', name), 'taken');
         await broken.evaluate(() => window.breakIndexedDB());
-        // The good page waits for the lock: its ping makes the broken page answer, whose append throws.
+        // The good page waits for the lock. The broken page keeps it while it lives and sends nothing (as
+        // natively: no one is evicted on silence); its next request's append throws, and it steps out.
         const granted = run(good, 'page', 'hold', name);
+        run(broken, 'page', 'probe', `${name}-other`).catch(() => {});
         await eventually(async () => (await run(broken, 'page', 'lost')).length === 1, 'the broken page learns it lost its lock');
         assert.deepEqual(await run(broken, 'page', 'lost'), [`${name}: AbortError`]);
         assert.equal(await granted, 'held', 'the good page is granted the lock');
