@@ -65,19 +65,28 @@ async function startDriver(display) {
 /** A browser whose `newTab` starts a new one in place of a session a crash ended. */
 export async function launch() {
   let browser = await launchSession();
+  // One replacement for every tab opened at once after a crash (the bench opens a scenario's tabs together).
+  let replacing = null;
+  const current = async () => {
+    if (browser.crashed) {
+      replacing ??= (async () => {
+        await browser.close();
+        browser = await launchSession();
+      })().finally(() => (replacing = null));
+    }
+    await replacing;
+    return browser;
+  };
   return {
     name,
     version: browser.version,
     canCrash: true,
     measuresMemory: false,
-    async newTab(url) {
-      if (browser.crashed) {
-        await browser.close();
-        browser = await launchSession();
-      }
-      return browser.newTab(url);
+    newTab: async (url) => (await current()).newTab(url),
+    async close() {
+      await replacing?.catch(() => {});
+      await browser.close();
     },
-    close: () => browser.close(),
   };
 }
 
