@@ -69,6 +69,7 @@ export function describeTarget(target) {
   if (target.ratio !== undefined) return target.ratio === 1 ? '≥ native' : `≥ ${target.ratio}× native`;
   if (target.ratioAtMost !== undefined) return `≤ ${target.ratioAtMost}× native`;
   if (target.atMost !== undefined) return `≤ ${target.atMost.toLocaleString('en')}${target.unit ?? ' ms'}`;
+  if (target.overNativeAtMost !== undefined) return `≤ native + ${target.overNativeAtMost} ms`;
   return '';
 }
 
@@ -78,6 +79,7 @@ export function meetsTarget(target, value, nativeValue) {
   if (target.ratio !== undefined) return nativeValue ? value / nativeValue >= target.ratio : undefined;
   if (target.ratioAtMost !== undefined) return nativeValue ? value / nativeValue <= target.ratioAtMost : undefined;
   if (target.atMost !== undefined) return value <= target.atMost;
+  if (target.overNativeAtMost !== undefined) return nativeValue !== null ? value - nativeValue <= target.overNativeAtMost : undefined;
   return undefined;
 }
 
