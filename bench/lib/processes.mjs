@@ -48,7 +48,7 @@ function readStat(pid) {
  * Of `processes`, the one that used the most CPU over `ms` (a window in a busy loop), with every process's
  * CPU ticks in that time so a caller can check the winner stands out.
  */
-export async function busiest(processes, ms = 500) {
+async function busiest(processes, ms = 500) {
   const before = new Map(processes.map((p) => [p.pid, readStat(p.pid)?.ticks ?? 0]));
   await sleep(ms);
   const deltas = processes.map((p) => ({ ...p, ticks: (readStat(p.pid)?.ticks ?? 0) - before.get(p.pid) }));
