@@ -210,8 +210,16 @@ export function makeEvidence(globalObject = theGlobal) {
       register(
         'readonly',
         (store) => {
-          const request = store.getAllKeys();
-          request.onsuccess = () => (names = request.result);
+          // A cursor rather than `getAllKeys()`, which engines before IndexedDB 2.0 lack.
+          names = [];
+          const request = store.openCursor();
+          request.onsuccess = () => {
+            const cursor = request.result;
+            if (cursor) {
+              names.push(cursor.key);
+              cursor.continue();
+            }
+          };
         },
         (ok) => {
           if (!ok || !Array.isArray(names)) return; // no census: the participant asks again later

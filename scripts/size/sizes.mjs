@@ -18,8 +18,8 @@ import * as esbuild from 'esbuild';
 import { bindgenAndOptimize, cargoBuildWasm } from '../build.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-/** The classic script's budget: 40.5 KB gzip -9 (docs/SIZE.md). */
-export const CLASSIC_BUDGET_GZIP = 42_500;
+/** The classic script's budget, gzip -9 (docs/SIZE.md). */
+export const CLASSIC_BUDGET_GZIP = 45_500;
 
 // `gzip -9` itself where it is installed (its deflate differs a little from Node's zlib), else zlib level 9.
 function gzipSize(data) {

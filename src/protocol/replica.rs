@@ -328,11 +328,13 @@ impl Replica {
 
     /// Whether `member` is the active member that joined first (the one that answers joiners first).
     pub fn is_first_member(&self, member: &MemberKey) -> bool {
+        let Some(mine) = self.members.get(member).filter(|m| !m.pending) else {
+            return false;
+        };
+        // Members are in key order: one of an equal join position and a smaller key comes first.
         self.members
             .iter()
-            .filter(|(_, m)| !m.pending)
-            .min_by_key(|(k, m)| (m.join_pos, *k))
-            .is_some_and(|(k, _)| k == member)
+            .all(|(k, m)| m.pending || (m.join_pos, k) >= (mine.join_pos, member))
     }
 
     /// Whether `member` is the one member of the history (none pending): no other context can order a

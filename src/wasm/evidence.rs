@@ -31,9 +31,11 @@ extern "C" {
     pub(super) fn watch(this: &Evidence, client_id: &str, key: f64);
 }
 
-/// The prefix of the liveness databases' names of the contexts that coordinate on `channel`.
+/// The prefix of the liveness databases' names of the contexts that coordinate on `channel`
+/// (`weblocks`, or `weblocks:<scope>`): `weblocks-alive:`, or `weblocks-alive:<scope>:`.
 pub(super) fn prefix(channel: &str) -> String {
-    channel.replacen("weblocks", "weblocks-alive", 1) + ":"
+    let scope = channel.strip_prefix("weblocks").unwrap_or(channel);
+    String::from("weblocks-alive") + scope + ":"
 }
 
 /// What an event of the evidence object tells the participant, by the first letter of its type:
@@ -45,15 +47,21 @@ pub(super) fn deliver(
     key: u64,
     data: &wasm_bindgen::JsValue,
 ) {
+    // `data`: client ids and keys, one after the other. A plain loop: iterator adapters would each add
+    // code to the wasm.
     let values = decode_values(data).unwrap_or_default();
-    let pairs = values.chunks_exact(2).filter_map(|pair| match pair {
-        [Value::Str(client), Value::Num(key)] => Some((client.clone(), *key as u64)),
-        _ => None,
-    });
+    let mut pairs: Vec<(std::rc::Rc<str>, u64)> = Vec::new();
+    let mut at = 0;
+    while let (Some(Value::Str(client)), Some(Value::Num(key))) =
+        (values.get(at), values.get(at + 1))
+    {
+        pairs.push((client.as_str().into(), *key as u64));
+        at += 2;
+    }
     match kind {
         b'a' => p.handle_alive(now, key),
         b'l' => p.handle_alive_lost(now),
-        b'k' => p.handle_census(now, pairs.map(|(c, k)| (c.into(), k)).collect()),
+        b'k' => p.handle_census(now, pairs),
         b'd' => {
             for (client, key) in pairs {
                 p.handle_gone(now, &client, key);

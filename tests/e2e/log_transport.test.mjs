@@ -96,7 +96,7 @@ test('log transport: a closed holder tab and a crashed one free the lock for the
     });
   }
   console.log(`# log transport: close -> granted ${times.close.map(Math.round).join(', ')} ms; crash -> granted ${times.crash.map(Math.round)} ms`);
-  // A page has no deputy on this transport: a crash is found by a ping left unanswered (650 ms).
+  // A crash closes the page's IndexedDB connections, which the waiter learns from the storage backend.
   assert.ok(percentile(times.close, 50) < 1000, `close: ${times.close}`);
   assert.ok(Math.max(...times.crash) < 1000 + 150, `crash: ${times.crash}`);
 });

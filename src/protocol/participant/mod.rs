@@ -456,7 +456,10 @@ impl Participant {
             self.core.send(Body::Freeze { until });
             // A frozen page runs no task: its messages go before it freezes.
             self.core.flush();
-            if self.core.has_interest() && self.core.live_until.is_none_or(|u| u < until) {
+            if !self.core.config.evidence
+                && self.core.has_interest()
+                && self.core.live_until.is_none_or(|u| u < until)
+            {
                 self.core.write_live(until);
             }
         }
