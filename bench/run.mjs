@@ -33,6 +33,14 @@ function printTables(results) {
     console.log(`\n## ${browserName} ${result.version}, ${results.meta.date.slice(0, 10)}, commit ${results.meta.commit} (${how})\n`);
     console.log(markdownTable(result.summaries, variants));
   }
+  // Every lock a live tab lost (AbortError) in any cross-tab run, of any variant: must be 0.
+  for (const [browserName, result] of Object.entries(results.browsers)) {
+    const runs = Object.values(result.runs).flatMap((byVariant) => Object.values(byVariant).flat());
+    const counted = runs.filter((r) => r.falseEvictions);
+    const total = counted.reduce((sum, r) => sum + r.falseEvictions.count, 0);
+    const first = counted.find((r) => r.falseEvictions.first)?.falseEvictions.first;
+    console.log(`\n${browserName}: false evictions ${total} over ${counted.length} cross-tab runs${first ? ` (first: ${first})` : ''}.`);
+  }
   const loads = (l) => l.map((x) => x.toFixed(1)).join(' ');
   console.log(
     `\nRatios are weblocks ÷ native (↑: higher is better, ↓: lower is better). Load average ${loads(results.meta.loadAverageAtStart)} at start, ${loads(results.meta.loadAverageAtEnd)} at end (${results.meta.cpus} CPUs).`,

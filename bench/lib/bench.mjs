@@ -9,6 +9,7 @@ import { fullSizes, smokeSizes } from './sizes.mjs';
 import { idleScenario, loadScenario, singleContextScenarios } from './single_context.mjs';
 import { crossTabScenarios } from './cross_tab.mjs';
 import { summarise, summariseScenario } from './report.mjs';
+import { grantReports } from './grant_reports.mjs';
 import { BenchTimeout, closeKeptTabs, withTimeout } from './tabs.mjs';
 
 export const drivers = {
@@ -78,7 +79,8 @@ export async function runBench({ smoke = false, browsers = ['chromium'], only = 
   const sizes = { ...(smoke ? smokeSizes : fullSizes) };
   if (repeat !== undefined) sizes.repeat = repeat;
   const scenarios = allScenarios(sizes).filter((s) => selected(s, only));
-  const server = await startServer();
+  const reports = grantReports();
+  const server = await startServer({ handle: reports.handle });
   const results = {
     meta: {
       date: new Date().toISOString(),
@@ -96,7 +98,7 @@ export async function runBench({ smoke = false, browsers = ['chromium'], only = 
     for (const browserName of browsers) {
       const driver = await drivers[browserName]();
       const browser = await driver.launch();
-      const ctx = { browser, port: server.port, reuseTabs: smoke };
+      const ctx = { browser, port: server.port, reuseTabs: smoke, reports };
       const runsByKey = {};
       const controlRuns = {};
       try {

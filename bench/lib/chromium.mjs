@@ -4,8 +4,12 @@
 // close(), crashed, errors }, the interface bench/lib/firefox.mjs offers too.
 import { launchChromium } from '../../tests/e2e/browser.mjs';
 import { plainHttpHost } from './variants.mjs';
+import { descendants } from './processes.mjs';
 
 export const name = 'chromium';
+
+/** The renderer processes under this process (one per site, or more). */
+export const rendererProcesses = () => descendants().filter((p) => /--type=renderer/.test(p.command));
 
 export async function launch() {
   const browser = await launchChromium({

@@ -1,16 +1,21 @@
 // The Firefox driver of the bench: Debian's firefox-esr through puppeteer-core over WebDriver BiDi
 // (playwright-core cannot drive a stock Firefox: docs/DEVELOPMENT.md). Same tab interface as
-// bench/lib/chromium.mjs, less what Firefox cannot do from outside: no renderer crash (scenario 8's
-// crash row reads "not drivable"), no `gc()` or `performance.memory` (memory figures are absent).
+// bench/lib/chromium.mjs, less what Firefox cannot do from outside: no `gc()` or `performance.memory`
+// (memory figures are absent). A crash is a SIGKILL of the tab's content process, found as the one that
+// spends CPU while the tab busy-loops; over BiDi the other windows stay drivable after it.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import puppeteer from 'puppeteer-core';
 import { plainHttpHost } from './variants.mjs';
+import { descendants, tabProcess } from './processes.mjs';
 
 export const name = 'firefox';
 
 export const firefoxPath = process.env.FIREFOX_PATH ?? '/usr/bin/firefox-esr';
+
+/** The content processes of web pages under this process (Firefox gives the windows of a site several). */
+export const contentProcesses = () => descendants().filter((p) => /-contentproc.* tab\s*$/.test(p.command));
 
 export async function launch() {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'weblocks-bench-firefox-'));
@@ -43,7 +48,7 @@ export async function launch() {
   return {
     name,
     version,
-    canCrash: false,
+    canCrash: true,
     measuresMemory: false,
     async newTab(url) {
       // A window per tab: Firefox throttles the timers of background tabs of a window (the contention
@@ -67,19 +72,30 @@ function wrapPage(page) {
     if (m.type() === 'error') errors.push(`console.error: ${m.text()}`);
   });
   let navigation = Promise.resolve();
-  return {
+  const tab = {
     errors,
     crashed: false,
     evaluate: (fn, arg) => page.evaluate(fn, arg),
     goto(url) {
       navigation = page.goto(url).catch(() => {});
     },
-    armCrash() {
-      throw new Error('Firefox: a tab cannot be crashed from outside');
+    /** The pid of this tab's content process: the tab busy-loops for about a second to single it out. */
+    processId: () => tabProcess((fn, arg) => page.evaluate(fn, arg), contentProcesses),
+    /** Get ready to crash the tab: returns a function that kills its content process (SIGKILL) at once. */
+    async armCrash() {
+      const pid = await tab.processId();
+      return Object.assign(
+        () => {
+          tab.crashed = true;
+          process.kill(pid, 'SIGKILL');
+        },
+        { pid },
+      );
     },
     async close() {
       await Promise.race([navigation, new Promise((resolve) => setTimeout(resolve, 5_000))]);
       await page.close();
     },
   };
+  return tab;
 }

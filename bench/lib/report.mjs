@@ -2,13 +2,21 @@
 // its target (docs/BENCH.md) and whether weblocks meets it; safety checks as their own rows.
 import { medianOf } from './single_context.mjs';
 
+/** The 95th percentile of `values` (nearest rank: the largest of fewer than 20), or null if none. */
+function p95Of(values) {
+  const sorted = values.filter((v) => typeof v === 'number' && Number.isFinite(v)).sort((a, b) => a - b);
+  return sorted.length === 0 ? null : sorted[Math.ceil(0.95 * sorted.length) - 1];
+}
+
+const statistics = { median: medianOf, p95: p95Of };
+
 /**
- * Median of `pick` over the runs that produced a number; or the first run's error, or why the scenario
- * was skipped (`run.skipped`: the browser cannot be driven so). `invalid(run)`, when
+ * Median (or `statistic`: 'p95') of `pick` over the runs that produced a number; or the first run's error,
+ * or why the scenario was skipped (`run.skipped`: the browser cannot be driven so). `invalid(run)`, when
  * given, names why a run's figure means nothing (e.g. "overlaps: 12": a handoff time between tabs that
  * were inside the lock at once); such runs count as errors.
  */
-export function summarise(runs, pick, invalid = () => null) {
+export function summarise(runs, pick, invalid = () => null, statistic = 'median') {
   const values = [];
   let error = null;
   let skipped = null;
@@ -30,7 +38,7 @@ export function summarise(runs, pick, invalid = () => null) {
     }
     if (typeof value === 'number' && Number.isFinite(value)) values.push(value);
   }
-  return { value: medianOf(values), samples: values.length, error, skipped };
+  return { value: statistics[statistic](values), samples: values.length, error, skipped };
 }
 
 /** Worst (largest) value of a safety check over the runs, or null when no run produced it. */
@@ -61,6 +69,7 @@ export function describeTarget(target) {
   if (target.ratio !== undefined) return target.ratio === 1 ? '≥ native' : `≥ ${target.ratio}× native`;
   if (target.ratioAtMost !== undefined) return `≤ ${target.ratioAtMost}× native`;
   if (target.atMost !== undefined) return `≤ ${target.atMost.toLocaleString('en')}${target.unit ?? ' ms'}`;
+  if (target.overNativeAtMost !== undefined) return `≤ native + ${target.overNativeAtMost} ms`;
   return '';
 }
 
@@ -70,6 +79,7 @@ export function meetsTarget(target, value, nativeValue) {
   if (target.ratio !== undefined) return nativeValue ? value / nativeValue >= target.ratio : undefined;
   if (target.ratioAtMost !== undefined) return nativeValue ? value / nativeValue <= target.ratioAtMost : undefined;
   if (target.atMost !== undefined) return value <= target.atMost;
+  if (target.overNativeAtMost !== undefined) return nativeValue !== null ? value - nativeValue <= target.overNativeAtMost : undefined;
   return undefined;
 }
 
@@ -80,12 +90,12 @@ export function meetsTarget(target, value, nativeValue) {
 export function summariseScenario(scenario, runsByVariant, variants) {
   const native = runsByVariant.native ?? [];
   const metrics = scenario.metrics.map((metric) => {
-    const nativeSummary = summarise(native, metric.pick, metric.invalid);
+    const nativeSummary = summarise(native, metric.pick, metric.invalid, metric.statistic);
     // `ratioToNative`: the ratio is to native's figure of another metric (that pick), native's column too.
     const against = metric.ratioToNative ? summarise(native, metric.ratioToNative).value : nativeSummary.value;
     const cells = {};
     for (const variant of variants) {
-      const s = summarise(runsByVariant[variant.id] ?? [], metric.pick, metric.invalid);
+      const s = summarise(runsByVariant[variant.id] ?? [], metric.pick, metric.invalid, metric.statistic);
       const rated = !metric.noRatio && (variant.id !== 'native' || metric.ratioToNative);
       const ratio = rated && s.value !== null && against ? s.value / against : null;
       const target = metric.target && (!metric.target.variants || metric.target.variants.includes(variant.id)) ? metric.target : null;

@@ -9,8 +9,14 @@
 // keeps its promise under an id and polls for the outcome with short commands, so the other tabs' commands
 // interleave. Console output does not reach the driver: the fixtures record their errors in the page
 // (`window.pageErrors`), and `errors` reads them when asked.
+//
+// A crash is a SIGKILL of the window's WebKitWebProcess (each window has one of its own), found as the one
+// that spends CPU while the window busy-loops. WebKitWebDriver then deletes the session ("session deleted
+// because of page crash or hang"), though the other windows live on: so nothing of that session answers
+// after a crash, and the next `newTab` starts a new browser.
 import { spawn } from 'node:child_process';
 import { freePort } from './free_port.mjs';
+import { descendants, tabProcess } from './processes.mjs';
 
 export const name = 'webkit';
 
@@ -18,6 +24,9 @@ export const miniBrowserPath = process.env.MINIBROWSER_PATH ?? '/usr/lib/x86_64-
 export const webDriverPath = process.env.WEBKIT_WEBDRIVER_PATH ?? '/usr/bin/WebKitWebDriver';
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The web content processes under this process (one per MiniBrowser window). */
+export const webProcesses = () => descendants().filter((p) => /WebKitWebProcess/.test(p.command));
 
 /** Starts Xvfb on a display it picks itself; resolves with `{ display, stop }`. */
 function startXvfb() {
@@ -53,7 +62,36 @@ async function startDriver(display) {
   throw new Error('WebKitWebDriver did not start');
 }
 
+/** A browser whose `newTab` starts a new one in place of a session a crash ended. */
 export async function launch() {
+  let browser = await launchSession();
+  // One replacement for every tab opened at once after a crash (the bench opens a scenario's tabs together).
+  let replacing = null;
+  const current = async () => {
+    if (browser.crashed) {
+      replacing ??= (async () => {
+        await browser.close();
+        browser = await launchSession();
+      })().finally(() => (replacing = null));
+    }
+    await replacing;
+    return browser;
+  };
+  return {
+    name,
+    version: browser.version,
+    canCrash: true,
+    measuresMemory: false,
+    newTab: async (url) => (await current()).newTab(url),
+    async close() {
+      await replacing?.catch(() => {});
+      await browser.close();
+    },
+  };
+}
+
+/** Xvfb, WebKitWebDriver and one session of MiniBrowser: `{ version, newTab, crashed, close }`. */
+async function launchSession() {
   const xvfb = process.env.DISPLAY && process.env.WEBKIT_USE_DISPLAY ? { display: process.env.DISPLAY, stop() {} } : await startXvfb();
   let driver;
   try {
@@ -133,8 +171,19 @@ export async function launch() {
         goto(to) {
           navigation = navigate(to).catch(() => {});
         },
-        armCrash() {
-          throw new Error('WebKit: a window cannot be crashed from outside');
+        /** The pid of this window's WebKitWebProcess: the window busy-loops for about a second to single it out. */
+        processId: () => tabProcess(tab.evaluate, webProcesses),
+        /** Get ready to crash the window: returns a function that kills its WebKitWebProcess (SIGKILL) at once. */
+        async armCrash() {
+          const pid = await tab.processId();
+          return Object.assign(
+            () => {
+              tab.crashed = true;
+              instance.crashed = true;
+              process.kill(pid, 'SIGKILL');
+            },
+            { pid },
+          );
         },
         /** The errors the page recorded (`window.pageErrors`), added to `errors`. */
         async collectErrors() {
@@ -153,11 +202,9 @@ export async function launch() {
       await navigate(url);
       return tab;
     };
-    return {
-      name,
+    const instance = {
       version: `WebKitGTK ${capabilities.browserVersion}`,
-      canCrash: false,
-      measuresMemory: false,
+      crashed: false,
       newTab,
       async close() {
         await command('DELETE', session('')).catch(() => {});
@@ -165,6 +212,7 @@ export async function launch() {
         xvfb.stop();
       },
     };
+    return instance;
   } catch (e) {
     driver?.stop();
     xvfb.stop();

@@ -308,6 +308,12 @@
   }
 
   let held = null; // the lock this tab holds for the harness (holdFirst / holdForever)
+  // The AbortErrors of this tab's cross-tab requests (messages). None of them has a signal or is stolen, and
+  // the harness asks for the count only while the tab lives, so each is a lock lost by a live context.
+  const evictions = [];
+  const noteEviction = (e) => {
+    if (e && e.name === 'AbortError') evictions.push(String(e.message));
+  };
   let waiter = null; // the waiter of scenario 8
   let echo = null; // the channel objects of startEcho
   let ring = null; // this tab's part of a token ring (ringJoin, ringRun)
@@ -331,6 +337,7 @@
         await call('exit', { tab: 'first', value: value + 1 });
         held.interval = [grantedAt, epochNow()];
       });
+      done.catch(noteEviction);
       held = { released, done, interval: null };
       return granted.promise;
     },
@@ -377,7 +384,10 @@
           () => {
             if (--outstanding === 0) finished.resolve();
           },
-          (e) => finished.resolve(String(e)),
+          (e) => {
+            noteEviction(e);
+            finished.resolve(String(e));
+          },
         );
       };
       request();
@@ -403,8 +413,14 @@
       const startedAt = epochNow();
       const critical = () => readModifyWrite(call, tab);
       while (epochNow() < endEpoch) {
-        await locks.request(name, critical);
-        ops++;
+        try {
+          await locks.request(name, critical);
+          ops++;
+        } catch (e) {
+          // A lost lock is counted (falseEvictions) and the tab contends on; anything else ends the run.
+          if (e.name !== 'AbortError') throw e;
+          noteEviction(e);
+        }
       }
       return { ops, startedAt, endedAt: epochNow() };
     },
@@ -529,28 +545,36 @@
     /** 8. The holder: take `name` and never release it. Resolves when granted. */
     holdForever(name) {
       return new Promise((resolve) => {
-        locks.request(name, () => {
-          resolve(epochNow());
-          return new Promise(noop);
-        });
+        locks
+          .request(name, () => {
+            resolve(epochNow());
+            return new Promise(noop);
+          })
+          .catch(noteEviction);
       });
     },
 
-    /** 8. The waiter: request `name`; `waiterGranted()` resolves with the grant time. */
-    startWaiter(name) {
-      const granted = deferred();
-      waiter = { granted: granted.promise, grantedAt: null };
-      locks.request(name, () => {
-        waiter.grantedAt = epochNow();
-        granted.resolve(waiter.grantedAt);
-      });
+    /**
+     * 8. The waiter: request `name`; once granted, POST to `reportPath` on the bench server, which tells the
+     * harness at once even where the driver cannot (WebKitWebDriver ends its session when a page crashes).
+     */
+    startWaiter(name, reportPath) {
+      waiter = { grantedAt: null };
+      locks
+        .request(name, () => {
+          waiter.grantedAt = epochNow();
+          fetch(reportPath, { method: 'POST', body: String(waiter.grantedAt), keepalive: true }).catch(noop);
+        })
+        .catch(noteEviction);
       return true;
     },
     waiterGrantedAt() {
       return waiter.grantedAt;
     },
-    waiterGranted() {
-      return waiter.granted;
+
+    /** The locks this tab's cross-tab requests lost (AbortError) so far, and the first message. */
+    falseEvictions() {
+      return { count: evictions.length, first: evictions[0] ?? null };
     },
   };
 })();

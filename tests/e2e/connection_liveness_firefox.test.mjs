@@ -12,8 +12,8 @@
 // processes live on and their reports arrive; over BiDi they stay drivable, which the check asserts.)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch as launchFirefox } from '../../bench/lib/firefox.mjs';
-import { aliveName, descendants, killBusyOwner, startLivenessServer } from './fixtures/liveness_harness.mjs';
+import { contentProcesses, launch as launchFirefox } from '../../bench/lib/firefox.mjs';
+import { aliveName, killBusyOwner, startLivenessServer } from './fixtures/liveness_harness.mjs';
 import { closeTab, windowChecks } from './fixtures/liveness_window_checks.mjs';
 
 let server;
@@ -28,8 +28,6 @@ after(async () => {
   await firefox?.close();
   await server?.close();
 });
-
-const contentProcesses = () => descendants().filter((p) => /-contentproc.* tab\s*$/.test(p.command));
 
 windowChecks('Firefox', () => ({ server, browser: firefox }));
 

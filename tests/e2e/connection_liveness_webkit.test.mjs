@@ -8,8 +8,8 @@
 // worker) terminated. The watcher reports over fetch to the test server (fixtures/liveness_harness.mjs); the
 // checks Firefox runs alike are in fixtures/liveness_window_checks.mjs.
 import { test, before, after } from 'node:test';
-import { launch as launchWebKit } from '../../bench/lib/webkit.mjs';
-import { aliveName, descendants, killBusyOwner, startLivenessServer } from './fixtures/liveness_harness.mjs';
+import { launch as launchWebKit, webProcesses } from '../../bench/lib/webkit.mjs';
+import { aliveName, killBusyOwner, startLivenessServer } from './fixtures/liveness_harness.mjs';
 import { windowChecks } from './fixtures/liveness_window_checks.mjs';
 
 let server;
@@ -24,8 +24,6 @@ after(async () => {
   await webkit?.close();
   await server?.close();
 });
-
-const webProcesses = () => descendants().filter((p) => /WebKitWebProcess/.test(p.command));
 
 windowChecks('WebKit', () => ({ server, browser: webkit }));
 

@@ -8,7 +8,8 @@
 // Needs the build (`npm run build`).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { GONE_WITHIN_MS, isAlive, sleep, spinningProcess, startLivenessServer } from './fixtures/liveness_harness.mjs';
+import { GONE_WITHIN_MS, sleep, spinningProcess, startLivenessServer } from './fixtures/liveness_harness.mjs';
+import { isAlive } from '../../bench/lib/processes.mjs';
 import { call, expectEvent, untilPending, untilSnapshot } from './fixtures/xctx_harness.mjs';
 import { eachEngine, withWindows } from './fixtures/evidence_engines.mjs';
 
