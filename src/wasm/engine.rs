@@ -14,6 +14,14 @@ use super::evidence::Evidence;
 use super::refusal::Refusal;
 use super::sink::{EFFECT_SNAPSHOT, deliver, notify, refuse, snapshot_to_js};
 
+/// What wakes a context over the log, as the engine's `wake` argument numbers it (the `WAKE_*` of
+/// `js/log_channel.js`; tests/e2e/boundary_codes.test.mjs checks that both say the same); anything else
+/// is its own polls.
+#[cfg(feature = "coordination")]
+const WAKE_CARRIER: u32 = 1;
+#[cfg(feature = "coordination")]
+const WAKE_POKES: u32 = 2;
+
 /// Where decisions are made: the origin's shared lock manager (the coordination protocol), or, where
 /// the global has no channel to the others, this context alone; or nowhere, where the context cannot be
 /// sure it shares its origin's manager (`super::refusal`).
@@ -249,8 +257,8 @@ fn origin_backend(
     let evidence = (!evidence.is_undefined()).then(|| evidence.unchecked_into::<Evidence>());
     let transport = match (&open_channel, wake) {
         (None, _) => Transport::Broadcast,
-        (Some(_), Some(1)) => Transport::Log(Wake::Carrier),
-        (Some(_), Some(2)) => Transport::Log(Wake::Pokes),
+        (Some(_), Some(WAKE_CARRIER)) => Transport::Log(Wake::Carrier),
+        (Some(_), Some(WAKE_POKES)) => Transport::Log(Wake::Pokes),
         (Some(_), _) => Transport::Log(Wake::Polls),
     };
     let config = Config {

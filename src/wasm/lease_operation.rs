@@ -19,7 +19,8 @@ use crate::lease::{
     LeaseError, LeaseInfo, LeaseKey, LeaseRecord, Operation, Outcome, Token, Write, list_live,
 };
 
-/// The operations by number, as `js/lease_idb_store.js` names them.
+/// The operations by number, as `js/lease_idb_store.js` names them (tests/e2e/boundary_codes.test.mjs
+/// checks that both say the same).
 const TRY_LOCK: u32 = 0;
 const CHECK: u32 = 1;
 const RELEASE: u32 = 2;

@@ -5,6 +5,11 @@
 //! (as after a reset), and every request and query, pending or new, is rejected with the DOMException
 //! [`Refusal::name`]. Pure, so that it also builds natively, for its tests.
 
+/// The codes of the refusals, as `js/transport_choice.js` names them (tests/e2e/boundary_codes.test.mjs
+/// checks that both say the same).
+const REFUSED_DISAGREES: u32 = 1;
+const REFUSED_UNREACHABLE: u32 = 2;
+
 /// Why a context refuses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refusal {
@@ -21,8 +26,8 @@ impl Refusal {
     /// The refusal that JS names by `code` (`REFUSED_*` of js/transport_choice.js), if any.
     pub fn from_code(code: u32) -> Option<Refusal> {
         match code {
-            1 => Some(Refusal::Disagreement),
-            2 => Some(Refusal::Unreachable),
+            REFUSED_DISAGREES => Some(Refusal::Disagreement),
+            REFUSED_UNREACHABLE => Some(Refusal::Unreachable),
             _ => None,
         }
     }

@@ -9,7 +9,8 @@ use crate::scheduler::{Decision, Snapshot};
 
 use super::js_call::call;
 
-/// Effect kinds passed to the sink as its first argument (mirrored in `js/lock_api.js`).
+/// Effect kinds passed to the sink as its first argument, as `js/lock_api.js` names them
+/// (tests/e2e/boundary_codes.test.mjs checks that both say the same).
 pub(super) const EFFECT_GRANTED: u32 = 1;
 pub(super) const EFFECT_NOT_AVAILABLE: u32 = 2;
 pub(super) const EFFECT_STOLEN: u32 = 3;
