@@ -24,7 +24,7 @@ pub(super) struct Joining {
     /// When that Join came back.
     echo_at: Option<u64>,
     /// When a message of a live member (not a Join or Genesis) was last seen.
-    evidence_at: Option<u64>,
+    traffic_at: Option<u64>,
     /// When this context's latest Join was first followed by a Genesis or State (its own Genesis would
     /// be void; it waits for a state transfer, then joins again).
     tainted_at: Option<u64>,
@@ -69,7 +69,7 @@ impl Joining {
             started: false,
             join_seq: 0,
             echo_at: None,
-            evidence_at: None,
+            traffic_at: None,
             tainted_at: None,
             genesis_sent: false,
             deferred: false,
@@ -135,9 +135,9 @@ impl Joining {
         }))
     }
 
-    /// Counts as a sign of a live history: a Genesis now waits `join_patience` for a state transfer.
-    pub fn saw_evidence(&mut self, now: u64) {
-        self.evidence_at = Some(now);
+    /// Traffic of a live history was seen: a Genesis now waits `join_patience` for a state transfer.
+    pub fn saw_traffic(&mut self, now: u64) {
+        self.traffic_at = Some(now);
     }
 
     /// Queues a new Join (a new incarnation), keeping what was buffered.
@@ -146,7 +146,7 @@ impl Joining {
         self.census = None;
         self.census_asked = None;
         self.echo_at = None;
-        self.evidence_at = None;
+        self.traffic_at = None;
         self.tainted_at = None;
         self.genesis_sent = false;
     }
@@ -183,7 +183,7 @@ impl Joining {
             }
             if !matches!(m.body, Body::Join { .. } | Body::Genesis) && m.sender.client != me.client
             {
-                self.evidence_at = Some(now);
+                self.traffic_at = Some(now);
             }
         }
         if own_join {
@@ -307,7 +307,7 @@ impl Joining {
             let hint = core.live_until.map_or(0, |u| {
                 u.min(echo_at + config.freeze_grace + config.live_ttl)
             });
-            let evidence = self.evidence_at.map_or(0, |e| e + config.join_patience);
+            let traffic = self.traffic_at.map_or(0, |e| e + config.join_patience);
             // Over the log, a member may hear the Join only at its next read, and the joiner the State
             // only at its own: a read behind a missing key (carried), or at a poke or poll. Allow one on
             // each side.
@@ -317,7 +317,7 @@ impl Joining {
                     Transport::Log(Wake::Carrier) => 2 * config.log_hole_wait,
                     Transport::Log(_) => 2 * config.log_poll,
                 };
-            let deadline = (echo_at + wait).max(hint).max(evidence);
+            let deadline = (echo_at + wait).max(hint).max(traffic);
             if now < deadline {
                 return Some(deadline);
             }

@@ -813,7 +813,7 @@ impl Participant {
                 }
                 let mut joining = Joining::start(&mut self.core);
                 // The history was alive a moment ago: give its members `join_patience` to answer.
-                joining.saw_evidence(now);
+                joining.saw_traffic(now);
                 self.state = State::Joining(Box::new(joining));
             }
         }
