@@ -19,7 +19,7 @@
 // member that joined before it. (`indexedDB.databases()` would list the names too, but a page script can
 // delete it from its realm, and engines before Chrome 71, Firefox 126 and Safari 14 lack it.)
 //
-// The edge talks to one object per context: `listen(handler, prefix)` once, then `open(clientId)`, `close()`,
+// The edge talks to one object per context: `listen(handler)` once, then `open(clientId)`, `close()`,
 // `census()`, `watch(clientId, key)`. Events `{ type, key, data }` reach the handler, each in a task or
 // microtask of its own, never within the call that caused it: `alive` (this context's database is open;
 // `key` its key), `lost` (the browser closed it), `known` (`data`: client id and key of each database
@@ -33,12 +33,15 @@ const OPEN_BACKOFF_MS = [0, 100, 400, 1600];
 /** The wait before a watch whose open failed is made again. */
 const WATCH_RETRY_MS = 1000;
 
-/** The evidence object of a global, or undefined where it cannot give evidence. */
-export function makeEvidence(globalObject = theGlobal) {
+/**
+ * The evidence object of a global, or undefined where it cannot give evidence. `scope` (tests) keeps the
+ * databases of the contexts that coordinate on a scoped channel apart: `weblocks-alive:<scope>:…`.
+ */
+export function makeEvidence(globalObject = theGlobal, scope) {
   const { indexedDB } = globalObject;
   if (typeof indexedDB !== 'object' || indexedDB === null) return undefined;
+  const prefix = scope === undefined ? 'weblocks-alive:' : 'weblocks-alive:' + scope + ':';
   let handler = () => {};
-  let prefix = '';
   // This context's open database (`{ db, name }`), and whether the page is in the back/forward cache.
   let own = null;
   let hidden = false;
@@ -48,28 +51,37 @@ export function makeEvidence(globalObject = theGlobal) {
   const emit = (type, key, data) => handler({ type, key, data });
   // The register, opened once and kept open: `register(mode, operation, done)` runs `operation(store)` in a
   // transaction of that mode, then `done(ok)`; it fails (`done(false)`) where the register cannot be opened.
+  // The calls made while it opens wait for that one open.
   let registerDb = null;
+  let registerWaiting = null;
   const register = (mode, operation, done = () => {}) => {
     const run = (db) => {
+      if (db === null) return done(false);
       try {
         const transaction = db.transaction(['alive'], mode);
         operation(transaction.objectStore('alive'));
         transaction.oncomplete = () => done(true);
         transaction.onabort = () => done(false);
       } catch (e) {
-        registerDb = null;
+        if (registerDb === db) registerDb = null;
         done(false);
       }
     };
     if (registerDb !== null) return run(registerDb);
+    if (registerWaiting !== null) return registerWaiting.push(run);
+    const waiting = (registerWaiting = [run]);
+    const opened = (db) => {
+      registerWaiting = null;
+      for (const next of waiting) next(db);
+    };
     let request;
     try {
       request = indexedDB.open(prefix, 1);
     } catch (e) {
-      return done(false);
+      return opened(null);
     }
     request.onupgradeneeded = () => request.result.createObjectStore('alive');
-    request.onerror = () => done(false);
+    request.onerror = () => opened(null);
     request.onsuccess = () => {
       const db = request.result;
       // Another version's upgrade, or the browser closing it: opened again at the next use.
@@ -78,7 +90,7 @@ export function makeEvidence(globalObject = theGlobal) {
         if (registerDb === db) registerDb = null;
       };
       registerDb = db;
-      run(db);
+      opened(db);
     };
   };
   const remove = (name) => {
@@ -114,6 +126,8 @@ export function makeEvidence(globalObject = theGlobal) {
       return again();
     }
     opening = clientId;
+    // The register opens alongside.
+    if (registerDb === null) register('readonly', () => {});
     request.onerror = again;
     request.onsuccess = () => {
       const db = request.result;
@@ -170,14 +184,17 @@ export function makeEvidence(globalObject = theGlobal) {
     } catch (e) {
       return retry();
     }
+    // An upgrade starts only once no connection at version 1 is left: the evidence, told at once (the
+    // upgrade itself is of no use). A success without one: another watcher upgraded it before.
     request.onupgradeneeded = () => {
       upgraded = true;
+      gone();
     };
     request.onsuccess = () => {
       request.result.close();
-      gone();
+      if (!upgraded) gone();
     };
-    request.onerror = () => (upgraded ? gone() : retry());
+    request.onerror = () => upgraded || retry();
   };
   // A page entering the back/forward cache closes its database from a listener of its own, which runs
   // even where the participant's `pagehide` is cut short; shown again, it opens a new one if it was
@@ -199,9 +216,8 @@ export function makeEvidence(globalObject = theGlobal) {
     });
   }
   return {
-    listen(listener, namePrefix) {
+    listen(listener) {
       handler = listener;
-      prefix = namePrefix;
     },
     open: (clientId) => open(clientId),
     close: closeOwn,

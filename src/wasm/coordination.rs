@@ -212,10 +212,7 @@ impl Coordination {
             client_id,
         });
         if let Some(e) = &this.evidence {
-            e.listen(
-                this.on_evidence.as_ref().unchecked_ref(),
-                &evidence::prefix(&this.channel),
-            );
+            e.listen(this.on_evidence.as_ref().unchecked_ref());
         }
         this.install_handlers();
         if let Some(storage) = &this.storage {

@@ -13,9 +13,9 @@ use super::channel::decode_values;
 extern "C" {
     /// A context's evidence object (`makeEvidence` in `js/liveness.js`).
     pub(super) type Evidence;
-    /// Once, before anything else: where its events go, and the prefix of the databases' names.
+    /// Once, before anything else: where its events go.
     #[wasm_bindgen(method)]
-    pub(super) fn listen(this: &Evidence, handler: &Function, prefix: &str);
+    pub(super) fn listen(this: &Evidence, handler: &Function);
     /// Opens a liveness database of this context's own under a new key (an `alive` event, or `fail`).
     #[wasm_bindgen(method)]
     pub(super) fn open(this: &Evidence, client_id: &str);
@@ -29,13 +29,6 @@ extern "C" {
     /// connection).
     #[wasm_bindgen(method)]
     pub(super) fn watch(this: &Evidence, client_id: &str, key: f64);
-}
-
-/// The prefix of the liveness databases' names of the contexts that coordinate on `channel`
-/// (`weblocks`, or `weblocks:<scope>`): `weblocks-alive:`, or `weblocks-alive:<scope>:`.
-pub(super) fn prefix(channel: &str) -> String {
-    let scope = channel.strip_prefix("weblocks").unwrap_or(channel);
-    String::from("weblocks-alive") + scope + ":"
 }
 
 /// What an event of the evidence object tells the participant, by the first letter of its type:
