@@ -803,8 +803,8 @@ impl Participant {
             return;
         };
         match s.membership(&self.core) {
-            Membership::Active { now: true } => self.send_queued(),
-            Membership::Active { now: false } => {}
+            Membership::Active { just_became: true } => self.send_queued(),
+            Membership::Active { just_became: false } => {}
             Membership::Lost { was_active } => {
                 if was_active {
                     // Locks whose revocation the replica reported are gone already; any other held lock

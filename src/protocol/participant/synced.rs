@@ -74,8 +74,8 @@ pub(super) enum Alone {
 /// Whether this context is still a member of the history it follows.
 pub(super) enum Membership {
     Active {
-        /// It just became active: it may send what it queued.
-        now: bool,
+        /// It became active with the message just applied: it may send what it queued.
+        just_became: bool,
     },
     /// Evicted, or a new history began without it: it joins again (its held locks went with the
     /// membership, if it was an active member).
@@ -234,9 +234,9 @@ impl Synced {
             .member(&core.member_key())
             .is_some_and(|m| !m.pending)
         {
-            let now = !self.active;
+            let just_became = !self.active;
             self.active = true;
-            return Membership::Active { now };
+            return Membership::Active { just_became };
         }
         Membership::Lost {
             was_active: self.active,
