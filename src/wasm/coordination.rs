@@ -132,7 +132,8 @@ pub(super) struct Coordination {
 /// which differs from a BroadcastChannel message's (`message`): `entry`, `start`, `read`, `carried`,
 /// `poke`, `gap` (a post or a read failed, or the log's database went away: messages were lost),
 /// `identity` (a read found the log's identity, before its `start` or `read`) and `fail` (the log's
-/// database cannot be reached: the context refuses).
+/// database cannot be reached: the context refuses). Named as `js/log_channel.js` names them
+/// (tests/e2e/boundary_codes.test.mjs checks both say the same).
 const ENTRY: u8 = b'e';
 const IDENTITY: u8 = b'i';
 const START: u8 = b's';
@@ -261,7 +262,7 @@ impl Coordination {
             .and_then(|t| t.as_string())
             .and_then(|t| t.bytes().next())
             .unwrap_or(0);
-        if kind == FAIL {
+        if kind == evidence::FAIL {
             return self.refuse(Refusal::Unreachable);
         }
         let key = Reflect::get(event, &"key".into())

@@ -31,8 +31,16 @@ extern "C" {
     pub(super) fn watch(this: &Evidence, client_id: &str, key: f64);
 }
 
-/// What an event of the evidence object tells the participant, by the first letter of its type:
-/// `alive`, `lost`, `known`, `dead`; `fail` is for the edge (the context refuses).
+/// The events of the evidence object are told apart by the first letter of their type: `alive`,
+/// `lost`, `known`, `dead`, and `fail`, which is for the edge (the context refuses). Named as
+/// `js/liveness.js` names them (tests/e2e/boundary_codes.test.mjs checks both say the same).
+const ALIVE: u8 = b'a';
+const LOST: u8 = b'l';
+const KNOWN: u8 = b'k';
+const DEAD: u8 = b'd';
+pub(super) const FAIL: u8 = b'f';
+
+/// What an event of the evidence object tells the participant, by the first letter of its type.
 pub(super) fn deliver(
     p: &mut Participant,
     now: u64,
@@ -52,10 +60,10 @@ pub(super) fn deliver(
         at += 2;
     }
     match kind {
-        b'a' => p.handle_alive(now, key),
-        b'l' => p.handle_alive_lost(now),
-        b'k' => p.handle_census(now, pairs),
-        b'd' => {
+        ALIVE => p.handle_alive(now, key),
+        LOST => p.handle_alive_lost(now),
+        KNOWN => p.handle_census(now, pairs),
+        DEAD => {
             for (client, key) in pairs {
                 p.handle_gone(now, &client, key);
             }

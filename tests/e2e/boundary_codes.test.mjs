@@ -66,3 +66,43 @@ for (const set of SETS) {
 test('the log is woken by its own polls for any other number than the carrier and the pokes', () => {
   assert.ok(![jsConst('js/log_channel.js', 'WAKE_CARRIER'), jsConst('js/log_channel.js', 'WAKE_POKES')].includes(jsConst('js/log_channel.js', 'WAKE_POLLS')));
 });
+
+// Events cross the boundary as `{ type, ... }` and the edge tells them apart by the first letter of
+// `type`: each set's Rust constants (`const NAME: u8 = b'x';`) name the types of the JS events it
+// handles.
+
+/** The Rust byte constants of `files`: name → letter. */
+function rustLetters(files) {
+  const letters = new Map();
+  for (const file of files) {
+    for (const [, name, letter] of read(file).matchAll(/\bconst ([A-Z_]+): u8 = b'(.)';/g)) letters.set(name, letter);
+  }
+  return letters;
+}
+
+/** The types of the events `file` emits (`emit('type'`). */
+function jsEventTypes(file) {
+  return [...new Set([...read(file).matchAll(/\bemit\('([a-z]+)'/g)].map((m) => m[1]))].sort();
+}
+
+const EVENT_SETS = [
+  { what: "a log channel's events", js: 'js/log_channel.js', rust: ['src/wasm/coordination.rs'], names: ['ENTRY', 'IDENTITY', 'START', 'READ', 'CARRIED', 'POKE', 'GAP', 'FAIL'] },
+  { what: "the evidence object's events", js: 'js/liveness.js', rust: ['src/wasm/evidence.rs'], names: ['ALIVE', 'LOST', 'KNOWN', 'DEAD', 'FAIL'] },
+];
+
+for (const set of EVENT_SETS) {
+  test(`${set.what}: each type ${set.js} emits has the constant of its first letter in ${set.rust.join(', ')}, and no two share a letter`, () => {
+    const letters = rustLetters(set.rust);
+    const types = jsEventTypes(set.js);
+    assert.deepEqual(types, set.names.map((n) => n.toLowerCase()).sort(), `the events ${set.js} emits`);
+    const seen = new Map();
+    for (const type of types) {
+      const name = type.toUpperCase();
+      assert.equal(letters.get(name), type[0], `const ${name} of ${set.rust} is b'${type[0]}'`);
+      assert.ok(!seen.has(type[0]), `${type} and ${seen.get(type[0])} share the letter ${type[0]}`);
+      seen.set(type[0], type);
+    }
+    // A BroadcastChannel message arrives on the same handler as the log's events.
+    if (set.js === 'js/log_channel.js') assert.ok(!seen.has('m'), "no log event starts with the letter of 'message'");
+  });
+}
