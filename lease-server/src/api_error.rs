@@ -144,7 +144,7 @@ impl IntoResponse for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lease_row::Holder;
+    use crate::holder::Holder;
 
     #[test]
     fn a_conflict_carries_the_holder_and_since_when() {

@@ -16,6 +16,8 @@ mod postgres;
 mod sqlite;
 
 use std::fmt::Display;
+use std::path::PathBuf;
+use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,7 +26,6 @@ use weblocks::lease::{LeaseError, LeaseKey};
 use crate::api_error::ApiError;
 use crate::bus::Topic;
 use crate::change::{Change, ChangeKind};
-use crate::config::Database;
 use crate::events::Events;
 use crate::lease_row::{LeaseRequest, LeaseRow, LeaseView, Reply};
 
@@ -45,6 +46,35 @@ pub enum Store {
 /// Most rows one purge deletes, in one transaction: purging is bounded work of its own, never a
 /// request's.
 pub const PURGE_BATCH: i64 = 1000;
+
+/// Where the `locks` table lives.
+#[derive(Clone, Debug)]
+pub enum Database {
+    /// `sqlite:PATH`: a file, created on first start.
+    Sqlite(PathBuf),
+    /// `postgres://…` or `postgresql://…`: shared by any number of instances.
+    Postgres(Box<tokio_postgres::Config>),
+}
+
+impl FromStr for Database {
+    type Err = String;
+
+    fn from_str(url: &str) -> Result<Database, String> {
+        if let Some(path) = url.strip_prefix("sqlite:") {
+            let path = path.strip_prefix("//").unwrap_or(path);
+            if path.is_empty() {
+                return Err("sqlite: needs a file path, e.g. sqlite:leases.sqlite3".into());
+            }
+            return Ok(Database::Sqlite(PathBuf::from(path)));
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return tokio_postgres::Config::from_str(url)
+                .map(|config| Database::Postgres(Box::new(config)))
+                .map_err(|e| format!("not a PostgreSQL URL: {e}"));
+        }
+        Err("expected sqlite:PATH or postgres://USER@HOST:PORT/DATABASE".into())
+    }
+}
 
 /// How a store uses its database.
 #[derive(Clone, Copy, Debug)]
@@ -159,7 +189,7 @@ fn storage(error: impl Display) -> ApiError {
 /// A key's state: its live lease, or free with the number of its last lease (0 if it never had one).
 fn key_state(key: &LeaseKey, row: Option<LeaseRow>, last_fence: i64, now_ms: f64) -> Change {
     match row.filter(|row| !row.record.is_expired(now_ms)) {
-        Some(row) => Change::held(ChangeKind::Current, &row, now_ms),
+        Some(row) => row.change(ChangeKind::Current, now_ms),
         None => Change::ended(ChangeKind::Current, key, last_fence, now_ms),
     }
 }
@@ -190,7 +220,7 @@ fn live_views(rows: Vec<LeaseRow>, now_ms: f64) -> Vec<LeaseView> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lease_row::Holder;
+    use crate::holder::Holder;
     use weblocks::lease::{LeaseRecord, Token};
 
     const T0: f64 = 1_700_000_000_000.0;
