@@ -101,7 +101,7 @@ pub async fn run(config: Config, secret: Vec<u8>) -> Result<(), String> {
     let database = store
         .health()
         .await
-        .map_err(|e| format!("the database does not answer: {e:?}"))?;
+        .map_err(|e| format!("the database does not answer: {e}"))?;
     let (stop, shutdown) = watch::channel(false);
     let expiries = tokio::spawn(crate::expiry::watch(
         expiry_requests,

@@ -12,6 +12,7 @@
 //! `lock_fences` row, taken before the read), so two instances can never both grant a key. Expiry is
 //! judged by the database's clock, read inside that transaction.
 
+mod error;
 mod postgres;
 mod sqlite;
 
@@ -21,14 +22,14 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use weblocks::lease::{LeaseError, LeaseKey};
+use weblocks::lease::LeaseKey;
 
-use crate::api_error::ApiError;
 use crate::bus::Topic;
 use crate::change::{Change, ChangeKind};
 use crate::events::Events;
 use crate::lease_row::{LeaseRequest, LeaseRow, LeaseView, Reply};
 
+pub use error::StoreError;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
@@ -114,7 +115,7 @@ impl Store {
     }
 
     /// Run one lease operation atomically; its change, if any, is published once committed.
-    pub async fn run(&self, request: LeaseRequest, max_left_ms: f64) -> Result<Reply, ApiError> {
+    pub async fn run(&self, request: LeaseRequest, max_left_ms: f64) -> Result<Reply, StoreError> {
         match self {
             Store::Sqlite(store) => store.run(request, max_left_ms).await,
             Store::Postgres(store) => store.run(request, max_left_ms).await,
@@ -128,7 +129,7 @@ impl Store {
         &self,
         lease_type: Option<String>,
         limit: usize,
-    ) -> Result<(Vec<LeaseView>, f64), ApiError> {
+    ) -> Result<(Vec<LeaseView>, f64), StoreError> {
         match self {
             Store::Sqlite(store) => store.list(lease_type, limit).await,
             Store::Postgres(store) => store.list(lease_type, limit).await,
@@ -139,7 +140,7 @@ impl Store {
     /// core's clean-up: until then, their holder still learns `Expired`); how many it deleted.
     ///
     /// [`PURGE_EXPIRED_AFTER_MS`]: weblocks::lease::operation::PURGE_EXPIRED_AFTER_MS
-    pub async fn purge_expired(&self) -> Result<usize, ApiError> {
+    pub async fn purge_expired(&self) -> Result<usize, StoreError> {
         match self {
             Store::Sqlite(store) => store.purge_expired().await,
             Store::Postgres(store) => store.purge_expired().await,
@@ -147,7 +148,7 @@ impl Store {
     }
 
     /// `key`'s state now, as a change of kind `current`.
-    pub async fn key_state(&self, key: &LeaseKey) -> Result<Change, ApiError> {
+    pub async fn key_state(&self, key: &LeaseKey) -> Result<Change, StoreError> {
         match self {
             Store::Sqlite(store) => store.key_state(key).await,
             Store::Postgres(store) => store.key_state(key).await,
@@ -155,7 +156,7 @@ impl Store {
     }
 
     /// What a new stream on `topic` is told first: its key's state, or its type's live leases.
-    pub async fn snapshot(&self, topic: &Topic) -> Result<Vec<Change>, ApiError> {
+    pub async fn snapshot(&self, topic: &Topic) -> Result<Vec<Change>, StoreError> {
         match topic {
             Topic::Key(key) => Ok(vec![self.key_state(key).await?]),
             Topic::Type(lease_type) => {
@@ -166,7 +167,7 @@ impl Store {
     }
 
     /// Whether the database answers (and, for PostgreSQL, this instance listens for changes).
-    pub async fn health(&self) -> Result<&'static str, ApiError> {
+    pub async fn health(&self) -> Result<&'static str, StoreError> {
         match self {
             Store::Sqlite(store) => store.health().await.map(|()| "sqlite"),
             Store::Postgres(store) => store.health().await.map(|()| "postgres"),
@@ -182,8 +183,9 @@ impl Store {
     }
 }
 
-fn storage(error: impl Display) -> ApiError {
-    ApiError::from(LeaseError::Storage(error.to_string()))
+/// A database failure described by `error`.
+fn storage(error: impl Display) -> StoreError {
+    StoreError::Database(error.to_string())
 }
 
 /// A key's state: its live lease, or free with the number of its last lease (0 if it never had one).
