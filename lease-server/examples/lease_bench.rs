@@ -24,10 +24,10 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 use weblocks::lease::{Operation, Token};
-use weblocks_lease_server::config::Database;
 use weblocks_lease_server::events::Events;
-use weblocks_lease_server::lease_row::{Grant, Holder, LeaseRequest, Reply};
-use weblocks_lease_server::store::{PgTimeouts, Store, StoreOptions};
+use weblocks_lease_server::holder::Holder;
+use weblocks_lease_server::lease_row::{Grant, LeaseRequest, Reply};
+use weblocks_lease_server::store::{Database, PgTimeouts, Store, StoreOptions};
 
 #[derive(Parser)]
 struct Args {

@@ -13,12 +13,12 @@ use serde_json::{Value, json};
 use weblocks::lease::{LeaseError, LeaseKey, Operation, Token};
 
 use crate::api_error::ApiError;
+use crate::app_state::AppState;
 use crate::bus::Topic;
 use crate::extract::{JsonBody, QueryArgs};
 use crate::identity::Identity;
 use crate::lease_row::{Grant, LeaseRequest, Reply};
 use crate::limits::check_key_part;
-use crate::server::AppState;
 use crate::stream::change_stream;
 
 /// `list`'s default and largest page.

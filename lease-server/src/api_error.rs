@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use weblocks::lease::LeaseError;
 
 use crate::lease_row::{LeaseView, Refusal};
+use crate::store::StoreError;
 
 #[derive(Debug)]
 pub enum ApiError {
@@ -42,9 +43,15 @@ impl From<LeaseError> for ApiError {
     }
 }
 
-impl From<Refusal> for ApiError {
-    fn from(refusal: Refusal) -> ApiError {
-        ApiError::Lease(Box::new(refusal))
+/// A store failure as the client sees it: a refusal with its live lease; a database failure as a
+/// `StorageError` (503) whose details stay in the log; a bug as an `InternalError` (500).
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> ApiError {
+        match error {
+            StoreError::Refused(refusal) => ApiError::Lease(refusal),
+            StoreError::Database(why) => ApiError::from(LeaseError::Storage(why)),
+            StoreError::Internal => ApiError::Internal,
+        }
     }
 }
 
@@ -144,7 +151,7 @@ impl IntoResponse for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lease_row::Holder;
+    use crate::holder::Holder;
 
     #[test]
     fn a_conflict_carries_the_holder_and_since_when() {
@@ -164,7 +171,7 @@ mod tests {
                 fence: 7,
             })),
         };
-        let error = ApiError::from(refusal);
+        let error = ApiError::from(StoreError::from(refusal));
         assert_eq!(
             error.code_and_status(),
             ("AlreadyLocked", StatusCode::CONFLICT)
@@ -196,10 +203,19 @@ mod tests {
                 (code, StatusCode::from_u16(status).unwrap())
             );
         }
-        let storage = ApiError::from(LeaseError::Storage(
+        let storage = ApiError::from(StoreError::Database(
             "relation \"locks\" does not exist".into(),
         ));
         assert_eq!(storage.code_and_status().1, StatusCode::SERVICE_UNAVAILABLE);
-        assert!(!storage.body().to_string().contains("relation"));
+        assert_eq!(
+            storage.body(),
+            json!({ "error": {
+                "code": "StorageError", "message": "lease storage failed (details in the service's log)",
+            }})
+        );
+        assert_eq!(
+            ApiError::from(StoreError::Internal).code_and_status(),
+            ("InternalError", StatusCode::INTERNAL_SERVER_ERROR)
+        );
     }
 }

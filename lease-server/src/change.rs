@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use weblocks::lease::LeaseKey;
 
-use crate::lease_row::{Holder, LeaseRow};
+use crate::holder::Holder;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -50,22 +50,6 @@ pub struct Held {
 }
 
 impl Change {
-    /// A change that leaves `row` as the key's live lease.
-    pub fn held(kind: ChangeKind, row: &LeaseRow, now_ms: f64) -> Change {
-        Change {
-            kind,
-            lease_type: row.record.key.lease_type().to_owned(),
-            id: row.record.key.id().to_owned(),
-            fence: row.fence,
-            lease: Some(Held {
-                holder: row.holder.clone(),
-                acquired_at: row.acquired_at_ms,
-                expires_at: row.record.expires_at_ms,
-            }),
-            now: now_ms,
-        }
-    }
-
     /// A change that leaves the key free; `fence` is the number of the lease that ended.
     pub fn ended(kind: ChangeKind, key: &LeaseKey, fence: i64, now_ms: f64) -> Change {
         Change {
@@ -170,24 +154,5 @@ mod tests {
             "after its end"
         );
         assert!(!change(2, None).order().follows(&live), "an older lease");
-    }
-
-    #[test]
-    fn the_worst_notification_fits_postgres_s_8000_bytes() {
-        // Quotes and backslashes are the longest JSON escapes of names without control characters.
-        let long = "\"".repeat(1024);
-        let name = "\\".repeat(crate::limits::MAX_NAME_BYTES);
-        let mut worst = change(i64::MAX, Some(f64::MAX));
-        worst.lease_type = long.clone();
-        worst.id = long;
-        worst.lease.as_mut().unwrap().holder = Holder {
-            sub: name.clone(),
-            name,
-        };
-        worst.now = f64::MIN_POSITIVE;
-        let bytes = worst.to_json().len();
-        assert!(bytes < 8000, "{bytes} bytes");
-        let back: Change = serde_json::from_str(&worst.to_json()).unwrap();
-        assert_eq!(back, worst);
     }
 }

@@ -3,8 +3,6 @@
 //! never shows in a process list.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 
 use clap::Parser;
@@ -12,39 +10,10 @@ use weblocks::lease::key::MAX_TTL_MS;
 
 use crate::connections::ConnectionLimits;
 use crate::limits::TtlBounds;
-use crate::store::{PgTimeouts, StoreOptions};
+use crate::store::{Database, PgTimeouts, StoreOptions};
 
 fn ms(ms: u64) -> Duration {
     Duration::from_millis(ms)
-}
-
-/// Where the `locks` table lives.
-#[derive(Clone, Debug)]
-pub enum Database {
-    /// `sqlite:PATH`: a file, created on first start.
-    Sqlite(PathBuf),
-    /// `postgres://…` or `postgresql://…`: shared by any number of instances.
-    Postgres(Box<tokio_postgres::Config>),
-}
-
-impl FromStr for Database {
-    type Err = String;
-
-    fn from_str(url: &str) -> Result<Database, String> {
-        if let Some(path) = url.strip_prefix("sqlite:") {
-            let path = path.strip_prefix("//").unwrap_or(path);
-            if path.is_empty() {
-                return Err("sqlite: needs a file path, e.g. sqlite:leases.sqlite3".into());
-            }
-            return Ok(Database::Sqlite(PathBuf::from(path)));
-        }
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            return tokio_postgres::Config::from_str(url)
-                .map(|config| Database::Postgres(Box::new(config)))
-                .map_err(|e| format!("not a PostgreSQL URL: {e}"));
-        }
-        Err("expected sqlite:PATH or postgres://USER@HOST:PORT/DATABASE".into())
-    }
 }
 
 /// `weblocks-lease-server`: leases between users over HTTP/JSON (see docs/LEASES.md).

@@ -147,7 +147,7 @@ async fn check(key: &LeaseKey, fence: i64, events: &Events, store: &Store) {
 mod tests {
     use super::*;
     use crate::change::Held;
-    use crate::lease_row::Holder;
+    use crate::holder::Holder;
 
     fn live(id: &str, fence: i64, expires_at: f64, now: f64) -> Change {
         Change {

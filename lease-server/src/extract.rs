@@ -8,8 +8,8 @@ use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use crate::api_error::ApiError;
+use crate::app_state::AppState;
 use crate::identity::Identity;
-use crate::server::AppState;
 
 /// A JSON body of type `T` (unknown fields refused), within the body size limit.
 pub struct JsonBody<T>(pub T);

@@ -10,7 +10,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode};
 use serde::Deserialize;
 
 use crate::api_error::ApiError;
-use crate::lease_row::Holder;
+use crate::holder::Holder;
 use crate::limits::check_name;
 
 /// The shortest secret accepted: HS256's key should carry at least the hash's 256 bits.

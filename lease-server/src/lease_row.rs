@@ -19,12 +19,8 @@ use weblocks::lease::{
     Write, revoked_or,
 };
 
-/// The user holding a lease, from the token of the request that took it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Holder {
-    pub sub: String,
-    pub name: String,
-}
+use crate::change::{Change, ChangeKind, Held};
+use crate::holder::Holder;
 
 /// One row of `locks`: the core's record (token digested) and what the service adds.
 #[derive(Clone, Debug, PartialEq)]
@@ -59,6 +55,22 @@ impl LeaseRow {
             acquired_at: self.acquired_at_ms,
             expires_at: self.record.expires_at_ms,
             fence: self.fence,
+        }
+    }
+
+    /// The change that leaves this row as its key's live lease.
+    pub fn change(&self, kind: ChangeKind, now_ms: f64) -> Change {
+        Change {
+            kind,
+            lease_type: self.record.key.lease_type().to_owned(),
+            id: self.record.key.id().to_owned(),
+            fence: self.fence,
+            lease: Some(Held {
+                holder: self.holder.clone(),
+                acquired_at: self.acquired_at_ms,
+                expires_at: self.record.expires_at_ms,
+            }),
+            now: now_ms,
         }
     }
 }
@@ -188,7 +200,7 @@ pub enum RowWrite {
 pub struct Plan {
     pub reply: Reply,
     pub write: RowWrite,
-    pub change: Option<crate::change::Change>,
+    pub change: Option<Change>,
 }
 
 /// A failed operation (it writes nothing): the core's error, refined to `Revoked` where that applies, and
@@ -208,7 +220,6 @@ pub fn plan(
     last_fence: i64,
     max_left_ms: f64,
 ) -> Result<Plan, Refusal> {
-    use crate::change::{Change, ChangeKind};
     let record = current.map(|row| &row.record);
     let (decision, revoked) = match &request.action {
         Action::TakeOver(take_over) => take_over.decide(record, now_ms),
@@ -242,7 +253,7 @@ pub fn plan(
                     lock_id: lock_id.to_text(),
                     lease: row.view(),
                 },
-                change: Some(Change::held(kind, &row, now_ms)),
+                change: Some(row.change(kind, now_ms)),
                 write: RowWrite::Grant(row),
             }
         }
@@ -253,7 +264,7 @@ pub fn plan(
             };
             Plan {
                 reply: Reply::Held(row.view()),
-                change: Some(Change::held(ChangeKind::Extended, &row, now_ms)),
+                change: Some(row.change(ChangeKind::Extended, now_ms)),
                 write: RowWrite::Extend {
                     key: row.record.key.clone(),
                     expires_at_ms: row.record.expires_at_ms,
@@ -348,7 +359,6 @@ impl RowColumns {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::change::ChangeKind;
 
     const T0: f64 = 1_700_000_000_000.0;
     const DAY: f64 = 86_400_000.0;

@@ -4,8 +4,10 @@
 //!
 //! - [`config`]: flags and environment; [`server`]: the assembled service; [`shutdown`]: its stop signal.
 //! - [`connections`]: HTTP connections with their timeouts and cap; [`descriptors`]: room for them.
-//! - [`api`]: the endpoints; [`extract`]: their request parsing; [`api_error`]: typed JSON errors.
-//! - [`identity`] and [`hs256`]: who is asking (an HS256 JWT); [`limits`]: what the service accepts.
+//! - [`api`]: the endpoints; [`extract`]: their request parsing; [`api_error`]: typed JSON errors;
+//!   [`app_state`]: what the endpoints share.
+//! - [`identity`] and [`hs256`]: who is asking (an HS256 JWT); [`holder`]: the user a lease names;
+//!   [`limits`]: what the service accepts.
 //! - [`lease_row`]: a row of `locks` and what an operation does to it (the core's decision applied).
 //! - [`store`]: SQLite and PostgreSQL, one transaction per operation.
 //! - [`change`], [`events`], [`bus`], [`stream`], [`expiry`]: change events, from the database to
@@ -13,6 +15,7 @@
 
 pub mod api;
 pub mod api_error;
+pub mod app_state;
 pub mod bus;
 pub mod change;
 pub mod config;
@@ -21,6 +24,7 @@ pub mod descriptors;
 pub mod events;
 pub mod expiry;
 pub mod extract;
+pub mod holder;
 pub mod hs256;
 pub mod identity;
 pub mod lease_row;

@@ -20,33 +20,11 @@ use tracing::Level;
 
 use crate::api;
 use crate::api_error::ApiError;
+use crate::app_state::{AppState, Limits};
 use crate::config::Config;
 use crate::events::Events;
 use crate::identity::TokenVerifier;
-use crate::limits::TtlBounds;
 use crate::store::Store;
-
-pub struct Limits {
-    pub ttls: TtlBounds,
-    pub max_body_bytes: usize,
-    /// `/health` answers 503 past this.
-    pub health_timeout: Duration,
-    /// A change stream writes a keep-alive comment this often (a third of the idle timeout, at most 15
-    /// s), so an open stream is never closed as idle.
-    pub keep_alive: Duration,
-    /// One permit per change stream that may be open.
-    pub streams: Arc<Semaphore>,
-}
-
-#[derive(Clone)]
-pub struct AppState {
-    pub store: Arc<Store>,
-    pub events: Arc<Events>,
-    pub verifier: Arc<TokenVerifier>,
-    pub limits: Arc<Limits>,
-    /// Becomes true when the service shuts down: change streams end.
-    pub shutdown: watch::Receiver<bool>,
-}
 
 pub fn router(state: AppState, origins: &[String]) -> Router {
     let max_body_bytes = state.limits.max_body_bytes;
@@ -123,7 +101,7 @@ pub async fn run(config: Config, secret: Vec<u8>) -> Result<(), String> {
     let database = store
         .health()
         .await
-        .map_err(|e| format!("the database does not answer: {e:?}"))?;
+        .map_err(|e| format!("the database does not answer: {e}"))?;
     let (stop, shutdown) = watch::channel(false);
     let expiries = tokio::spawn(crate::expiry::watch(
         expiry_requests,

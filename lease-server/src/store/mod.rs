@@ -12,22 +12,24 @@
 //! `lock_fences` row, taken before the read), so two instances can never both grant a key. Expiry is
 //! judged by the database's clock, read inside that transaction.
 
+mod error;
 mod postgres;
 mod sqlite;
 
 use std::fmt::Display;
+use std::path::PathBuf;
+use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use weblocks::lease::{LeaseError, LeaseKey};
+use weblocks::lease::LeaseKey;
 
-use crate::api_error::ApiError;
 use crate::bus::Topic;
 use crate::change::{Change, ChangeKind};
-use crate::config::Database;
 use crate::events::Events;
 use crate::lease_row::{LeaseRequest, LeaseRow, LeaseView, Reply};
 
+pub use error::StoreError;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
@@ -45,6 +47,35 @@ pub enum Store {
 /// Most rows one purge deletes, in one transaction: purging is bounded work of its own, never a
 /// request's.
 pub const PURGE_BATCH: i64 = 1000;
+
+/// Where the `locks` table lives.
+#[derive(Clone, Debug)]
+pub enum Database {
+    /// `sqlite:PATH`: a file, created on first start.
+    Sqlite(PathBuf),
+    /// `postgres://…` or `postgresql://…`: shared by any number of instances.
+    Postgres(Box<tokio_postgres::Config>),
+}
+
+impl FromStr for Database {
+    type Err = String;
+
+    fn from_str(url: &str) -> Result<Database, String> {
+        if let Some(path) = url.strip_prefix("sqlite:") {
+            let path = path.strip_prefix("//").unwrap_or(path);
+            if path.is_empty() {
+                return Err("sqlite: needs a file path, e.g. sqlite:leases.sqlite3".into());
+            }
+            return Ok(Database::Sqlite(PathBuf::from(path)));
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return tokio_postgres::Config::from_str(url)
+                .map(|config| Database::Postgres(Box::new(config)))
+                .map_err(|e| format!("not a PostgreSQL URL: {e}"));
+        }
+        Err("expected sqlite:PATH or postgres://USER@HOST:PORT/DATABASE".into())
+    }
+}
 
 /// How a store uses its database.
 #[derive(Clone, Copy, Debug)]
@@ -84,7 +115,7 @@ impl Store {
     }
 
     /// Run one lease operation atomically; its change, if any, is published once committed.
-    pub async fn run(&self, request: LeaseRequest, max_left_ms: f64) -> Result<Reply, ApiError> {
+    pub async fn run(&self, request: LeaseRequest, max_left_ms: f64) -> Result<Reply, StoreError> {
         match self {
             Store::Sqlite(store) => store.run(request, max_left_ms).await,
             Store::Postgres(store) => store.run(request, max_left_ms).await,
@@ -98,7 +129,7 @@ impl Store {
         &self,
         lease_type: Option<String>,
         limit: usize,
-    ) -> Result<(Vec<LeaseView>, f64), ApiError> {
+    ) -> Result<(Vec<LeaseView>, f64), StoreError> {
         match self {
             Store::Sqlite(store) => store.list(lease_type, limit).await,
             Store::Postgres(store) => store.list(lease_type, limit).await,
@@ -109,7 +140,7 @@ impl Store {
     /// core's clean-up: until then, their holder still learns `Expired`); how many it deleted.
     ///
     /// [`PURGE_EXPIRED_AFTER_MS`]: weblocks::lease::operation::PURGE_EXPIRED_AFTER_MS
-    pub async fn purge_expired(&self) -> Result<usize, ApiError> {
+    pub async fn purge_expired(&self) -> Result<usize, StoreError> {
         match self {
             Store::Sqlite(store) => store.purge_expired().await,
             Store::Postgres(store) => store.purge_expired().await,
@@ -117,7 +148,7 @@ impl Store {
     }
 
     /// `key`'s state now, as a change of kind `current`.
-    pub async fn key_state(&self, key: &LeaseKey) -> Result<Change, ApiError> {
+    pub async fn key_state(&self, key: &LeaseKey) -> Result<Change, StoreError> {
         match self {
             Store::Sqlite(store) => store.key_state(key).await,
             Store::Postgres(store) => store.key_state(key).await,
@@ -125,7 +156,7 @@ impl Store {
     }
 
     /// What a new stream on `topic` is told first: its key's state, or its type's live leases.
-    pub async fn snapshot(&self, topic: &Topic) -> Result<Vec<Change>, ApiError> {
+    pub async fn snapshot(&self, topic: &Topic) -> Result<Vec<Change>, StoreError> {
         match topic {
             Topic::Key(key) => Ok(vec![self.key_state(key).await?]),
             Topic::Type(lease_type) => {
@@ -136,7 +167,7 @@ impl Store {
     }
 
     /// Whether the database answers (and, for PostgreSQL, this instance listens for changes).
-    pub async fn health(&self) -> Result<&'static str, ApiError> {
+    pub async fn health(&self) -> Result<&'static str, StoreError> {
         match self {
             Store::Sqlite(store) => store.health().await.map(|()| "sqlite"),
             Store::Postgres(store) => store.health().await.map(|()| "postgres"),
@@ -152,14 +183,15 @@ impl Store {
     }
 }
 
-fn storage(error: impl Display) -> ApiError {
-    ApiError::from(LeaseError::Storage(error.to_string()))
+/// A database failure described by `error`.
+fn storage(error: impl Display) -> StoreError {
+    StoreError::Database(error.to_string())
 }
 
 /// A key's state: its live lease, or free with the number of its last lease (0 if it never had one).
 fn key_state(key: &LeaseKey, row: Option<LeaseRow>, last_fence: i64, now_ms: f64) -> Change {
     match row.filter(|row| !row.record.is_expired(now_ms)) {
-        Some(row) => Change::held(ChangeKind::Current, &row, now_ms),
+        Some(row) => row.change(ChangeKind::Current, now_ms),
         None => Change::ended(ChangeKind::Current, key, last_fence, now_ms),
     }
 }
@@ -190,7 +222,7 @@ fn live_views(rows: Vec<LeaseRow>, now_ms: f64) -> Vec<LeaseView> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lease_row::Holder;
+    use crate::holder::Holder;
     use weblocks::lease::{LeaseRecord, Token};
 
     const T0: f64 = 1_700_000_000_000.0;

@@ -29,11 +29,12 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, NoTls, Row, Statement};
+use weblocks::lease::LeaseKey;
 use weblocks::lease::operation::PURGE_EXPIRED_AFTER_MS;
-use weblocks::lease::{LeaseError, LeaseKey};
 
-use super::{CHANNEL, PURGE_BATCH, PgTimeouts, StoreOptions, key_state, live_views, storage};
-use crate::api_error::ApiError;
+use super::{
+    CHANNEL, PURGE_BATCH, PgTimeouts, StoreError, StoreOptions, key_state, live_views, storage,
+};
 use crate::change::Change;
 use crate::events::Events;
 use crate::lease_row::{LeaseRequest, LeaseRow, LeaseView, Reply, RowColumns, RowWrite, plan};
@@ -320,20 +321,20 @@ impl PostgresStore {
 
     /// Run `work` on a task of its own, so that it finishes whatever happens to the caller (see the
     /// module's comment).
-    async fn detached<T, F>(&self, work: impl FnOnce(Arc<Shared>) -> F) -> Result<T, ApiError>
+    async fn detached<T, F>(&self, work: impl FnOnce(Arc<Shared>) -> F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: Future<Output = Result<T, ApiError>> + Send + 'static,
+        F: Future<Output = Result<T, StoreError>> + Send + 'static,
     {
         tokio::spawn(work(Arc::clone(&self.shared)))
             .await
             .unwrap_or_else(|failed| {
                 tracing::error!(error = %failed, "a PostgreSQL operation's task failed");
-                Err(ApiError::Internal)
+                Err(StoreError::Internal)
             })
     }
 
-    pub async fn run(&self, request: LeaseRequest, max_left_ms: f64) -> Result<Reply, ApiError> {
+    pub async fn run(&self, request: LeaseRequest, max_left_ms: f64) -> Result<Reply, StoreError> {
         self.detached(move |shared| async move {
             shared
                 .with_client(async |client| shared.transact(client, &request, max_left_ms).await)
@@ -346,7 +347,7 @@ impl PostgresStore {
         &self,
         lease_type: Option<String>,
         limit: usize,
-    ) -> Result<(Vec<LeaseView>, f64), ApiError> {
+    ) -> Result<(Vec<LeaseView>, f64), StoreError> {
         self.detached(move |shared| async move {
             shared
                 .with_client(async |client| shared.list(client, lease_type, limit).await)
@@ -355,7 +356,7 @@ impl PostgresStore {
         .await
     }
 
-    pub async fn purge_expired(&self) -> Result<usize, ApiError> {
+    pub async fn purge_expired(&self) -> Result<usize, StoreError> {
         self.detached(move |shared| async move {
             shared
                 .with_client(async |client| {
@@ -374,7 +375,7 @@ impl PostgresStore {
         .await
     }
 
-    pub async fn key_state(&self, key: &LeaseKey) -> Result<Change, ApiError> {
+    pub async fn key_state(&self, key: &LeaseKey) -> Result<Change, StoreError> {
         let key = key.clone();
         self.detached(move |shared| async move {
             shared
@@ -395,7 +396,7 @@ impl PostgresStore {
         .await
     }
 
-    pub async fn health(&self) -> Result<(), ApiError> {
+    pub async fn health(&self) -> Result<(), StoreError> {
         self.detached(move |shared| async move {
             shared
                 .with_client(async |client| client.batch_execute("SELECT 1").await.map_err(storage))
@@ -428,7 +429,7 @@ impl PostgresStore {
 }
 
 impl Shared {
-    async fn client(&self) -> Result<Client, ApiError> {
+    async fn client(&self) -> Result<Client, StoreError> {
         self.pool
             .get()
             .await
@@ -440,8 +441,8 @@ impl Shared {
     /// (closed, which makes the server roll back) instead.
     async fn with_client<T>(
         &self,
-        work: impl AsyncFnOnce(&Client) -> Result<T, ApiError>,
-    ) -> Result<T, ApiError> {
+        work: impl AsyncFnOnce(&Client) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         let client = self.client().await?;
         let outcome = tokio::time::timeout(self.deadline, work(&client)).await;
         self.settle(client, outcome)
@@ -450,8 +451,8 @@ impl Shared {
     fn settle<T>(
         &self,
         client: Client,
-        outcome: Result<Result<T, ApiError>, tokio::time::error::Elapsed>,
-    ) -> Result<T, ApiError> {
+        outcome: Result<Result<T, StoreError>, tokio::time::error::Elapsed>,
+    ) -> Result<T, StoreError> {
         match outcome {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => {
@@ -470,7 +471,7 @@ impl Shared {
         }
     }
 
-    async fn prepare(&self, client: &Client) -> Result<Prepared, ApiError> {
+    async fn prepare(&self, client: &Client) -> Result<Prepared, StoreError> {
         let (read_key, ensure_fence, lock_key, grant, set_fence, extend, delete, notify) =
             tokio::try_join!(
                 client.prepare_cached(&self.read_key),
@@ -501,7 +502,7 @@ impl Shared {
         client: &Client,
         request: &LeaseRequest,
         max_left_ms: f64,
-    ) -> Result<Reply, ApiError> {
+    ) -> Result<Reply, StoreError> {
         let statements = self.prepare(client).await?;
         let key = request.key().clone();
         let (lease_type, id) = (key.lease_type(), key.id());
@@ -575,7 +576,7 @@ impl Shared {
         client: &Client,
         lease_type: Option<String>,
         limit: usize,
-    ) -> Result<(Vec<LeaseView>, f64), ApiError> {
+    ) -> Result<(Vec<LeaseView>, f64), StoreError> {
         let sql = match lease_type {
             Some(_) => &self.list_of_type,
             None => &self.list_all,
@@ -604,15 +605,12 @@ impl Shared {
 }
 
 /// Whether `error` is the store's own failure (rather than the core refusing the operation).
-fn is_storage_failure(error: &ApiError) -> bool {
-    match error {
-        ApiError::Lease(refusal) => matches!(refusal.error, LeaseError::Storage(_)),
-        _ => true,
-    }
+fn is_storage_failure(error: &StoreError) -> bool {
+    !matches!(error, StoreError::Refused(_))
 }
 
 /// After a failed statement: end the transaction (queued behind anything still in flight), and the error.
-async fn abandon(client: &Client, error: tokio_postgres::Error) -> ApiError {
+async fn abandon(client: &Client, error: tokio_postgres::Error) -> StoreError {
     let _ = client.batch_execute("ROLLBACK").await;
     storage(error)
 }
@@ -676,7 +674,7 @@ fn columns(row: &Row, at: usize) -> Result<RowColumns, tokio_postgres::Error> {
 }
 
 /// The result of the key read: the time, the key's row, its last fencing number (0 if none).
-fn decode_key_row(row: &Row, key: &LeaseKey) -> Result<(f64, Option<LeaseRow>, i64), ApiError> {
+fn decode_key_row(row: &Row, key: &LeaseKey) -> Result<(f64, Option<LeaseRow>, i64), StoreError> {
     let now: f64 = row.try_get(0).map_err(storage)?;
     let current = columns(row, 1).map_err(storage)?.into_row(key)?;
     let fence: Option<i64> = row.try_get(8).map_err(storage)?;

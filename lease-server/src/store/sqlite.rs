@@ -22,8 +22,7 @@ use tokio::sync::oneshot;
 use weblocks::lease::LeaseKey;
 use weblocks::lease::operation::PURGE_EXPIRED_AFTER_MS;
 
-use super::{PURGE_BATCH, key_state, live_views, storage};
-use crate::api_error::ApiError;
+use super::{PURGE_BATCH, StoreError, key_state, live_views, storage};
 use crate::change::Change;
 use crate::events::Events;
 use crate::lease_row::{LeaseRequest, LeaseRow, LeaseView, Reply, RowColumns, RowWrite, plan};
@@ -160,8 +159,8 @@ impl SqliteStore {
     /// if any, is then published), or its error (its writes are rolled back).
     async fn call<T: Send + 'static>(
         &self,
-        job: impl FnOnce(&Connection) -> Result<(T, Option<Change>), ApiError> + Send + 'static,
-    ) -> Result<T, ApiError> {
+        job: impl FnOnce(&Connection) -> Result<(T, Option<Change>), StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
         let (answer_tx, answer) = oneshot::channel();
         let events = Arc::clone(&self.events);
         let job: Job = Box::new(move |connection| {
@@ -194,7 +193,7 @@ impl SqliteStore {
             .map_err(|_| storage("the database thread dropped the operation"))?
     }
 
-    pub async fn run(&self, request: LeaseRequest, max_left_ms: f64) -> Result<Reply, ApiError> {
+    pub async fn run(&self, request: LeaseRequest, max_left_ms: f64) -> Result<Reply, StoreError> {
         self.call(move |connection| {
             let (now, current, last_fence) = read_key(connection, request.key())?;
             // A refusal returns here: its savepoint is rolled back (it wrote nothing).
@@ -209,7 +208,7 @@ impl SqliteStore {
         &self,
         lease_type: Option<String>,
         limit: usize,
-    ) -> Result<(Vec<LeaseView>, f64), ApiError> {
+    ) -> Result<(Vec<LeaseView>, f64), StoreError> {
         self.call(move |connection| {
             let now: f64 = connection
                 .query_row(&format!("SELECT {NOW_MS}"), [], |row| row.get(0))
@@ -220,7 +219,7 @@ impl SqliteStore {
         .await
     }
 
-    pub async fn purge_expired(&self) -> Result<usize, ApiError> {
+    pub async fn purge_expired(&self) -> Result<usize, StoreError> {
         self.call(|connection| {
             let deleted = connection
                 .prepare_cached(PURGE)
@@ -231,7 +230,7 @@ impl SqliteStore {
         .await
     }
 
-    pub async fn key_state(&self, key: &LeaseKey) -> Result<Change, ApiError> {
+    pub async fn key_state(&self, key: &LeaseKey) -> Result<Change, StoreError> {
         let key = key.clone();
         self.call(move |connection| {
             let (now, row, last_fence) = read_key(connection, &key)?;
@@ -240,7 +239,7 @@ impl SqliteStore {
         .await
     }
 
-    pub async fn health(&self) -> Result<(), ApiError> {
+    pub async fn health(&self) -> Result<(), StoreError> {
         self.call(|connection| {
             connection
                 .query_row("SELECT 1", [], |_| Ok(((), None)))
@@ -339,7 +338,7 @@ fn columns(row: &rusqlite::Row, at: usize) -> rusqlite::Result<RowColumns> {
 fn read_key(
     connection: &Connection,
     key: &LeaseKey,
-) -> Result<(f64, Option<LeaseRow>, i64), ApiError> {
+) -> Result<(f64, Option<LeaseRow>, i64), StoreError> {
     let (now, fence) = connection
         .prepare_cached(CLOCK_AND_FENCE)
         .and_then(|mut read| {
@@ -367,7 +366,7 @@ fn list_rows(
     lease_type: Option<&str>,
     now_ms: f64,
     limit: usize,
-) -> Result<Vec<LeaseRow>, ApiError> {
+) -> Result<Vec<LeaseRow>, StoreError> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let read = |row: &rusqlite::Row| {
         Ok((
