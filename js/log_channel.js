@@ -4,37 +4,37 @@
 // 15.4). It does the I/O; the order is the Rust core's (src/protocol/log_order.rs).
 //
 // The protocol needs one order of the origin's messages that every context applies, its own included.
-// IndexedDB gives one: the read/write transactions of an origin's connections on one object store run
-// one at a time, and an autoIncrement key grows with each append (an aborted one gives its key back). So a
-// post appends the message in a read/write transaction, and its key is its place in the order (A1′).
-// What a context learns, it learns as entries `(key, data)`, in whatever order they come: its own
-// appends once committed; the other contexts' from the BroadcastChannel of the same name, which carries
-// each entry as soon as its writer's append commits (the carrier); and reads of the log, which the node
-// asks for when a key is missing. Without a BroadcastChannel, a writer pokes the other documents through a
-// localStorage `storage` event, and the node reads the log when poked, and every so often while it
+// IndexedDB gives one: the read/write transactions of an origin's connections on one object store run one
+// at a time, and an autoIncrement key grows with each append (an aborted one gives its key back). So a post
+// appends the message in a read/write transaction, and its key is its place in the order (A1′). What a
+// context learns, it learns as entries `(key, data)`, in whatever order they come: its own appends once
+// committed; the other contexts' from the BroadcastChannel of the same name, which carries each entry as
+// soon as its writer's append commits (the carrier); and reads of the log, which the participant asks for
+// when a key is missing. Without a BroadcastChannel, a writer pokes the other documents through a
+// localStorage `storage` event, and the participant reads the log when poked, and every so often while it
 // waits (workers get no pokes).
 //
-// The node says how far to trim the log (`trim`: entries no member of its history needs). A read reports
-// the floor (the greatest key deleted): a node whose position is below it missed messages, and steps out
-// and rejoins. So does a node whose append failed (its message is not in the log: a `gap` event), or whose
-// read failed, or whose connection to the database ended; a node whose log cannot be reached at all (a
-// `fail` event) refuses requests. An append that finds the storage quota full is tried again, later,
-// before this object's next ones.
+// The participant says how far to trim the log (`trim`: entries no member of its history needs). A read
+// reports the floor (the greatest key deleted): a participant whose position is below it missed messages,
+// and steps out and rejoins. So does a participant whose append failed (its message is not in the log: a
+// `gap` event), or whose read failed, or whose connection to the database ended; a participant whose log
+// cannot be reached at all (a `fail` event) refuses requests. An append that finds the storage quota full
+// is tried again, later, before this object's next ones.
 //
 // Keys name entries only within one database: one deleted and made anew starts again at 1. So the log has
 // an identity, a random number kept as the value of `meta`'s records (the floor's, or key 0 before any
 // trim): an append makes one where there is none (a database an older version made, or one whose floor an
 // older version wrote), in that append's transaction, so all agree on it. Every carrier frame names the
-// identity its append found, and each read, and an append that found another, tells the node the identity
-// it found (an `identity` event): the node takes frames of that log only. Once its connection has ended,
-// an object posts and emits nothing more but the gap.
+// identity its append found, and each read, and an append that found another, tells the participant the
+// identity it found (an `identity` event): the participant takes frames of that log only. Once its
+// connection has ended, an object posts and emits nothing more but the gap.
 //
 // The edge talks to one log object per context, through the shape of a channel: `postMessage(data)`
 // appends, `onmessage` receives events `{ type, key, data }`: `entry`, `start` (the last key before this
 // object's first read), `read` (a read ended; `key` is the floor), `identity` (before `start` and `read`:
 // `key` is the identity that read found), `carried` (a message on the carrier: a frame of an entry, or
-// another context's farewell or deputy's vouch, for the node to append), `poke`, `gap`, `fail`. Each comes
-// in a microtask of its own, never within the call that caused it.
+// another context's farewell or deputy's vouch, for the participant to append), `poke`, `gap`, `fail`. Each
+// comes in a microtask of its own, never within the call that caused it.
 //
 // Written as closures rather than classes: their variables minify to one letter (the classic script's
 // size).
@@ -45,7 +45,7 @@ const DATABASE = 'weblocks-log:';
 const POKE = 'weblocks:poke:';
 const FAREWELL = 'weblocks:farewell:';
 // An append that finds the quota full is tried again after QUOTA_WAIT_MS, doubling, QUOTA_TRIES times;
-// then it is a gap (the node steps out, and rejoins if it still waits).
+// then it is a gap (the participant steps out, and rejoins if it still waits).
 const QUOTA_WAIT_MS = 50;
 const QUOTA_TRIES = 8;
 
@@ -87,10 +87,11 @@ export function makeLogChannelFactory(globalObject = theGlobal, carried = typeof
  * The connection ends when another context deletes or upgrades the database (`versionchange`), when the
  * browser closes it (`close`: site data cleared, WebKit's "Connection to Indexed Database server lost"), or
  * when a transaction cannot be made on it: `lost(db)`. The log then ends here for every log object of this
- * global (a `gap`: its node steps out), and the database is opened again. An open that fails is tried
- * again after each wait of OPEN_BACKOFF_MS, and so is one whose connection keeps failing before any
- * transaction completes on it; after the last, every log object tells its node that it cannot reach the
- * log (a `fail`: the node refuses requests from then on). None of it is told within the call that met it.
+ * global (a `gap`: its participant steps out), and the database is opened again. An open that fails is
+ * tried again after each wait of OPEN_BACKOFF_MS, and so is one whose connection keeps failing before any
+ * transaction completes on it; after the last, every log object tells its participant that it cannot reach
+ * the log (a `fail`: the participant refuses requests from then on). None of it is told within the call
+ * that met it.
  */
 function openDatabase(globalObject) {
   const databases = new Map();
@@ -179,7 +180,7 @@ function openLog(globalObject, database, name, header, carrier, storage) {
   let tries = 0;
   const held = [];
   // The log's identity, as this object's last transaction found it (0: none yet), and as it last told
-  // the node.
+  // the participant.
   let known = 0;
   let reported = 0;
   let closed = false;
@@ -196,9 +197,9 @@ function openLog(globalObject, database, name, header, carrier, storage) {
     trim,
     close,
     /**
-     * The listener that posts `data` (the node's farewell `Leave`) for the other contexts to append, without
-     * running any script of ours: on the carrier, or as a localStorage value another document's `storage`
-     * event carries.
+     * The listener that posts `data` (the participant's farewell `Leave`) for the other contexts to append,
+     * without running any script of ours: on the carrier, or as a localStorage value another document's
+     * `storage` event carries.
      */
     farewell(data) {
       if (carrier !== null) return carrier.postMessage.bind(carrier, data);
@@ -206,9 +207,9 @@ function openLog(globalObject, database, name, header, carrier, storage) {
       return () => {};
     },
   };
-  // Every event reaches the node from a microtask of its own, never within the node's call that caused
-  // it: a node that posts, reads or starts and is answered at once would re-enter itself. Once the
-  // connection has ended, nothing more is emitted (the gap that tells so was the last).
+  // Every event reaches the participant from a microtask of its own, never within the participant's call
+  // that caused it: a participant that posts, reads or starts and is answered at once would re-enter
+  // itself. Once the connection has ended, nothing more is emitted (the gap that tells so was the last).
   const emit = (type, key, data) => {
     if (lost) return;
     Promise.resolve().then(() => {
@@ -333,10 +334,10 @@ function openLog(globalObject, database, name, header, carrier, storage) {
   }
 
   /**
-   * Deletes the entries up to key `upTo`, which no member needs (the node says), and raises the floor. The
-   * floor is the greatest key of `meta`, written blindly with the log's identity as its value, so that
-   * trims of several contexts can only raise it. Not before this object knows the identity (it never
-   * writes another log's): the log is only longer until then.
+   * Deletes the entries up to key `upTo`, which no member needs (the participant says), and raises the
+   * floor. The floor is the greatest key of `meta`, written blindly with the log's identity as its value,
+   * so that trims of several contexts can only raise it. Not before this object knows the identity (it
+   * never writes another log's): the log is only longer until then.
    */
   function trim(upTo) {
     database.when(() => {

@@ -1,5 +1,5 @@
 //! The order of the log transport (docs/PROTOCOL.md §12): entries of the origin's log in IndexedDB,
-//! handed to the node in key order, each once, whatever order they arrive in.
+//! handed to the participant in key order, each once, whatever order they arrive in.
 //!
 //! Over the log, a message's place in the origin's sequence is its key. IndexedDB runs the read/write
 //! transactions of an origin's connections on one object store one at a time, and each append takes the
@@ -10,11 +10,11 @@
 //! An entry reaches a context in one of three ways: its own append, once committed; the
 //! BroadcastChannel that carries every committed entry to the other contexts (its *carrier*, in
 //! whatever order that channel delivers: WebKit hands a post to the sender's own process first, so
-//! two contexts may see two orders); or a read of the log from the position on. The order the node
-//! applies never depends on which came first: [`LogOrder`] hands on the entry of key *position + 1*
-//! and nothing else. A missing key (its carrier message is late, or lost with a writer that crashed
-//! between its commit and its post) shows as an entry held *ahead*: the node then reads the log, which
-//! holds every key below one that has committed.
+//! two contexts may see two orders); or a read of the log from the position on. The order the
+//! participant applies never depends on which came first: [`LogOrder`] hands on the entry of key
+//! *position + 1* and nothing else. A missing key (its carrier message is late, or lost with a writer
+//! that crashed between its commit and its post) shows as an entry held *ahead*: the participant then
+//! reads the log, which holds every key below one that has committed.
 //!
 //! Keys name entries only within one log: when the log's database is deleted and made anew (a page's
 //! logout code wiping every database), its keys start at 1 again. So each log has an *identity*, made

@@ -1090,7 +1090,8 @@ mod tests {
         for (part, m) in parts.iter().zip(&messages) {
             assert_eq!(decode(part), Some(Decoded::Ours(m.clone())));
         }
-        // Not a message of this version (the node splits it first); another version sees its header.
+        // Not a message of this version (the participant splits it first); another version sees its
+        // header.
         assert_eq!(decode(&batch), None);
         assert!(matches!(
             decode_versioned(&batch, PROTOCOL_VERSION - 1),

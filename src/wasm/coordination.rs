@@ -656,9 +656,9 @@ impl Coordination {
 }
 
 /// Whether this edge listens to `kind` in the capture phase: at the target, capture listeners run
-/// before the page's own (bubble) listeners, so what the node sends goes out before any slow page
-/// handler. Except `pagehide`, where the farewell ([`Coordination::arm_farewell`]) is the capture
-/// listener and must run before the node's listener, which Firefox may cut short.
+/// before the page's own (bubble) listeners, so what the participant sends goes out before any slow
+/// page handler. Except `pagehide`, where the farewell ([`Coordination::arm_farewell`]) is the capture
+/// listener and must run before the participant's listener, which Firefox may cut short.
 fn captures(kind: &str) -> bool {
     kind != "pagehide"
 }

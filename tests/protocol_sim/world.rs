@@ -1,7 +1,7 @@
 //! The simulated origin: contexts running `protocol::Participant`s, a broadcast channel, an IndexedDB log,
 //! localStorage, timers, clients and faults, driven by one event queue in simulated wall-clock time (ms).
 //!
-//! The transport is the one the nodes are configured for (`Config::transport`):
+//! The transport is the one the participants are configured for (`Config::transport`):
 //! - **Broadcast**: every message a context posts reaches the channel's dispatcher after a random
 //!   sending delay, in the sender's order, and joins its sequence (the log); the receivers get it as
 //!   the [`Delivery`] model says. Under [`Delivery::TotalOrder`] (assumption A1: Chromium, Firefox)
@@ -14,7 +14,7 @@
 //!   order (its transactions run in creation order); the log is the sequence. Once committed, the
 //!   writer's own context gets the entry and, if it runs, posts it on the carrier, a channel that
 //!   delivers as the [`Delivery`] model says (or, without a carrier, pokes the others through
-//!   storage). Contexts read the log when their node asks; a trim can leave a reader behind.
+//!   storage). Contexts read the log when their participant asks; a trim can leave a reader behind.
 //!
 //! A context that crashes may lose the messages it had not finished sending (and, over the log, a
 //! context that closes loses its appends still in flight, as a page's transactions die with it).
@@ -124,8 +124,9 @@ pub enum Fault {
     Freeze(u64),
     Hide(u64),
     Close,
-    /// `pagehide` (entering the back/forward cache) cut short before the node ran: only the edge's
-    /// farewell (`Effect::ArmFarewell`, posted without running the participant) went out; shown again after the time.
+    /// `pagehide` (entering the back/forward cache) cut short before the participant ran: only the
+    /// edge's farewell (`Effect::ArmFarewell`, posted without running the participant) went out; shown
+    /// again after the time.
     CutHide(u64),
     /// A close whose `pagehide` was cut short the same way (Firefox, tests/e2e/cross_context_firefox).
     CutClose,
@@ -252,7 +253,7 @@ struct AliveDb {
 struct Scheduled {
     at: u64,
     seq: u64,
-    node: usize,
+    context: usize,
     ev: Ev,
 }
 
@@ -309,7 +310,7 @@ pub struct ReqRecord {
     pub steal: bool,
     pub hold: u64,
     pub state: ReqState,
-    /// Incarnation under which the node last sent it.
+    /// Incarnation under which the participant last sent it.
     pub posted_as: Option<u32>,
     /// Incarnation under which it was granted.
     pub held_as: Option<u32>,
@@ -355,10 +356,11 @@ pub struct SimNode {
     /// next one while a deletion is under way).
     conn_log: usize,
     pub retired: bool,
-    /// Outcomes the observer decided for this node's requests, to be checked once the node has
-    /// applied the same message: (log index, incarnation, local id, outcome kind).
+    /// Outcomes the observer decided for this participant's requests, to be checked once the participant
+    /// has applied the same message: (log index, incarnation, local id, outcome kind).
     pub expected: VecDeque<(usize, u32, u64, Expect)>,
-    /// Sequence number of this node's last posted message, and of its last own message it applied.
+    /// Sequence number of this participant's last posted message, and of its last own message it
+    /// applied.
     pub posted_seq: u64,
     pub applied_seq: u64,
     /// The page has a deputy (a worker answering pings for it while it is stalled, not while it is
@@ -433,7 +435,8 @@ pub struct World {
     pub checking: bool,
     /// More events than this in one run is a runaway.
     pub max_steps: u64,
-    /// Each context keeps every effect it carries out (`SimNode::recorded`): for the participants' tests.
+    /// Each context keeps every effect it carries out (`SimNode::recorded`): for the participants'
+    /// tests.
     pub recording: bool,
     /// Inside an `Action::Batch`: the flush waits for the task's end.
     in_task: bool,
@@ -599,11 +602,11 @@ impl World {
     /// Adds a context that starts at `at`.
     pub fn add_node(&mut self, at: u64, version: u32, timer_lateness: u64) -> usize {
         let i = self.nodes.len();
-        let mut node =
+        let mut participant =
             Participant::with_version(&format!("ctx{i}"), self.env.config.clone(), version);
-        node.record_decisions();
+        participant.record_decisions();
         self.nodes.push(SimNode {
-            node,
+            node: participant,
             status: Status::NotStarted,
             deferred: VecDeque::new(),
             epoch: 0,
@@ -649,20 +652,20 @@ impl World {
         i
     }
 
-    pub fn client_at(&mut self, at: u64, node: usize, action: Action) {
-        self.schedule(at, node, Ev::Client(action));
+    pub fn client_at(&mut self, at: u64, context: usize, action: Action) {
+        self.schedule(at, context, Ev::Client(action));
     }
 
-    pub fn fault_at(&mut self, at: u64, node: usize, fault: Fault) {
-        self.schedule(at, node, Ev::Fault(fault));
+    pub fn fault_at(&mut self, at: u64, context: usize, fault: Fault) {
+        self.schedule(at, context, Ev::Fault(fault));
     }
 
-    fn schedule(&mut self, at: u64, node: usize, ev: Ev) {
+    fn schedule(&mut self, at: u64, context: usize, ev: Ev) {
         self.seq += 1;
         self.queue.push(Reverse(Scheduled {
             at,
             seq: self.seq,
-            node,
+            context,
             ev,
         }));
     }
@@ -708,7 +711,7 @@ impl World {
         if self.steps > self.max_steps {
             return self.violation(format!("runaway: more than {} events", self.max_steps));
         }
-        self.dispatch(s.node, s.ev);
+        self.dispatch(s.context, s.ev);
         if self.deleting.is_some() {
             self.finish_deletion();
         }
@@ -834,9 +837,9 @@ impl World {
             ..self.env.config.clone()
         };
         let version = self.nodes[i].node.version();
-        let mut node = Participant::with_version(&format!("ctx{i}"), config, version);
-        node.record_decisions();
-        self.nodes[i].node = node;
+        let mut participant = Participant::with_version(&format!("ctx{i}"), config, version);
+        participant.record_decisions();
+        self.nodes[i].node = participant;
         self.nodes[i].wake = Wake::Polls;
     }
 
@@ -1096,7 +1099,7 @@ impl World {
                     self.effects(i);
                 }
             }
-            _ => unreachable!("node-side events only"),
+            _ => unreachable!("participant-side events only"),
         }
     }
 
@@ -1152,8 +1155,8 @@ impl World {
         }
     }
 
-    /// Runs a log event through context `i`'s node, then checks what it reported for the entries it
-    /// applied (its position in the log moved past them).
+    /// Runs a log event through context `i`'s participant, then checks what it reported for the entries
+    /// it applied (its position in the log moved past them).
     fn log_event(&mut self, i: usize, f: impl FnOnce(&mut Participant, u64)) {
         let now = self.now;
         let before = self.nodes[i].node.log_position();
@@ -1247,7 +1250,7 @@ impl World {
     }
 
     /// What the edge's farewell listener does in a `pagehide` over the log: it asks the others to append
-    /// the node's Leave, on the carrier or, without one, through a storage event.
+    /// the participant's Leave, on the carrier or, without one, through a storage event.
     fn farewell_relay(&mut self, i: usize) {
         let Some(m) = self.nodes[i].farewell.clone() else {
             return;
@@ -1980,8 +1983,8 @@ impl World {
         self.close_alive(i);
     }
 
-    /// What the edge's farewell listener does in a `pagehide` cut short: post the node's Leave (over
-    /// the log: ask the others to append it).
+    /// What the edge's farewell listener does in a `pagehide` cut short: post the participant's Leave
+    /// (over the log: ask the others to append it).
     fn farewell(&mut self, i: usize) {
         if self.over_log() {
             self.farewell_relay(i);
@@ -2019,7 +2022,8 @@ impl World {
         self.nodes[i]
             .node
             .handle_storage(now, LIVE_KEY, live.as_deref());
-        // Inside pageshow a node catches up on a `pagehide` cut short (Fault::CutHide): its locks go then.
+        // Inside pageshow a participant catches up on a `pagehide` cut short (Fault::CutHide): its locks
+        // go then.
         self.hiding = Some(i);
         self.nodes[i].node.handle_pageshow(now, true);
         self.effects(i);
