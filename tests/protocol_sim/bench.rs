@@ -42,7 +42,7 @@ fn request(name: &str, hold: u64, if_available: bool) -> Action {
 /// drained: every grant is released at once. Returns µs per request (enqueue + drain).
 fn drain(contexts: usize, waiter: usize, n: u64, names: u64) -> f64 {
     let mut w = warm(contexts);
-    let first_held = w.nodes[0].next_id;
+    let first_held = w.contexts[0].next_id;
     for k in 0..names {
         w.client_at(w.now, 0, request(&format!("n{k}"), u64::MAX, false));
     }

@@ -27,8 +27,8 @@ use super::world::{Action, Delivery, Expect, ReqRecord, ReqState, Status, World}
 impl World {
     pub(crate) fn on_granted(&mut self, i: usize, id: u64) {
         let now = self.now;
-        let inc = self.nodes[i].node.member_key().incarnation;
-        let Some(r) = self.nodes[i].requests.get_mut(&id) else {
+        let inc = self.contexts[i].participant.member_key().incarnation;
+        let Some(r) = self.contexts[i].requests.get_mut(&id) else {
             return self.violation(format!("ctx{i}: grant of unknown #{id}"));
         };
         if r.state != ReqState::Pending {
@@ -42,14 +42,14 @@ impl World {
         self.note_trace(|| format!("ctx{i} GRANTED #{id}"));
         self.beliefs.insert((i, id));
         self.dirty = true;
-        let due = self.nodes[i].posted_seq;
+        let due = self.contexts[i].posted_seq;
         self.unconfirmed.push((i, id, Expect::Granted, due));
         self.bump("grants");
         self.schedule_release(i, id, hold);
     }
 
     pub(crate) fn on_not_available(&mut self, i: usize, id: u64) {
-        let Some(r) = self.nodes[i].requests.get_mut(&id) else {
+        let Some(r) = self.contexts[i].requests.get_mut(&id) else {
             return self.violation(format!("ctx{i}: not-available of unknown #{id}"));
         };
         if r.state != ReqState::Pending || !r.if_available {
@@ -60,13 +60,13 @@ impl World {
         let (name, mode, never_sent) = (r.name.clone(), r.mode, r.posted_as.is_none());
         self.bump("not available");
         self.note_trace(|| format!("ctx{i} NOT AVAILABLE #{id}"));
-        if self.nodes[i].retired {
+        if self.contexts[i].retired {
             return;
         }
         if never_sent {
             // Decided without the channel: only right while this context holds a lock the request
             // conflicts with (see docs/PROTOCOL.md, "local misses").
-            let conflicting = self.nodes[i].requests.values().any(|h| {
+            let conflicting = self.contexts[i].requests.values().any(|h| {
                 h.state == ReqState::Held
                     && h.name == name
                     && (h.mode == LockMode::Exclusive || mode == LockMode::Exclusive)
@@ -79,12 +79,12 @@ impl World {
             self.bump("local misses");
             return;
         }
-        let due = self.nodes[i].posted_seq;
+        let due = self.contexts[i].posted_seq;
         self.unconfirmed.push((i, id, Expect::NotAvailable, due));
     }
 
     pub(crate) fn on_stolen(&mut self, i: usize, id: u64, reason: LossReason) {
-        let Some(r) = self.nodes[i].requests.get_mut(&id) else {
+        let Some(r) = self.contexts[i].requests.get_mut(&id) else {
             return self.violation(format!("ctx{i}: stolen unknown #{id}"));
         };
         if r.state != ReqState::Held {
@@ -97,7 +97,7 @@ impl World {
         self.note_trace(|| format!("ctx{i} STOLEN #{id} ({reason:?})"));
         let justified = match reason {
             LossReason::Stolen => self
-                .nodes
+                .contexts
                 .iter()
                 .any(|n| n.requests.values().any(|r| r.steal && r.name == name)),
             // With evidence, only a context that is gone loses its membership to the others: one that
@@ -106,7 +106,7 @@ impl World {
             LossReason::Evicted => {
                 let c = &self.env.config;
                 let slack = 2 * (self.env.delivery_max + self.env.send_max) + 2;
-                let n = &self.nodes[i];
+                let n = &self.contexts[i];
                 n.unresponsive.iter().any(|&(s, e, frozen)| {
                     // A deputy answers for a stalled page: only a freeze (its deputy paused too)
                     // beyond the grace justifies evicting it.
@@ -125,12 +125,12 @@ impl World {
             // (an append that aborted, a connection the browser closed, a read that failed: its
             // context steps out).
             LossReason::Reset => {
-                let v = self.nodes[i].node.version();
+                let v = self.contexts[i].participant.version();
                 let silence_counts = !self.env.config.evidence;
-                self.nodes.iter().any(|n| {
+                self.contexts.iter().any(|n| {
                     silence_counts && n.unresponsive.iter().any(|&(s, e, _)| e - s >= 10)
                         || n.status == Status::Crashed
-                        || n.node.version() < v
+                        || n.participant.version() < v
                 }) || self.stat("entries dropped by an edge") > 0
                     || self.stat("gaps") > 0
                     || self.stat("aborted appends") > 0
@@ -140,7 +140,7 @@ impl World {
             }
             // A newer version spoke on the channel.
             LossReason::Retired => {
-                let v = self.nodes[i].node.version();
+                let v = self.contexts[i].participant.version();
                 self.log.iter().any(|m| {
                     matches!(wire::decode_versioned(m, v),
                         Some(Decoded::Foreign { version, .. }) if version > v)
@@ -161,7 +161,7 @@ impl World {
             LossReason::Hidden => "stolen:hidden",
         });
         if reason != LossReason::Hidden {
-            let due = self.nodes[i].posted_seq;
+            let due = self.contexts[i].posted_seq;
             self.unconfirmed.push((i, id, Expect::Revoked, due));
         }
     }
@@ -171,7 +171,7 @@ impl World {
     /// made before it in the same context).
     pub(crate) fn on_snapshot(&mut self, i: usize, query: u64, snapshot: Snapshot) {
         let client = format!("ctx{i}");
-        let cut = self.nodes[i].query_cut.get(&query).copied().unwrap_or(0);
+        let cut = self.contexts[i].query_cut.get(&query).copied().unwrap_or(0);
         type Counts = BTreeMap<(Rc<str>, bool), usize>;
         let count = |infos: &[weblocks::scheduler::LockInfo]| {
             let mut m: Counts = BTreeMap::new();
@@ -183,7 +183,7 @@ impl World {
         };
         let (mut held, mut before, mut all, mut ended): (Counts, Counts, Counts, Counts) =
             Default::default();
-        for (id, r) in &self.nodes[i].requests {
+        for (id, r) in &self.contexts[i].requests {
             let key = (r.name.clone(), r.mode == LockMode::Shared);
             match r.state {
                 ReqState::Held => *held.entry(key).or_default() += 1,
@@ -224,7 +224,7 @@ impl World {
                  {held:?} and waits for {before:?} (asked before the query) of {all:?}"
             ));
         }
-        self.nodes[i].queries_answered.push(snapshot);
+        self.contexts[i].queries_answered.push(snapshot);
     }
 
     /// Context `i` applied the message for which the observer decided `expect` for its request `id`
@@ -238,7 +238,7 @@ impl World {
         expect: Expect,
         at: Option<usize>,
     ) {
-        let Some(r) = self.nodes[i].requests.get(&id) else {
+        let Some(r) = self.contexts[i].requests.get(&id) else {
             return self.violation(format!(
                 "ctx{i}: observer decided {expect:?} for unknown #{id}"
             ));
@@ -246,8 +246,8 @@ impl World {
         if r.posted_as != Some(inc) && r.held_as != Some(inc) {
             return; // about an earlier sending of this request, before a rejoin
         }
-        let node = &self.nodes[i].node;
-        let left = inc < node.member_key().incarnation || node.replica().is_none();
+        let participant = &self.contexts[i].participant;
+        let left = inc < participant.member_key().incarnation || participant.replica().is_none();
         if left && r.state == ReqState::Pending {
             // Sent just before the context left (bfcache) and delivered to its new channel: the
             // world appends a message after its sending delay, so a channel opened meanwhile
@@ -281,15 +281,15 @@ impl World {
 
     /// After context `i` applied log message `idx`: it reported exactly what the observer decided.
     pub(crate) fn check_expected(&mut self, i: usize, idx: usize) {
-        while let Some(&(at, inc, id, expect)) = self.nodes[i].expected.front() {
+        while let Some(&(at, inc, id, expect)) = self.contexts[i].expected.front() {
             if at > idx {
                 break;
             }
-            self.nodes[i].expected.pop_front();
+            self.contexts[i].expected.pop_front();
             self.confirm(i, inc, id, expect, Some(at));
         }
         // Due: reported before this context applied back every message it had posted by then.
-        let applied = self.nodes[i].applied_seq;
+        let applied = self.contexts[i].applied_seq;
         let (left, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.unconfirmed)
             .into_iter()
             .partition(|u| u.0 == i && u.3 <= applied);
@@ -298,14 +298,14 @@ impl World {
             // A lone member's decision applied ahead is void if a new history began (or a newer
             // version took over) before its message took its place: the context was no longer a
             // member there, and learns so (its locks reported reset or retired) when it applies it.
-            let n = &self.nodes[i];
+            let n = &self.contexts[i];
             let voided = n.requests.get(&id).is_some_and(|r| {
                 let incarnation = r.held_as.or(r.posted_as).expect("sent or granted");
                 let member = MemberKey {
-                    client: n.node.client_id().into(),
+                    client: n.participant.client_id().into(),
                     incarnation,
                 };
-                self.observer_of(n.node.version())
+                self.observer_of(n.participant.version())
                     .member(&member)
                     .is_none_or(|m| m.pending)
             });
@@ -318,12 +318,12 @@ impl World {
     }
 
     fn effective(&self, i: usize, id: u64, r: &ReqRecord) -> bool {
-        let n = &self.nodes[i];
+        let n = &self.contexts[i];
         let member = MemberKey {
-            client: n.node.client_id().into(),
+            client: n.participant.client_id().into(),
             incarnation: r.held_as.expect("held"),
         };
-        let observer = self.observer_of(n.node.version());
+        let observer = self.observer_of(n.participant.version());
         // A grant applied ahead by a lone member holds from the moment it is reported, as long as
         // the member is one in the observer's history.
         observer.holds(&member, id)
@@ -340,7 +340,7 @@ impl World {
         let mut by_name: BTreeMap<Rc<str>, Vec<(usize, u64, LockMode)>> = BTreeMap::new();
         let mut stale = Vec::new();
         for &(i, id) in &self.beliefs {
-            let n = &self.nodes[i];
+            let n = &self.contexts[i];
             if !n.status.alive() {
                 continue;
             }
@@ -378,7 +378,7 @@ impl World {
                 // page's read-modify-write would see as an overlap.
                 let in_callbacks = holders
                     .iter()
-                    .all(|&(i, id, _)| self.nodes[i].requests[&id].state == ReqState::Held);
+                    .all(|&(i, id, _)| self.contexts[i].requests[&id].state == ReqState::Held);
                 let what = if in_callbacks {
                     "held at once"
                 } else {
@@ -413,7 +413,7 @@ impl World {
         let carried = c.transport == Transport::Log(Wake::Carrier);
         let mut late = Vec::new();
         self.stale.retain(|&(i, id), since| {
-            let n = &self.nodes[i];
+            let n = &self.contexts[i];
             let r = &n.requests[&id];
             if !n.status.alive() || r.state != ReqState::Held {
                 return false;
@@ -422,7 +422,7 @@ impl World {
             // since, or died) shows only when a later one comes: a context behind it is not counted
             // (any context that could take its lock posts first, and that frame shows the hole).
             let unheard = carried
-                && n.node
+                && n.participant
                     .log_position()
                     .is_some_and(|p| self.unposted.range(p + 1..).next().is_some());
             if unheard {
@@ -466,8 +466,8 @@ impl World {
 
     /// Once everything has settled: requests settled, contexts quiet.
     pub(crate) fn check_settled(&mut self) {
-        for i in 0..self.nodes.len() {
-            let n = &self.nodes[i];
+        for i in 0..self.contexts.len() {
+            let n = &self.contexts[i];
             if n.status != Status::Running {
                 continue;
             }
@@ -482,7 +482,7 @@ impl World {
                     return;
                 }
             }
-            if !n.retired && !n.node.is_quiet() {
+            if !n.retired && !n.participant.is_quiet() {
                 let v = format!("ctx{i}: not quiet after settling");
                 self.violations.push(v);
                 return;
@@ -493,18 +493,18 @@ impl World {
     /// Every live context's query must equal the observer's snapshot (queue order per name; the
     /// order of names may differ after a state transfer, see Replica::import).
     pub(crate) fn check_queries_agree(&mut self) {
-        for i in 0..self.nodes.len() {
-            let n = &self.nodes[i];
+        for i in 0..self.contexts.len() {
+            let n = &self.contexts[i];
             if n.status != Status::Running || n.retired || n.queries_answered.is_empty() {
                 continue;
             }
             // A new history began after the query was asked (a joiner that heard no member in time,
             // where there is no evidence): the answer was the origin's state when it was asked.
-            if n.queried_in.as_ref() != Some(self.observer_of(n.node.version()).history()) {
+            if n.queried_in.as_ref() != Some(self.observer_of(n.participant.version()).history()) {
                 continue;
             }
             let got = normalize(n.queries_answered.last().expect("answered"));
-            let want = normalize(&self.observer_of(n.node.version()).snapshot());
+            let want = normalize(&self.observer_of(n.participant.version()).snapshot());
             if got != want {
                 let v = format!("ctx{i}: final query {got:?} differs from the origin's {want:?}");
                 self.violations.push(v);
@@ -517,10 +517,10 @@ impl World {
     /// the number of names asked for, or `None` when no context of the newest version is alive.
     pub(crate) fn probe_stranded(&mut self) -> Option<usize> {
         let version = self.observers.iter().map(|o| o.version).max()?;
-        let prober = (0..self.nodes.len()).find(|&i| {
-            self.nodes[i].status == Status::Running
-                && !self.nodes[i].retired
-                && self.nodes[i].node.version() == version
+        let prober = (0..self.contexts.len()).find(|&i| {
+            self.contexts[i].status == Status::Running
+                && !self.contexts[i].retired
+                && self.contexts[i].participant.version() == version
         })?;
         let snapshot = self.observer_of(version).snapshot();
         let mut names: Vec<Rc<str>> = snapshot

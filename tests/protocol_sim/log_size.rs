@@ -60,9 +60,9 @@ fn an_hour_of_contexts_coming_and_going_keeps_the_log_short() {
     // The per-step checks cost more the longer a run has been going: runs longer than ten minutes (the
     // hour's figure) skip them, the families check every step of theirs.
     w.checking = until <= 600_000;
-    let busy = w.add_node(0, PROTOCOL_VERSION, 1);
+    let busy = w.add_context(0, PROTOCOL_VERSION, 1);
     let visitors: Vec<usize> = (0..4)
-        .map(|k| w.add_node(500 + 700 * k, PROTOCOL_VERSION, 1))
+        .map(|k| w.add_context(500 + 700 * k, PROTOCOL_VERSION, 1))
         .collect();
     let mut t = 10;
     while t < until {
@@ -109,8 +109,8 @@ fn an_hour_of_contexts_coming_and_going_keeps_the_log_short() {
 fn members_that_are_never_alone_keep_a_bounded_log() {
     const KEEP: u64 = 1_000;
     let mut w = world(12, KEEP);
-    let a = w.add_node(0, PROTOCOL_VERSION, 1);
-    let b = w.add_node(0, PROTOCOL_VERSION, 1);
+    let a = w.add_context(0, PROTOCOL_VERSION, 1);
+    let b = w.add_context(0, PROTOCOL_VERSION, 1);
     let until = 10_000;
     let mut t = 10;
     while t < until {

@@ -280,11 +280,11 @@ fn build_as(seed: u64, family: Family) -> (World, u64) {
         } else {
             rng.range(0, 4)
         };
-        let node = world.add_node(start, *version, lateness);
+        let context = world.add_context(start, *version, lateness);
         // Most pages have a deputy (a worker that answers pings during long tasks); workers and pages
         // whose policy forbids blob workers do not. A deputy only where the channel gives one order: in Blink and Gecko (in WebKit a worker's channel
         // waits for its page's main thread).
-        world.nodes[node].deputy = rng.chance(0.6) && transport == Transport::Broadcast;
+        world.contexts[context].deputy = rng.chance(0.6) && transport == Transport::Broadcast;
         // Without a carrier, some contexts are workers, and without storage every context is as one: no
         // storage event wakes them, they poll. A context that hears the origin only through its own
         // timers must have timers that run (a worker, or a page in the foreground): throttled, it
@@ -292,18 +292,18 @@ fn build_as(seed: u64, family: Family) -> (World, u64) {
         if transport == Transport::Log(Wake::Pokes)
             && (!world.env.storage || seed % 3 == i as u64 % 3)
         {
-            world.make_worker(node);
-            world.nodes[node].timer_lateness = lateness.min(4);
+            world.make_worker(context);
+            world.contexts[context].timer_lateness = lateness.min(4);
         }
         // A worker cannot poke (no localStorage): without evidence, the documents too hear it only
         // through their own timers, so they must run too (§12). With evidence, silence decides nothing.
         if transport == Transport::Log(Wake::Pokes) && !family.evidence {
-            world.nodes[node].timer_lateness = lateness.min(4);
+            world.contexts[context].timer_lateness = lateness.min(4);
         }
         // Where a process serves its own contexts first, some contexts share one (an iframe, a worker).
         if delivery == Delivery::OwnProcessFirst && i > 0 && rng.chance(0.4) {
             let mate = rng.range(0, i as u64 - 1) as usize;
-            world.nodes[node].process = world.nodes[mate].process;
+            world.contexts[context].process = world.contexts[mate].process;
         }
         // The workload.
         // Many contexts share the origin's load, as many tabs of one user would.
@@ -440,8 +440,8 @@ fn run_world((mut world, active): (World, u64), trace: bool) -> (World, Vec<Stri
         // Twice: a context that asks while not a member joins, and its join may change the origin's
         // state (a crashed holder's locks go with a new history) after others answered.
         for _ in 0..2 {
-            for i in 0..world.nodes.len() {
-                if world.nodes[i].status == world::Status::Running {
+            for i in 0..world.contexts.len() {
+                if world.contexts[i].status == world::Status::Running {
                     let at = world.now;
                     world.client_at(at, i, Action::Query);
                 }

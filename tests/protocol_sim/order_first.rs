@@ -37,9 +37,9 @@ fn request(name: &str, hold: u64) -> Action {
 /// Two members from the start over `transport`, and a third context that starts at `late_at`.
 fn origin(seed: u64, transport: Transport, late_at: u64) -> (World, usize) {
     let mut w = World::new(seed, env(transport, true), &[PROTOCOL_VERSION]);
-    w.add_node(0, PROTOCOL_VERSION, 2);
-    w.add_node(0, PROTOCOL_VERSION, 2);
-    let late = w.add_node(late_at, PROTOCOL_VERSION, 2);
+    w.add_context(0, PROTOCOL_VERSION, 2);
+    w.add_context(0, PROTOCOL_VERSION, 2);
+    let late = w.add_context(late_at, PROTOCOL_VERSION, 2);
     (w, late)
 }
 
@@ -69,8 +69,8 @@ fn finish(w: &mut World, until: u64) {
 fn requests_made_in_one_task_beyond_the_cap_go_in_several_posts_and_all_settle() {
     for transport in TRANSPORTS {
         let mut w = World::new(7, env(transport, true), &[PROTOCOL_VERSION]);
-        w.add_node(0, PROTOCOL_VERSION, 2);
-        w.add_node(0, PROTOCOL_VERSION, 2);
+        w.add_context(0, PROTOCOL_VERSION, 2);
+        w.add_context(0, PROTOCOL_VERSION, 2);
         w.client_at(0, 0, request("x", 3_000));
         w.client_at(10, 1, request("y", 3_000));
         let mut bulk: Vec<Action> = (0..9_000)
@@ -86,7 +86,7 @@ fn requests_made_in_one_task_beyond_the_cap_go_in_several_posts_and_all_settle()
         bulk.push(request("z", 10));
         w.client_at(1_000, 1, Action::Batch(bulk));
         finish(&mut w, 5_000);
-        let requests = &w.nodes[1].requests;
+        let requests = &w.contexts[1].requests;
         let missed = requests
             .values()
             .filter(|r| r.state == ReqState::NotAvailable)
@@ -104,8 +104,8 @@ fn requests_made_in_one_task_beyond_the_cap_go_in_several_posts_and_all_settle()
 fn a_state_transfer_beyond_the_cap_goes_in_parts_and_admits_the_joiner() {
     for transport in TRANSPORTS {
         let mut w = World::new(5, env(transport, true), &[PROTOCOL_VERSION]);
-        w.add_node(0, PROTOCOL_VERSION, 2);
-        let late = w.add_node(1_000, PROTOCOL_VERSION, 2);
+        w.add_context(0, PROTOCOL_VERSION, 2);
+        let late = w.add_context(1_000, PROTOCOL_VERSION, 2);
         // Held for the whole run: granting 21,000 requests would only make it long.
         w.client_at(0, 0, request("x", u64::MAX));
         let queued = (0..21_000)
@@ -134,13 +134,13 @@ fn a_state_transfer_beyond_the_cap_goes_in_parts_and_admits_the_joiner() {
         );
         w.run_until(2_500);
         assert!(w.violations.is_empty(), "{transport:?}: {:?}", w.violations);
-        let shown = w.nodes[late]
+        let shown = w.contexts[late]
             .queries_answered
             .first()
             .map(|s| s.pending.len());
         assert_eq!(shown, Some(21_000), "{transport:?}");
         assert_eq!(
-            w.nodes[late].requests[&1].state,
+            w.contexts[late].requests[&1].state,
             ReqState::NotAvailable,
             "{transport:?}"
         );
@@ -163,15 +163,15 @@ fn an_entry_nobody_decodes_takes_its_place_and_every_reader_skips_it() {
         finish(&mut w, 4_000);
         assert_eq!(w.stat("undecodable posts"), 1);
         // The newcomer waited for the holder: granted after its release, not by a new history.
-        let x = &w.nodes[late].requests[&1];
+        let x = &w.contexts[late].requests[&1];
         assert!(
             x.granted_at.is_some_and(|t| t >= 2_000),
             "{transport:?}: {x:?}"
         );
         assert_eq!(w.stat("stolen:reset"), 0, "{transport:?}");
-        let nodes = w.nodes.len() as u64;
+        let contexts = w.contexts.len() as u64;
         assert!(
-            w.reads - reads < 200 * nodes,
+            w.reads - reads < 200 * contexts,
             "{transport:?}: {} reads",
             w.reads - reads
         );
@@ -203,7 +203,7 @@ fn a_key_the_log_never_gives_makes_its_reader_step_out_and_join_again() {
         );
         // The members learnt that they lost their locks; the newcomer waits behind the rejoined holder.
         assert_eq!(
-            w.nodes[0].requests[&1].state,
+            w.contexts[0].requests[&1].state,
             ReqState::Stolen(weblocks::protocol::LossReason::Reset),
             "{transport:?}"
         );
@@ -222,8 +222,8 @@ fn a_joiner_waits_for_a_busy_holder_with_evidence_and_not_without() {
         let mut env = env(Transport::Broadcast, storage);
         env.config.evidence = evidence;
         let mut w = World::new(42, env, &[PROTOCOL_VERSION]);
-        w.add_node(0, PROTOCOL_VERSION, 2);
-        let late = w.add_node(1_000, PROTOCOL_VERSION, 2);
+        w.add_context(0, PROTOCOL_VERSION, 2);
+        let late = w.add_context(1_000, PROTOCOL_VERSION, 2);
         w.client_at(0, 0, request("x", 3_000));
         w.fault_at(1_050, 0, Fault::Stall(300));
         w.client_at(1_100, late, request("x", 1_000));
@@ -231,15 +231,17 @@ fn a_joiner_waits_for_a_busy_holder_with_evidence_and_not_without() {
         while w.now < 5_000 {
             w.advance(1);
             let holders = (0..2)
-                .filter(|&i| w.nodes[i].requests.get(&1).map(|r| r.state) == Some(ReqState::Held))
+                .filter(|&i| {
+                    w.contexts[i].requests.get(&1).map(|r| r.state) == Some(ReqState::Held)
+                })
                 .count();
             if holders > 1 {
                 overlap.get_or_insert(w.now);
             }
         }
         if evidence {
-            assert_eq!(w.nodes[0].requests[&1].state, ReqState::Released);
-            assert_eq!(w.nodes[late].requests[&1].state, ReqState::Released);
+            assert_eq!(w.contexts[0].requests[&1].state, ReqState::Released);
+            assert_eq!(w.contexts[late].requests[&1].state, ReqState::Released);
         }
         overlap
     };

@@ -80,9 +80,9 @@ fn ok(w: &World) {
 }
 
 fn is_member(w: &World, observer: usize, i: usize) -> bool {
-    let key = w.nodes[i].node.member_key();
-    w.nodes[observer]
-        .node
+    let key = w.contexts[i].participant.member_key();
+    w.contexts[observer]
+        .participant
         .replica()
         .expect("synced")
         .member(&key)
@@ -90,9 +90,9 @@ fn is_member(w: &World, observer: usize, i: usize) -> bool {
 }
 
 fn is_pending(w: &World, observer: usize, i: usize, id: u64) -> bool {
-    let key = w.nodes[i].node.member_key();
-    w.nodes[observer]
-        .node
+    let key = w.contexts[i].participant.member_key();
+    w.contexts[observer]
+        .participant
         .replica()
         .expect("synced")
         .is_pending(&key, id)
@@ -111,19 +111,22 @@ fn a_first_request_joins_waits_for_an_answer_then_starts_a_history_and_is_grante
     w.pump();
     // The Join came back: a timer for the join wait.
     let at = w.now + config().join_wait;
-    assert!(w.nodes[0].recorded.contains(&Effect::SetTimer { at }));
+    assert!(w.contexts[0].recorded.contains(&Effect::SetTimer { at }));
     w.advance(config().join_wait - 1);
     assert!(
-        !posts(&w.nodes[0].recorded).contains(&Body::Genesis),
+        !posts(&w.contexts[0].recorded).contains(&Body::Genesis),
         "not before the wait"
     );
     w.advance(1);
     // The Genesis made it the lone member: it decides its request alone and posts nothing more.
     assert_eq!(
-        posts(&w.nodes[0].recorded),
+        posts(&w.contexts[0].recorded),
         [Body::Join { watch: 0 }, Body::Genesis]
     );
-    assert_eq!(engine_effects(&w.nodes[0].recorded), [Effect::Granted(1)]);
+    assert_eq!(
+        engine_effects(&w.contexts[0].recorded),
+        [Effect::Granted(1)]
+    );
     ok(&w);
 }
 
@@ -150,7 +153,7 @@ fn a_lone_member_decides_alone_and_its_decisions_are_seen_by_the_observer() {
     );
     w.act(0, request("y"));
     w.act(0, Action::Abort(4));
-    assert_eq!(w.nodes[0].requests[&4].state, ReqState::Aborted);
+    assert_eq!(w.contexts[0].requests[&4].state, ReqState::Aborted);
     assert_eq!(posts(&fx), []);
     assert_eq!(posts(&fx2), []);
     assert_eq!(engine_effects(&fx2), [Effect::Granted(2)]);
@@ -158,7 +161,7 @@ fn a_lone_member_decides_alone_and_its_decisions_are_seen_by_the_observer() {
     // the observer where the context applied it (the checks compare their outcomes).
     assert_eq!(w.stat("decided alone") - decided, 5);
     assert_eq!(w.log.len(), 2, "only the Join and the Genesis were posted");
-    let replica = w.nodes[0].node.replica().unwrap().snapshot();
+    let replica = w.contexts[0].participant.replica().unwrap().snapshot();
     assert_eq!(replica.held.len(), 2, "x by #2 and y by #3");
     assert!(replica.pending.is_empty());
     w.pump();
@@ -181,7 +184,7 @@ fn a_lone_member_posts_while_its_own_messages_are_on_the_way() {
     assert_eq!(engine_effects(&fx), []);
     w.pump();
     assert_eq!(
-        engine_effects(&w.nodes[0].recorded).last(),
+        engine_effects(&w.contexts[0].recorded).last(),
         Some(&Effect::Granted(2))
     );
     let fx = w.act(0, request("z"));
@@ -199,15 +202,18 @@ fn a_second_context_gets_a_state_transfer_and_queues_behind() {
     w.pump();
     // Context 0 answered at once (rank 0) with a State; context 1 is synced and its request queued.
     assert!(
-        posts(&w.nodes[0].recorded)
+        posts(&w.contexts[0].recorded)
             .iter()
             .any(|b| matches!(b, Body::State(_)))
     );
-    assert!(!posts(&w.nodes[1].recorded).contains(&Body::Genesis));
+    assert!(!posts(&w.contexts[1].recorded).contains(&Body::Genesis));
     assert!(is_pending(&w, 1, 1, 1));
     w.act(0, Action::Release(1));
     w.pump();
-    assert_eq!(engine_effects(&w.nodes[1].recorded), [Effect::Granted(1)]);
+    assert_eq!(
+        engine_effects(&w.contexts[1].recorded),
+        [Effect::Granted(1)]
+    );
     ok(&w);
 }
 
@@ -220,23 +226,23 @@ fn abort_answers_from_the_local_state() {
     let fx = w.act(1, request("x"));
     assert_eq!(posts(&fx), [Body::Join { watch: 0 }]);
     let fx = w.act(1, Action::Abort(1));
-    assert_eq!(w.nodes[1].requests[&1].state, ReqState::Aborted);
+    assert_eq!(w.contexts[1].requests[&1].state, ReqState::Aborted);
     assert_eq!(posts(&fx), []);
     w.act(1, request("x"));
     w.pump();
     // Sent and pending: an Abort message.
     let fx = w.act(1, Action::Abort(2));
-    assert_eq!(w.nodes[1].requests[&2].state, ReqState::Aborted);
+    assert_eq!(w.contexts[1].requests[&2].state, ReqState::Aborted);
     assert_eq!(posts(&fx), [Body::Abort { id: 2 }]);
     // Held: false. Unknown: false. (The world's client checks what abort returned.)
     w.act(0, Action::Abort(1));
-    assert_eq!(w.nodes[0].requests[&1].state, ReqState::Held);
+    assert_eq!(w.contexts[0].requests[&1].state, ReqState::Held);
     let (aborted, _) = w.call(0, |p, now| p.handle_abort(now, 42));
     assert!(!aborted);
     w.pump();
     assert!(
-        w.nodes[0]
-            .node
+        w.contexts[0]
+            .participant
             .replica()
             .unwrap()
             .snapshot()
@@ -263,13 +269,13 @@ fn an_idle_member_makes_way_for_a_busy_one_which_then_decides_alone() {
     w.act(0, request("x"));
     w.pump();
     assert!(!is_member(&w, 0, 1), "the idle member left");
-    assert!(posts(&w.nodes[1].recorded).contains(&Body::Leave));
+    assert!(posts(&w.contexts[1].recorded).contains(&Body::Leave));
     assert!(
-        w.nodes[1]
+        w.contexts[1]
             .recorded
             .ends_with(&[Effect::CloseChannels, Effect::ArmFarewell(None)]),
         "out of the protocol, it closes its channels: {:?}",
-        w.nodes[1].recorded
+        w.contexts[1].recorded
     );
     assert!(
         is_member(&w, 0, 2),
@@ -304,11 +310,14 @@ fn a_busy_member_does_not_make_way() {
     // 1 waits for x: 0's next request reaches it while it is busy.
     w.act(0, request("y"));
     w.pump();
-    assert!(!posts(&w.nodes[1].recorded).contains(&Body::Leave));
+    assert!(!posts(&w.contexts[1].recorded).contains(&Body::Leave));
     // It gets x when 0 releases it.
     w.act(0, Action::Release(1));
     w.pump();
-    assert_eq!(engine_effects(&w.nodes[1].recorded), [Effect::Granted(1)]);
+    assert_eq!(
+        engine_effects(&w.contexts[1].recorded),
+        [Effect::Granted(1)]
+    );
     ok(&w);
 }
 
@@ -341,7 +350,7 @@ fn what_a_task_sends_goes_as_one_batch_applied_as_its_messages_in_order() {
         &bodies[..],
         [Body::Request { id: 2, .. }, Body::Release { id: 1 }]
     ));
-    let snapshot = |i: usize| w.nodes[i].node.replica().unwrap().snapshot();
+    let snapshot = |i: usize| w.contexts[i].participant.replica().unwrap().snapshot();
     assert_eq!(snapshot(0), snapshot(1));
     assert_eq!(
         snapshot(0).pending.len(),
@@ -362,7 +371,10 @@ fn releasing_a_lock_not_held_sends_nothing() {
     settle(&mut w);
     w.act(1, request("y"));
     settle(&mut w);
-    assert_eq!(engine_effects(&w.nodes[1].recorded), [Effect::Granted(1)]);
+    assert_eq!(
+        engine_effects(&w.contexts[1].recorded),
+        [Effect::Granted(1)]
+    );
     let (_, fx) = w.call(0, |p, now| p.handle_release(now, 7));
     assert_eq!(posts(&fx), []);
     assert_eq!(
@@ -383,11 +395,11 @@ fn a_ping_is_answered_from_the_message_handler() {
     w.pump();
     // Context 1 waits behind context 0, which stays silent: after ping_interval context 1 pings it and
     // context 0, handling the message, answers at once.
-    let mark = w.nodes[0].recorded.len();
+    let mark = w.contexts[0].recorded.len();
     w.advance(config().ping_interval);
-    let me0 = w.nodes[0].node.member_key();
-    assert!(posts(&w.nodes[1].recorded).contains(&Body::Ping { target: me0 }));
-    let fx = &w.nodes[0].recorded[mark..];
+    let me0 = w.contexts[0].participant.member_key();
+    assert!(posts(&w.contexts[1].recorded).contains(&Body::Ping { target: me0 }));
+    let fx = &w.contexts[0].recorded[mark..];
     assert_eq!(posts(fx), [Body::Alive]);
     assert!(engine_effects(fx).is_empty(), "it keeps its lock");
     ok(&w);
@@ -398,7 +410,7 @@ fn garbage_on_the_channel_changes_nothing() {
     let mut w = World::ideal(1, config());
     w.act(0, request("x"));
     settle(&mut w);
-    let before = w.nodes[0].recorded.len();
+    let before = w.contexts[0].recorded.len();
     for junk in [
         vec![],
         vec![Value::Str("weblocks".into())],
@@ -408,7 +420,7 @@ fn garbage_on_the_channel_changes_nothing() {
         w.inject(junk);
     }
     w.pump();
-    assert_eq!(w.nodes[0].recorded.len(), before);
+    assert_eq!(w.contexts[0].recorded.len(), before);
     ok(&w);
 }
 
@@ -420,7 +432,7 @@ fn the_storage_hint_is_kept_while_busy_left_to_expire_when_idle_and_removed_on_l
     w.act(0, request("x"));
     settle(&mut w);
     let writes = |w: &World| {
-        w.nodes[0]
+        w.contexts[0]
             .recorded
             .iter()
             .filter(|e| {
@@ -439,11 +451,11 @@ fn the_storage_hint_is_kept_while_busy_left_to_expire_when_idle_and_removed_on_l
     w.act(0, Action::Release(1));
     w.pump();
     assert_eq!(writes(&w), 2, "idle: no storage write");
-    assert!(w.nodes[0].node.is_quiet(), "no timer once idle");
+    assert!(w.contexts[0].participant.is_quiet(), "no timer once idle");
     // Busy again while the hint is still fresh: no write either.
     w.act(0, request("x"));
     w.pump();
-    assert!(w.nodes[0].recorded.contains(&Effect::Granted(2)));
+    assert!(w.contexts[0].recorded.contains(&Effect::Granted(2)));
     assert_eq!(writes(&w), 2);
     w.act(0, Action::Release(2));
     w.pump();
@@ -489,24 +501,36 @@ fn freezing_announces_a_deadline_and_resuming_shows_life() {
 #[test]
 fn the_farewell_is_the_leave_of_the_current_membership_and_frees_the_locks_alone() {
     let mut w = World::ideal(2, config());
-    assert_eq!(w.nodes[0].farewell, None, "nobody to tell before joining");
+    assert_eq!(
+        w.contexts[0].farewell, None,
+        "nobody to tell before joining"
+    );
     w.act(0, request("x"));
     settle(&mut w);
     w.act(1, request("x"));
     w.pump();
-    let farewell = w.nodes[0].farewell.clone().expect("a member says goodbye");
-    assert_eq!(farewell.sender, w.nodes[0].node.member_key());
+    let farewell = w.contexts[0]
+        .farewell
+        .clone()
+        .expect("a member says goodbye");
+    assert_eq!(farewell.sender, w.contexts[0].participant.member_key());
     assert_eq!(farewell.body, Body::Leave);
     // Context 0's page closes and its `pagehide` listener is cut short: only the farewell goes out.
     w.fault_at(w.now, 0, Fault::CutClose);
     w.pump();
-    assert_eq!(engine_effects(&w.nodes[1].recorded), [Effect::Granted(1)]);
+    assert_eq!(
+        engine_effects(&w.contexts[1].recorded),
+        [Effect::Granted(1)]
+    );
     // Had the participant's own Leave followed, it would change nothing.
     let (_, fx) = w.call(0, |p, now| p.handle_close(now));
     assert_eq!(posts(&fx), [Body::Leave]);
     assert!(fx.contains(&Effect::ArmFarewell(None)), "gone: no farewell");
     w.pump();
-    assert_eq!(engine_effects(&w.nodes[1].recorded), [Effect::Granted(1)]);
+    assert_eq!(
+        engine_effects(&w.contexts[1].recorded),
+        [Effect::Granted(1)]
+    );
     ok(&w);
 }
 
@@ -519,9 +543,9 @@ fn a_pageshow_catches_up_on_a_pagehide_the_participant_never_saw() {
     // farewell went out. It is shown again after 100 ms.
     w.fault_at(w.now, 0, Fault::CutHide(100));
     w.pump();
-    let mark = w.nodes[0].recorded.len();
+    let mark = w.contexts[0].recorded.len();
     w.advance(100);
-    let fx = &w.nodes[0].recorded[mark..];
+    let fx = &w.contexts[0].recorded[mark..];
     assert!(fx.contains(&Effect::Stolen {
         id: 1,
         reason: LossReason::Hidden
@@ -537,10 +561,10 @@ fn the_back_forward_cache_gives_up_locks_and_requests_again_on_return() {
     settle(&mut w);
     // Queued behind #1 (a lone member grants a free name at once).
     w.act(0, request("x"));
-    let mark = w.nodes[0].recorded.len();
+    let mark = w.contexts[0].recorded.len();
     w.fault_at(w.now, 0, Fault::Hide(1_000));
     w.pump();
-    let fx = w.nodes[0].recorded[mark..].to_vec();
+    let fx = w.contexts[0].recorded[mark..].to_vec();
     assert_eq!(posts(&fx), [Body::Leave]);
     assert!(fx.contains(&Effect::Stolen {
         id: 1,
@@ -553,14 +577,14 @@ fn the_back_forward_cache_gives_up_locks_and_requests_again_on_return() {
             < fx.iter().position(|e| *e == Effect::CloseChannels),
         "the Leave goes out before the channels close"
     );
-    let mark = w.nodes[0].recorded.len();
+    let mark = w.contexts[0].recorded.len();
     w.advance(1_000);
     assert_eq!(
-        posts(&w.nodes[0].recorded[mark..]),
+        posts(&w.contexts[0].recorded[mark..]),
         [Body::Join { watch: 0 }]
     );
     settle(&mut w);
-    assert!(w.nodes[0].recorded.contains(&Effect::Granted(2)));
+    assert!(w.contexts[0].recorded.contains(&Effect::Granted(2)));
     ok(&w);
 }
 
@@ -577,10 +601,10 @@ fn a_newer_version_retires_this_context() {
         seq: 1,
         body: Body::Join { watch: 0 },
     };
-    let mark = w.nodes[0].recorded.len();
+    let mark = w.contexts[0].recorded.len();
     w.inject(encode_versioned(&newer, PROTOCOL_VERSION + 1));
     w.pump();
-    let fx = w.nodes[0].recorded[mark..].to_vec();
+    let fx = w.contexts[0].recorded[mark..].to_vec();
     assert_eq!(
         fx[0],
         Effect::Incompatible {
@@ -595,7 +619,7 @@ fn a_newer_version_retires_this_context() {
     let fx = w.act(0, if_available("z"));
     assert_eq!(fx, [Effect::NotAvailable(4)]);
     w.pump();
-    assert!(!engine_effects(&w.nodes[0].recorded).contains(&Effect::Granted(3)));
+    assert!(!engine_effects(&w.contexts[0].recorded).contains(&Effect::Granted(3)));
     ok(&w);
 }
 
@@ -609,10 +633,10 @@ fn an_older_version_joining_hears_that_a_newer_one_runs() {
         seq: 1,
         body: Body::Join { watch: 0 },
     };
-    let mark = w.nodes[0].recorded.len();
+    let mark = w.contexts[0].recorded.len();
     w.inject(encode_versioned(&older, PROTOCOL_VERSION - 1));
     w.pump();
-    assert_eq!(posts(&w.nodes[0].recorded[mark..]), [Body::Alive]);
+    assert_eq!(posts(&w.contexts[0].recorded[mark..]), [Body::Alive]);
     assert_eq!(
         wire::decode(&encode_versioned(&older, 0)).map(|d| matches!(
             d,
@@ -632,12 +656,12 @@ fn a_query_waits_for_the_requests_made_before_it() {
     w.act(0, request("x"));
     w.act(0, Action::Query);
     assert!(
-        engine_effects(&w.nodes[0].recorded).is_empty(),
+        engine_effects(&w.contexts[0].recorded).is_empty(),
         "not while joining"
     );
     settle(&mut w);
-    assert_eq!(w.nodes[0].queries_answered.len(), 1);
-    let snapshot = &w.nodes[0].queries_answered[0];
+    assert_eq!(w.contexts[0].queries_answered.len(), 1);
+    let snapshot = &w.contexts[0].queries_answered[0];
     assert_eq!(snapshot.held.len(), 1);
     assert_eq!(&*snapshot.held[0].client_id, "ctx0");
     ok(&w);
@@ -651,18 +675,18 @@ fn an_evicted_context_learns_it_and_sends_its_requests_again() {
     w.act(0, request("x"));
     w.act(1, request("x"));
     w.pump();
-    let me0 = w.nodes[0].node.member_key();
+    let me0 = w.contexts[0].participant.member_key();
     // Context 0's page runs a long task (no deputy): context 1 pings it and, with no answer, evicts it.
     let stall = config().ping_interval + config().evict_after + 100;
     w.fault_at(w.now, 0, Fault::Stall(stall));
     w.advance(stall);
     w.pump();
-    assert!(w.nodes[0].recorded.contains(&Effect::Stolen {
+    assert!(w.contexts[0].recorded.contains(&Effect::Stolen {
         id: 1,
         reason: LossReason::Evicted
     }));
     assert!(
-        posts(&w.nodes[1].recorded)
+        posts(&w.contexts[1].recorded)
             .iter()
             .any(|b| matches!(b, Body::Evict { .. }))
     );
@@ -670,21 +694,21 @@ fn an_evicted_context_learns_it_and_sends_its_requests_again() {
     // posting), and asked again for what it was waiting for.
     settle(&mut w);
     assert_eq!(
-        w.nodes[0].node.member_key().incarnation,
+        w.contexts[0].participant.member_key().incarnation,
         me0.incarnation + 1
     );
-    let joins = posts(&w.nodes[0].recorded)
+    let joins = posts(&w.contexts[0].recorded)
         .into_iter()
         .filter(|b| *b == Body::Join { watch: 0 })
         .count();
     assert_eq!(joins, 2, "the first join and the rejoin");
-    let states = posts(&w.nodes[1].recorded)
+    let states = posts(&w.contexts[1].recorded)
         .iter()
         .filter(|b| matches!(b, Body::State(_)))
         .count();
     assert!(states >= 1, "context 1 answered the rejoin");
     assert!(
-        w.nodes[1].recorded.contains(&Effect::Granted(1)),
+        w.contexts[1].recorded.contains(&Effect::Granted(1)),
         "context 1 got x"
     );
     assert!(is_pending(&w, 1, 0, 2));
@@ -699,15 +723,15 @@ fn a_context_that_missed_messages_steps_out_gives_up_its_locks_and_rejoins() {
     w.act(0, request("x"));
     w.act(1, request("y"));
     settle(&mut w);
-    assert!(w.nodes[1].recorded.contains(&Effect::Granted(1)));
-    let me0 = w.nodes[0].node.member_key();
+    assert!(w.contexts[1].recorded.contains(&Effect::Granted(1)));
+    let me0 = w.contexts[0].participant.member_key();
     // Context 0's transport loses context 1's next request: context 0 never applies it, and is told.
     w.fault_at(w.now, 0, Fault::Gap(20));
     w.pump();
     w.act(1, request("x"));
-    let mark = w.nodes[0].recorded.len();
+    let mark = w.contexts[0].recorded.len();
     w.advance(20);
-    let fx = w.nodes[0].recorded[mark..].to_vec();
+    let fx = w.contexts[0].recorded[mark..].to_vec();
     assert!(
         posts(&fx).starts_with(&[Body::Leave, Body::Join { watch: 0 }]),
         "it leaves its membership and joins again: {fx:?}"
@@ -720,13 +744,13 @@ fn a_context_that_missed_messages_steps_out_gives_up_its_locks_and_rejoins() {
 
     // Its Leave released #1 where the origin still counted it: context 1 holds x, and context 0's
     // queued request waits behind it under the new membership.
-    assert!(w.nodes[1].recorded.contains(&Effect::Granted(2)));
+    assert!(w.contexts[1].recorded.contains(&Effect::Granted(2)));
     assert_eq!(
-        w.nodes[0].node.member_key().incarnation,
+        w.contexts[0].participant.member_key().incarnation,
         me0.incarnation + 1
     );
     assert!(is_pending(&w, 1, 0, 2));
-    assert!(!engine_effects(&w.nodes[0].recorded).contains(&Effect::Granted(2)));
+    assert!(!engine_effects(&w.contexts[0].recorded).contains(&Effect::Granted(2)));
     ok(&w);
     // Nothing happens to a context that is not following the order.
     let mut detached = Participant::new("d", config());
@@ -745,14 +769,14 @@ fn every_busy_context_that_sees_a_member_go_silent_wakes_its_deputy_for_that_pin
     settle(&mut w);
     w.act(3, Action::Release(1));
     w.pump();
-    let me0 = w.nodes[0].node.member_key();
-    let marks: Vec<usize> = w.nodes.iter().map(|n| n.recorded.len()).collect();
+    let me0 = w.contexts[0].participant.member_key();
+    let marks: Vec<usize> = w.contexts.iter().map(|n| n.recorded.len()).collect();
     // Context 0's page is busy (it applies nothing meanwhile): a waiter pings it.
     w.fault_at(w.now, 0, Fault::Stall(config().ping_interval + 50));
     w.advance(config().ping_interval + 10);
     // The pings each context asked context 0's deputy to answer.
     let vouched = |i: usize| -> Vec<MessageId> {
-        w.nodes[i].recorded[marks[i]..]
+        w.contexts[i].recorded[marks[i]..]
             .iter()
             .filter_map(|e| match e {
                 Effect::WakeDeputy(v) if v.sender == me0 => match &v.body {
@@ -769,7 +793,7 @@ fn every_busy_context_that_sees_a_member_go_silent_wakes_its_deputy_for_that_pin
         .expect("a waiter pinged context 0");
     assert!(
         [1, 2]
-            .map(|i| w.nodes[i].node.member_key())
+            .map(|i| w.contexts[i].participant.member_key())
             .contains(&ping.sender),
         "the ping context 0 is silent on is a waiter's"
     );
@@ -790,8 +814,8 @@ fn a_vouch_takes_no_position_and_anchors_no_state_transfer() {
     let mut w = World::ideal(2, config());
     w.act(0, request("x"));
     settle(&mut w);
-    let me0 = w.nodes[0].node.member_key();
-    let before = w.nodes[0].node.replica().unwrap().pos();
+    let me0 = w.contexts[0].participant.member_key();
+    let before = w.contexts[0].participant.replica().unwrap().pos();
     // Two vouches of context 0 (its deputy's announcement and an answer): one id for both.
     for _ in 0..2 {
         let vouch = Message {
@@ -807,11 +831,11 @@ fn a_vouch_takes_no_position_and_anchors_no_state_transfer() {
         w.inject(encode(&vouch));
     }
     w.pump();
-    assert_eq!(w.nodes[0].node.replica().unwrap().pos(), before);
+    assert_eq!(w.contexts[0].participant.replica().unwrap().pos(), before);
     // A joiner with both vouches in its buffer gets a State as of a message with an id of its own.
     w.act(1, request("x"));
     settle(&mut w);
-    let state = w.nodes[0].recorded.iter().find_map(|e| match e {
+    let state = w.contexts[0].recorded.iter().find_map(|e| match e {
         Effect::Transmit(messages) => messages.iter().find_map(|m| match &m.body {
             Body::State(st) => Some(st.as_of.clone()),
             _ => None,
@@ -842,7 +866,7 @@ fn over_a_transport_read_on_demand_a_query_waits_for_an_alive_of_its_own_to_come
     // is asked.
     w.act(0, request("y"));
     w.advance(5);
-    assert_eq!(w.nodes[0].requests[&2].state, ReqState::Held);
+    assert_eq!(w.contexts[0].requests[&2].state, ReqState::Held);
     let fx = w.act(1, Action::Query);
     assert_eq!(posts(&fx), [Body::Alive]);
     assert!(
@@ -850,7 +874,7 @@ fn over_a_transport_read_on_demand_a_query_waits_for_an_alive_of_its_own_to_come
         "not answered from what it has read so far"
     );
     settle(&mut w);
-    let held: Vec<String> = w.nodes[1].queries_answered[1]
+    let held: Vec<String> = w.contexts[1].queries_answered[1]
         .held
         .iter()
         .map(|l| l.name.to_string())

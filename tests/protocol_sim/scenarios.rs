@@ -25,13 +25,13 @@ fn env() -> Env {
 fn world_of(n: usize, seed: u64) -> World {
     let mut w = World::new(seed, env(), &[1]);
     for _ in 0..n {
-        w.add_node(0, 1, 2);
+        w.add_context(0, 1, 2);
     }
     w
 }
 
-fn request(w: &mut World, at: u64, node: usize, name: &str, hold: u64) {
-    w.client_at(at, node, Action::exclusive(name, hold));
+fn request(w: &mut World, at: u64, context: usize, name: &str, hold: u64) {
+    w.client_at(at, context, Action::exclusive(name, hold));
 }
 
 fn run(w: &mut World, until: u64) {
@@ -39,9 +39,9 @@ fn run(w: &mut World, until: u64) {
     assert!(w.violations.is_empty(), "{:?}", w.violations);
 }
 
-/// (state, granted at) of `node`'s request `id`.
-fn record(w: &World, node: usize, id: u64) -> (ReqState, Option<u64>) {
-    let r = &w.nodes[node].requests[&id];
+/// (state, granted at) of `context`'s request `id`.
+fn record(w: &World, context: usize, id: u64) -> (ReqState, Option<u64>) {
+    let r = &w.contexts[context].requests[&id];
     (r.state, r.granted_at)
 }
 
@@ -54,7 +54,7 @@ fn a_lone_context_gets_its_first_lock_after_the_join_wait() {
     run(&mut w, 1_000);
     let (state, granted) = record(&w, 0, 1);
     assert_eq!(state, ReqState::Released);
-    let latency = granted.unwrap() - w.nodes[0].requests[&1].issued_at;
+    let latency = granted.unwrap() - w.contexts[0].requests[&1].issued_at;
     let wait = Config::default().join_wait;
     assert!(
         (wait..wait + 40).contains(&latency),
@@ -86,7 +86,7 @@ fn crash_recoveries(deputy: bool, bound: u64) -> Vec<u64> {
     let mut recoveries: Vec<u64> = Vec::new();
     for seed in 0..20 {
         let mut w = world_of(3, seed);
-        w.nodes[0].deputy = deputy;
+        w.contexts[0].deputy = deputy;
         request(&mut w, 0, 0, "x", FOREVER);
         request(&mut w, 300, 1, "x", 10);
         request(&mut w, 320, 2, "y", 10);
@@ -153,7 +153,7 @@ fn hidden_context_rejoins(hide: Fault) {
     request(&mut w, 300, 0, "y", 10);
     let cut = matches!(hide, Fault::CutHide(_));
     w.fault_at(1_000, 0, hide);
-    // Cut short, the node learns that it left only when shown again (no JS of its page ran meanwhile).
+    // Cut short, the context learns that it left only when shown again (no JS of its page ran meanwhile).
     run(&mut w, if cut { 3_001 } else { 2_500 });
     assert_eq!(record(&w, 0, 1).0, ReqState::Stolen(LossReason::Hidden));
     assert_eq!(record(&w, 0, 2).0, ReqState::Pending);
@@ -179,7 +179,7 @@ fn a_holder_with_a_deputy_that_crashes_is_replaced_within_half_a_second() {
 fn a_holder_with_a_deputy_keeps_its_lock_through_a_long_task() {
     for seed in 0..10 {
         let mut w = world_of(2, seed);
-        w.nodes[0].deputy = true;
+        w.contexts[0].deputy = true;
         request(&mut w, 0, 0, "x", 6_000);
         request(&mut w, 200, 1, "x", 10);
         // A long task of 4 s (six times the eviction delay without a deputy) while someone waits.
@@ -252,8 +252,8 @@ fn a_frozen_holder_keeps_its_lock_for_the_grace_and_no_longer() {
 fn a_context_joining_while_the_holder_is_frozen_waits_for_it() {
     let grace = Config::default().freeze_grace;
     let mut w = World::new(9, env(), &[1]);
-    w.add_node(0, 1, 2);
-    let late = w.add_node(2_000, 1, 2);
+    w.add_context(0, 1, 2);
+    let late = w.add_context(2_000, 1, 2);
     request(&mut w, 0, 0, "x", 1_000);
     w.fault_at(500, 0, Fault::Freeze(4_000));
     // The only member is frozen: the newcomer hears no answer, but the storage hint tells it to wait.
@@ -275,8 +275,8 @@ fn a_context_joining_while_the_holder_is_frozen_waits_for_it() {
 #[test]
 fn a_context_joining_while_the_only_holder_is_stuck_does_not_take_its_lock() {
     let mut w = World::new(10, env(), &[1]);
-    w.add_node(0, 1, 2);
-    let late = w.add_node(1_000, 1, 2);
+    w.add_context(0, 1, 2);
+    let late = w.add_context(1_000, 1, 2);
     request(&mut w, 0, 0, "x", 3_000);
     // A long task a little shorter than the eviction delay, during which a context joins.
     w.fault_at(900, 0, Fault::Stall(Config::default().evict_after - 30));
@@ -314,10 +314,10 @@ fn ten_contexts_starting_together_form_one_history() {
 #[test]
 fn a_newer_version_retires_the_older_contexts_and_never_shares_a_lock_with_them() {
     let mut w = World::new(11, env(), &[1, 2]);
-    w.add_node(0, 1, 2);
-    w.add_node(0, 1, 2);
-    let new = w.add_node(1_000, 2, 2);
-    let late_old = w.add_node(3_000, 1, 2);
+    w.add_context(0, 1, 2);
+    w.add_context(0, 1, 2);
+    let new = w.add_context(1_000, 2, 2);
+    let late_old = w.add_context(3_000, 1, 2);
     request(&mut w, 0, 0, "x", FOREVER);
     request(&mut w, 100, 1, "x", 10);
     request(&mut w, 1_100, new, "x", 10);
@@ -325,9 +325,9 @@ fn a_newer_version_retires_the_older_contexts_and_never_shares_a_lock_with_them(
     run(&mut w, 6_000);
     assert_eq!(record(&w, 0, 1).0, ReqState::Stolen(LossReason::Retired));
     assert_eq!(record(&w, new, 1).0, ReqState::Released);
-    assert!(w.nodes[0].retired && w.nodes[1].retired);
+    assert!(w.contexts[0].retired && w.contexts[1].retired);
     // A context of the old version that starts later hears the new version answer and stays out.
-    assert!(w.nodes[late_old].retired);
+    assert!(w.contexts[late_old].retired);
     assert_eq!(record(&w, late_old, 1).0, ReqState::Pending);
 }
 
@@ -343,7 +343,7 @@ fn nothing_happens_while_nothing_is_held_or_wanted() {
     // Nothing was scheduled after the last release: no timer, message or storage write.
     assert!(w.run_until(1_000_000));
     assert_eq!((w.steps, w.log.len()), (steps, log));
-    assert!(w.nodes.iter().all(|n| n.node.is_quiet()));
+    assert!(w.contexts.iter().all(|n| n.participant.is_quiet()));
     // The storage hint was left to expire, not removed (a write fewer per lock cycle): it has expired.
     let until: Option<u64> = w.storage_value(LIVE_KEY).and_then(|v| v.parse().ok());
     assert!(
@@ -358,7 +358,7 @@ fn without_local_storage_contexts_coordinate_over_messages_alone() {
     e.storage = false;
     let mut w = World::new(13, e, &[1]);
     for _ in 0..4 {
-        w.add_node(0, 1, 2);
+        w.add_context(0, 1, 2);
     }
     for i in 0..4 {
         for k in 0..5 {
@@ -372,7 +372,7 @@ fn without_local_storage_contexts_coordinate_over_messages_alone() {
             assert_eq!(record(&w, i, id).0, ReqState::Released, "ctx{i} #{id}");
         }
     }
-    assert!(w.nodes[2].status == Status::Crashed);
+    assert!(w.contexts[2].status == Status::Crashed);
 }
 
 #[test]
@@ -408,11 +408,11 @@ fn an_if_available_request_against_a_lock_held_here_misses_without_a_message() {
     assert!(w.log.len() > logged);
 }
 
-/// Effects of a request made directly on `node` (outside the world's bookkeeping), at the end of a run,
+/// Effects of a request made directly on `context` (outside the world's bookkeeping), at the end of a run,
 /// and of the flush that ends its task.
-fn direct_request(w: &mut World, node: usize, id: u64) -> Vec<Effect> {
+fn direct_request(w: &mut World, context: usize, id: u64) -> Vec<Effect> {
     let now = w.now;
-    let n = &mut w.nodes[node].node;
+    let n = &mut w.contexts[context].participant;
     n.handle_request(now, id, "x", LockMode::Exclusive, false, false);
     n.handle_flush();
     std::iter::from_fn(|| n.poll_effect()).collect()
@@ -421,7 +421,7 @@ fn direct_request(w: &mut World, node: usize, id: u64) -> Vec<Effect> {
 #[test]
 fn a_lone_member_is_granted_without_waiting_for_the_channel_until_another_context_joins() {
     let mut w = world_of(2, 11);
-    w.nodes[1].status = Status::NotStarted;
+    w.contexts[1].status = Status::NotStarted;
     request(&mut w, 0, 0, "x", 5);
     run(&mut w, 500);
     // Alone: each request is granted as it is made.
@@ -430,7 +430,7 @@ fn a_lone_member_is_granted_without_waiting_for_the_channel_until_another_contex
     }
     run(&mut w, 800);
     for id in 2..=6 {
-        let r = &w.nodes[0].requests[&id];
+        let r = &w.contexts[0].requests[&id];
         assert_eq!(r.state, ReqState::Released, "#{id}");
         assert_eq!(r.granted_at, Some(r.issued_at), "#{id} waited");
     }

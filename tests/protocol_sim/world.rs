@@ -318,8 +318,8 @@ pub struct ReqRecord {
     pub granted_at: Option<u64>,
 }
 
-pub struct SimNode {
-    pub node: Participant,
+pub struct SimContext {
+    pub participant: Participant,
     pub status: Status,
     deferred: VecDeque<Ev>,
     /// Channel connection (a new one after the back/forward cache); deliveries of an old one are lost.
@@ -402,7 +402,7 @@ pub struct World {
     pub now: u64,
     seq: u64,
     queue: BinaryHeap<Reverse<Scheduled>>,
-    pub nodes: Vec<SimNode>,
+    pub contexts: Vec<SimContext>,
     /// The sequence: the channel's dispatch order, or the log in IndexedDB (the entry of key k at k - 1).
     pub log: Vec<Rc<Vec<Value>>>,
     /// Log transport: the greatest key trimmed from the log.
@@ -435,7 +435,7 @@ pub struct World {
     pub checking: bool,
     /// More events than this in one run is a runaway.
     pub max_steps: u64,
-    /// Each context keeps every effect it carries out (`SimNode::recorded`): for the participants'
+    /// Each context keeps every effect it carries out (`SimContext::recorded`): for the participants'
     /// tests.
     pub recording: bool,
     /// Inside an `Action::Batch`: the flush waits for the task's end.
@@ -475,7 +475,7 @@ impl World {
             now: 0,
             seq: 0,
             queue: BinaryHeap::new(),
-            nodes: Vec::new(),
+            contexts: Vec::new(),
             log: Vec::new(),
             floor: 0,
             longest_log: 0,
@@ -530,7 +530,7 @@ impl World {
         let mut w = World::new(0, env, &[weblocks::protocol::wire::PROTOCOL_VERSION]);
         w.recording = true;
         for _ in 0..count {
-            w.add_node(0, weblocks::protocol::wire::PROTOCOL_VERSION, 0);
+            w.add_context(0, weblocks::protocol::wire::PROTOCOL_VERSION, 0);
         }
         w.run_until(0);
         w
@@ -538,9 +538,9 @@ impl World {
 
     /// Context `i`'s client does `action` now, as one task; returns the effects carried out in it.
     pub fn act(&mut self, i: usize, action: Action) -> Vec<Effect> {
-        let mark = self.nodes[i].recorded.len();
+        let mark = self.contexts[i].recorded.len();
         self.dispatch(i, Ev::Client(action));
-        self.nodes[i].recorded[mark..].to_vec()
+        self.contexts[i].recorded[mark..].to_vec()
     }
 
     /// Runs `f` on context `i`'s participant now, as one task, outside the clients' bookkeeping (for
@@ -551,11 +551,11 @@ impl World {
         i: usize,
         f: impl FnOnce(&mut Participant, u64) -> R,
     ) -> (R, Vec<Effect>) {
-        let mark = self.nodes[i].recorded.len();
+        let mark = self.contexts[i].recorded.len();
         let now = self.now;
-        let result = f(&mut self.nodes[i].node, now);
+        let result = f(&mut self.contexts[i].participant, now);
         self.effects(i);
-        (result, self.nodes[i].recorded[mark..].to_vec())
+        (result, self.contexts[i].recorded[mark..].to_vec())
     }
 
     /// Posts `msg` on the channel from outside the contexts (another version, a deputy, garbage): it
@@ -565,7 +565,7 @@ impl World {
         let idx = self.log.len();
         self.log.push(msg.clone());
         self.observe(idx, &msg);
-        for j in 0..self.nodes.len() {
+        for j in 0..self.contexts.len() {
             let payload = Payload::Message {
                 msg: msg.clone(),
                 idx: Some(idx),
@@ -600,13 +600,13 @@ impl World {
     }
 
     /// Adds a context that starts at `at`.
-    pub fn add_node(&mut self, at: u64, version: u32, timer_lateness: u64) -> usize {
-        let i = self.nodes.len();
+    pub fn add_context(&mut self, at: u64, version: u32, timer_lateness: u64) -> usize {
+        let i = self.contexts.len();
         let mut participant =
             Participant::with_version(&format!("ctx{i}"), self.env.config.clone(), version);
         participant.record_decisions();
-        self.nodes.push(SimNode {
-            node: participant,
+        self.contexts.push(SimContext {
+            participant,
             status: Status::NotStarted,
             deferred: VecDeque::new(),
             epoch: 0,
@@ -726,8 +726,8 @@ impl World {
     /// Ends the workload: no more faults; frozen, stalled and hidden contexts come back now.
     pub fn settle(&mut self) {
         self.settling = true;
-        for i in 0..self.nodes.len() {
-            match self.nodes[i].status {
+        for i in 0..self.contexts.len() {
+            match self.contexts[i].status {
                 Status::Stalled => self.end_stall(i),
                 Status::Frozen => self.resume(i),
                 Status::Hidden => self.show(i),
@@ -758,29 +758,29 @@ impl World {
             }
             Ev::StorageGlobal { key, value } => self.storage_global(i, key, value),
             Ev::Fault(f) => {
-                if !self.settling && self.nodes[i].status == Status::Running {
+                if !self.settling && self.contexts[i].status == Status::Running {
                     self.fault(i, f);
                 }
             }
             Ev::DeputyPost(msg) => {
-                if matches!(self.nodes[i].status, Status::Running | Status::Stalled) {
+                if matches!(self.contexts[i].status, Status::Running | Status::Stalled) {
                     self.note(|| format!("ctx{i}'s deputy posts"));
                     self.bump("deputy posts");
                     self.channel_post(i, Payload::Message { msg, idx: None });
                 }
             }
             Ev::EndStall => {
-                if self.nodes[i].status == Status::Stalled {
+                if self.contexts[i].status == Status::Stalled {
                     self.end_stall(i);
                 }
             }
             Ev::Resume => {
-                if self.nodes[i].status == Status::Frozen {
+                if self.contexts[i].status == Status::Frozen {
                     self.resume(i);
                 }
             }
             Ev::Show => {
-                if self.nodes[i].status == Status::Hidden {
+                if self.contexts[i].status == Status::Hidden {
                     self.show(i);
                 }
             }
@@ -798,14 +798,14 @@ impl World {
             | Ev::StorageRelay(_)
             | Ev::AliveOpened { .. }
             | Ev::Census(_)
-            | Ev::Gone { .. } => match self.nodes[i].status {
+            | Ev::Gone { .. } => match self.contexts[i].status {
                 Status::Running => self.run(i, ev),
-                Status::Stalled | Status::Frozen => self.nodes[i].deferred.push_back(ev),
+                Status::Stalled | Status::Frozen => self.contexts[i].deferred.push_back(ev),
                 Status::Hidden => match ev {
                     // A page in the back/forward cache runs no task: its calls and the answers of
                     // IndexedDB wait for it to be shown again.
                     Ev::Client(_) | Ev::AliveOpened { .. } | Ev::Census(_) | Ev::Gone { .. } => {
-                        self.nodes[i].deferred.push_back(ev)
+                        self.contexts[i].deferred.push_back(ev)
                     }
                     Ev::StorageEvent { key, value } => self.cache_set(i, key, value),
                     _ => {}
@@ -827,7 +827,7 @@ impl World {
 
     /// Context `i` is a document whose storage events wake it (over the log without a carrier).
     fn poked(&self, i: usize) -> bool {
-        self.env.storage && self.nodes[i].wake == Wake::Pokes
+        self.env.storage && self.contexts[i].wake == Wake::Pokes
     }
 
     /// Over the log without a carrier, context `i` is a worker: nothing wakes it, it polls.
@@ -836,11 +836,11 @@ impl World {
             transport: Transport::Log(Wake::Polls),
             ..self.env.config.clone()
         };
-        let version = self.nodes[i].node.version();
+        let version = self.contexts[i].participant.version();
         let mut participant = Participant::with_version(&format!("ctx{i}"), config, version);
         participant.record_decisions();
-        self.nodes[i].node = participant;
-        self.nodes[i].wake = Wake::Polls;
+        self.contexts[i].participant = participant;
+        self.contexts[i].wake = Wake::Polls;
     }
 
     /// Context `i` posts `payload` on the channel (the transport, or the log's carrier): the contexts of
@@ -848,16 +848,16 @@ impl World {
     /// sending delay, in the sender's order.
     fn channel_post(&mut self, i: usize, payload: Payload) {
         if self.env.delivery == Delivery::OwnProcessFirst {
-            let process = self.nodes[i].process;
-            for j in 0..self.nodes.len() {
-                if self.nodes[j].process == process && self.receives(i, j, &payload) {
+            let process = self.contexts[i].process;
+            for j in 0..self.contexts.len() {
+                if self.contexts[j].process == process && self.receives(i, j, &payload) {
                     let hop = self.rng.range(0, 1);
                     self.deliver_at(j, payload.clone(), hop, i);
                 }
             }
         }
         let delay = self.rng.range(0, self.env.send_max);
-        let n = &mut self.nodes[i];
+        let n = &mut self.contexts[i];
         let at = (self.now + delay).max(n.last_append);
         n.last_append = at;
         let life = n.life;
@@ -868,9 +868,9 @@ impl World {
     /// sender's own object (a context listens to its own messages only on the broadcast transport,
     /// through its second object).
     fn receives(&self, i: usize, j: usize, payload: &Payload) -> bool {
-        self.nodes[j].connected
+        self.contexts[j].connected
             && matches!(
-                self.nodes[j].status,
+                self.contexts[j].status,
                 Status::Running | Status::Stalled | Status::Frozen
             )
             && (i != j || matches!(payload, Payload::Message { .. }))
@@ -879,7 +879,7 @@ impl World {
     /// The channel's dispatcher handles a post of context `i`: a message of the broadcast transport
     /// joins the sequence; every receiver not served already gets it as the delivery model says.
     fn channel_dispatch(&mut self, i: usize, payload: Payload, life: u32) {
-        if life != self.nodes[i].life && self.rng.chance(0.5) {
+        if life != self.contexts[i].life && self.rng.chance(0.5) {
             return; // the sender crashed before this message left it
         }
         let payload = match payload {
@@ -894,10 +894,10 @@ impl World {
             }
             other => other,
         };
-        let process = self.nodes[i].process;
-        for j in 0..self.nodes.len() {
-            let served =
-                self.env.delivery == Delivery::OwnProcessFirst && self.nodes[j].process == process;
+        let process = self.contexts[i].process;
+        for j in 0..self.contexts.len() {
+            let served = self.env.delivery == Delivery::OwnProcessFirst
+                && self.contexts[j].process == process;
             if !served && self.receives(i, j, &payload) {
                 let delay = self.rng.range(0, self.env.delivery_max);
                 self.deliver_at(j, payload.clone(), delay, i);
@@ -911,37 +911,37 @@ impl World {
         let now = self.now;
         let at = match self.env.delivery {
             Delivery::TotalOrder | Delivery::OwnProcessFirst => {
-                let n = &mut self.nodes[j];
+                let n = &mut self.contexts[j];
                 let at = (now + delay).max(n.last_delivery);
                 n.last_delivery = at;
                 at
             }
             Delivery::SenderFifo => {
                 let spread = self.rng.range(0, 4 * self.env.delivery_max);
-                let last = self.nodes[j].last_from.entry(from).or_insert(0);
+                let last = self.contexts[j].last_from.entry(from).or_insert(0);
                 let at = (now + delay + spread).max(*last);
                 *last = at;
                 at
             }
         };
-        let epoch = self.nodes[j].epoch;
+        let epoch = self.contexts[j].epoch;
         self.schedule(at, j, Ev::Deliver { payload, epoch });
     }
 
     fn cache_set(&mut self, i: usize, key: String, value: Option<String>) {
         match value {
-            Some(v) => self.nodes[i].cache.insert(key, v),
-            None => self.nodes[i].cache.remove(&key),
+            Some(v) => self.contexts[i].cache.insert(key, v),
+            None => self.contexts[i].cache.remove(&key),
         };
     }
 
     fn start(&mut self, i: usize) {
         let now = self.now;
-        let n = &mut self.nodes[i];
+        let n = &mut self.contexts[i];
         n.status = Status::Running;
         n.cache = self.storage.clone();
         let live = n.cache.get(LIVE_KEY).cloned();
-        n.node.handle_storage(now, LIVE_KEY, live.as_deref());
+        n.participant.handle_storage(now, LIVE_KEY, live.as_deref());
         self.note(|| format!("ctx{i} starts"));
         self.effects(i);
     }
@@ -950,15 +950,19 @@ impl World {
         let now = self.now;
         match ev {
             Ev::Deliver { payload, epoch } => {
-                if epoch != self.nodes[i].epoch {
+                if epoch != self.contexts[i].epoch {
                     return;
                 }
-                if self.now < self.nodes[i].gap_until {
+                if self.now < self.contexts[i].gap_until {
                     // Lost: the context never applies it, nor reports what it decided.
                     if let Payload::Message { idx: Some(idx), .. } = payload {
                         self.note(|| format!("ctx{i} misses [{idx}]"));
-                        while self.nodes[i].expected.front().is_some_and(|e| e.0 <= idx) {
-                            self.nodes[i].expected.pop_front();
+                        while self.contexts[i]
+                            .expected
+                            .front()
+                            .is_some_and(|e| e.0 <= idx)
+                        {
+                            self.contexts[i].expected.pop_front();
                         }
                     }
                     return;
@@ -971,8 +975,8 @@ impl World {
                         // The carrier frame the writer's transport posts (of the log it had open:
                         // a frame of a deleted log may arrive late at readers of the new one).
                         let data = self.log[self.log_bases[log] + key as usize - 1].clone();
-                        let version = self.nodes[self.node_of(&writer).expect("a context")]
-                            .node
+                        let version = self.contexts[self.context_of(&writer).expect("a context")]
+                            .participant
                             .version();
                         let identity = LOG + log as u64;
                         let frame = wire::encode_entry(&writer, version, key, identity, &data);
@@ -986,7 +990,7 @@ impl World {
                     Payload::Relay(msg) => self.log_event(i, |n, now| n.handle_carried(now, &msg)),
                 }
             }
-            Ev::Committed { log, .. } if log != self.nodes[i].conn_log => {
+            Ev::Committed { log, .. } if log != self.contexts[i].conn_log => {
                 // Its connection to that log closed (`versionchange`): the edge hands on nothing of it.
             }
             Ev::Committed { log, key } => {
@@ -997,14 +1001,14 @@ impl World {
                 // The writer hands the committed entry to the others: on the carrier, or with a poke.
                 if self.carried() {
                     self.unposted.remove(&key);
-                    let writer = self.nodes[i].node.member_key();
+                    let writer = self.contexts[i].participant.member_key();
                     self.channel_post(i, Payload::Entry { log, key, writer });
                 } else {
                     self.poke_others(i);
                 }
             }
             Ev::LogStarted { log, last } => {
-                if log != self.nodes[i].conn_log
+                if log != self.contexts[i].conn_log
                     || self.waits_for_deletion(i, log, || Ev::LogStarted { log, last })
                 {
                     return;
@@ -1014,16 +1018,18 @@ impl World {
                     n.handle_log_started(now, last)
                 })
             }
-            Ev::LogReadDone { log, .. } if log != self.nodes[i].conn_log => {}
+            Ev::LogReadDone { log, .. } if log != self.contexts[i].conn_log => {}
             Ev::LogReadDone {
                 log,
                 entries,
                 floor,
             } => {
-                if self.now < self.nodes[i].gap_until {
+                if self.now < self.contexts[i].gap_until {
                     return;
                 }
-                self.nodes[i].node.handle_log_identity(LOG + log as u64);
+                self.contexts[i]
+                    .participant
+                    .handle_log_identity(LOG + log as u64);
                 for (key, msg) in entries {
                     if self.edge_hands_on(&msg) {
                         self.log_event(i, |n, now| n.handle_log_entry(now, key, entry_data(&msg)));
@@ -1032,55 +1038,57 @@ impl World {
                 self.read_done(i, floor);
             }
             Ev::Poke => {
-                self.nodes[i].node.handle_log_poke(now);
+                self.contexts[i].participant.handle_log_poke(now);
                 self.effects(i);
             }
             Ev::StorageRelay(msg) => self.log_event(i, |n, now| n.handle_carried(now, &msg)),
             Ev::Timer { generation } => {
-                if generation == self.nodes[i].timer_generation {
+                if generation == self.contexts[i].timer_generation {
                     self.note(|| format!("ctx{i} timer"));
-                    self.nodes[i].node.handle_timeout(now);
+                    self.contexts[i].participant.handle_timeout(now);
                     self.effects(i);
                 }
             }
             Ev::StorageEvent { key, value } => {
-                self.nodes[i]
-                    .node
+                self.contexts[i]
+                    .participant
                     .handle_storage(now, &key, value.as_deref());
                 self.cache_set(i, key, value);
                 self.effects(i);
             }
             Ev::Client(action) => self.client(i, action),
             Ev::AliveOpened { watch } => {
-                let client: Rc<str> = self.nodes[i].node.client_id().into();
+                let client: Rc<str> = self.contexts[i].participant.client_id().into();
                 if self.alive.get(&(client, watch)).is_none_or(|db| !db.open) {
                     // Closed before the context ran again (its edge closes it on `pagehide`): the edge
                     // opens another rather than hand the participant a database that shows nothing.
                     self.open_alive(i);
                     return;
                 }
-                self.nodes[i].node.handle_alive(now, watch);
+                self.contexts[i].participant.handle_alive(now, watch);
                 self.effects(i);
             }
             Ev::Census(listed) => {
                 self.note(|| format!("ctx{i} census: {listed:?}"));
-                self.nodes[i].node.handle_census(now, listed);
+                self.contexts[i].participant.handle_census(now, listed);
                 self.effects(i);
             }
             Ev::Gone { client, watch } => {
                 self.note(|| format!("ctx{i} finds {client}'s liveness database {watch} closed"));
-                self.nodes[i].node.handle_gone(now, &client, watch);
+                self.contexts[i]
+                    .participant
+                    .handle_gone(now, &client, watch);
                 self.effects(i);
             }
             Ev::VersionChange => {
                 self.note(|| format!("ctx{i} versionchange: the log's database is being deleted"));
-                self.nodes[i].conn_log = self.log_generation + 1;
-                self.nodes[i].node.handle_missed_messages(now);
+                self.contexts[i].conn_log = self.log_generation + 1;
+                self.contexts[i].participant.handle_missed_messages(now);
                 self.effects(i);
             }
             Ev::LogGap(what) => {
                 self.note(|| format!("ctx{i}'s edge reports a gap: {what}"));
-                self.nodes[i].node.handle_missed_messages(now);
+                self.contexts[i].participant.handle_missed_messages(now);
                 self.effects(i);
             }
             Ev::EndGap => {
@@ -1088,14 +1096,14 @@ impl World {
                 if self.over_log() {
                     // The log was trimmed past this context while it read nothing of it: the read it
                     // makes now shows the floor.
-                    self.floor = self.floor.max(self.nodes[i].gap_floor);
-                    if let Some(position) = self.nodes[i].node.log_position()
-                        && self.nodes[i].conn_log == self.log_generation
+                    self.floor = self.floor.max(self.contexts[i].gap_floor);
+                    if let Some(position) = self.contexts[i].participant.log_position()
+                        && self.contexts[i].conn_log == self.log_generation
                     {
                         self.log_read(i, position);
                     }
                 } else {
-                    self.nodes[i].node.handle_missed_messages(now);
+                    self.contexts[i].participant.handle_missed_messages(now);
                     self.effects(i);
                 }
             }
@@ -1122,7 +1130,7 @@ impl World {
         }
         self.note_own_echo(i, msg);
         self.bump("deliveries");
-        self.nodes[i].node.handle_message(now, msg);
+        self.contexts[i].participant.handle_message(now, msg);
         self.effects(i);
         if let Some(idx) = idx {
             self.check_expected(i, idx);
@@ -1131,7 +1139,7 @@ impl World {
 
     /// A message as context `i` decodes it, for traces.
     fn describe(&self, i: usize, msg: &[Value]) -> String {
-        let what = match wire::decode_versioned(msg, self.nodes[i].node.version()) {
+        let what = match wire::decode_versioned(msg, self.contexts[i].participant.version()) {
             Some(Decoded::Ours(m)) => {
                 format!("{}/{} {:?}", m.sender.client, m.sender.incarnation, m.body)
             }
@@ -1143,14 +1151,14 @@ impl World {
     /// If `msg` is one of context `i`'s own messages, it has now applied it.
     fn note_own_echo(&mut self, i: usize, msg: &[Value]) {
         let msg = entry_data(msg);
-        let version = self.nodes[i].node.version();
+        let version = self.contexts[i].participant.version();
         let parts = wire::split_batch(msg, version).unwrap_or_else(|| vec![msg]);
         for part in parts {
             if let Some(Decoded::Ours(m)) = wire::decode_versioned(part, version)
-                && *m.sender.client == *self.nodes[i].node.client_id()
+                && *m.sender.client == *self.contexts[i].participant.client_id()
                 && m.seq != 0
             {
-                self.nodes[i].applied_seq = m.seq;
+                self.contexts[i].applied_seq = m.seq;
             }
         }
     }
@@ -1159,13 +1167,13 @@ impl World {
     /// it applied (its position in the log moved past them).
     fn log_event(&mut self, i: usize, f: impl FnOnce(&mut Participant, u64)) {
         let now = self.now;
-        let before = self.nodes[i].node.log_position();
-        f(&mut self.nodes[i].node, now);
-        let after = self.nodes[i].node.log_position();
+        let before = self.contexts[i].participant.log_position();
+        f(&mut self.contexts[i].participant, now);
+        let after = self.contexts[i].participant.log_position();
         if let (Some(b), Some(a)) = (before, after)
             && a > b
         {
-            let base = self.log_bases.get(self.nodes[i].conn_log).copied();
+            let base = self.log_bases.get(self.contexts[i].conn_log).copied();
             for key in b + 1..=a {
                 // An entry the log it reads does not hold: a frame of another log taken for its own.
                 let Some(msg) = base
@@ -1187,7 +1195,7 @@ impl World {
         if let (Some(b), Some(a)) = (before, after)
             && a > b
         {
-            let base = self.log_bases[self.nodes[i].conn_log];
+            let base = self.log_bases[self.contexts[i].conn_log];
             self.check_expected(i, base + a as usize - 1);
         }
     }
@@ -1195,15 +1203,23 @@ impl World {
     /// Context `i`'s read of the log ended with this floor. A floor past its position is a trim it
     /// fell behind: the observer's decisions for it up to the floor are lost for it.
     fn read_done(&mut self, i: usize, floor: u64) {
-        if self.nodes[i].node.log_position().is_some_and(|p| floor > p) {
+        if self.contexts[i]
+            .participant
+            .log_position()
+            .is_some_and(|p| floor > p)
+        {
             self.note(|| format!("ctx{i} fell behind a trim of the log to key {floor}"));
             let idx = self.log_bases[self.log_generation] + floor as usize - 1;
-            while self.nodes[i].expected.front().is_some_and(|e| e.0 <= idx) {
-                self.nodes[i].expected.pop_front();
+            while self.contexts[i]
+                .expected
+                .front()
+                .is_some_and(|e| e.0 <= idx)
+            {
+                self.contexts[i].expected.pop_front();
             }
         }
         let now = self.now;
-        self.nodes[i].node.handle_log_read(now, floor);
+        self.contexts[i].participant.handle_log_read(now, floor);
         self.effects(i);
     }
 
@@ -1213,8 +1229,8 @@ impl World {
         if !self.poked(i) {
             return;
         }
-        for j in 0..self.nodes.len() {
-            if j != i && self.nodes[j].status.alive() && self.poked(j) {
+        for j in 0..self.contexts.len() {
+            if j != i && self.contexts[j].status.alive() && self.poked(j) {
                 let delay = self.rng.range(0, self.env.storage_lag_max);
                 self.schedule(self.now + delay, j, Ev::Poke);
             }
@@ -1224,7 +1240,7 @@ impl World {
     /// A read of the log from `after` runs in the database for context `i`: it sees what has committed.
     fn log_read(&mut self, i: usize, after: u64) {
         self.reads += 1;
-        if std::mem::take(&mut self.nodes[i].fail_next_read) {
+        if std::mem::take(&mut self.contexts[i].fail_next_read) {
             self.bump("failed reads");
             let delay = self.rng.range(0, 2);
             self.schedule(self.now + delay, i, Ev::LogGap("its read failed"));
@@ -1252,16 +1268,19 @@ impl World {
     /// What the edge's farewell listener does in a `pagehide` over the log: it asks the others to append
     /// the participant's Leave, on the carrier or, without one, through a storage event.
     fn farewell_relay(&mut self, i: usize) {
-        let Some(m) = self.nodes[i].farewell.clone() else {
+        let Some(m) = self.contexts[i].farewell.clone() else {
             return;
         };
-        let msg = Rc::new(wire::encode_versioned(&m, self.nodes[i].node.version()));
+        let msg = Rc::new(wire::encode_versioned(
+            &m,
+            self.contexts[i].participant.version(),
+        ));
         self.note(|| format!("ctx{i}'s farewell asks for its Leave"));
         if self.carried() {
             self.channel_post(i, Payload::Relay(msg));
         } else if self.poked(i) {
-            for j in 0..self.nodes.len() {
-                if j != i && self.nodes[j].status.alive() && self.poked(j) {
+            for j in 0..self.contexts.len() {
+                if j != i && self.contexts[j].status.alive() && self.poked(j) {
                     let delay = self.rng.range(0, self.env.storage_lag_max);
                     self.schedule(self.now + delay, j, Ev::StorageRelay(msg.clone()));
                 }
@@ -1280,7 +1299,7 @@ impl World {
                 hold,
                 abort_after,
             } => {
-                let n = &mut self.nodes[i];
+                let n = &mut self.contexts[i];
                 let id = n.next_id;
                 n.next_id += 1;
                 n.requests.insert(
@@ -1299,26 +1318,32 @@ impl World {
                     },
                 );
                 self.note(|| format!("ctx{i} request #{id} {name} {mode:?} ifAvailable={if_available} steal={steal}"));
-                self.nodes[i]
-                    .node
-                    .handle_request(now, id, &name, mode, if_available, steal);
+                self.contexts[i].participant.handle_request(
+                    now,
+                    id,
+                    &name,
+                    mode,
+                    if_available,
+                    steal,
+                );
                 if let Some(after) = abort_after {
                     self.schedule(now + after, i, Ev::Client(Action::Abort(id)));
                 }
                 self.effects(i);
             }
             Action::Release(id) => {
-                if self.nodes[i]
+                if self.contexts[i]
                     .requests
                     .get(&id)
                     .is_some_and(|r| r.state == ReqState::Held)
                 {
-                    self.nodes[i].requests.get_mut(&id).expect("held").state = ReqState::Released;
+                    self.contexts[i].requests.get_mut(&id).expect("held").state =
+                        ReqState::Released;
                     self.note(|| format!("ctx{i} release #{id}"));
                     self.bump("releases");
-                    self.nodes[i].node.handle_release(now, id);
+                    self.contexts[i].participant.handle_release(now, id);
                     self.effects(i);
-                    if let Some((name, rounds)) = self.nodes[i].loops.remove(&id)
+                    if let Some((name, rounds)) = self.contexts[i].loops.remove(&id)
                         && rounds > 0
                     {
                         self.client(i, Action::Loop { name, rounds });
@@ -1335,8 +1360,10 @@ impl World {
             }
             Action::Loop { rounds: 0, .. } => {}
             Action::Loop { name, rounds } => {
-                let id = self.nodes[i].next_id;
-                self.nodes[i].loops.insert(id, (name.clone(), rounds - 1));
+                let id = self.contexts[i].next_id;
+                self.contexts[i]
+                    .loops
+                    .insert(id, (name.clone(), rounds - 1));
                 self.client(
                     i,
                     Action::Request {
@@ -1350,11 +1377,11 @@ impl World {
                 );
             }
             Action::Abort(id) => {
-                let state = self.nodes[i].requests.get(&id).map(|r| r.state);
+                let state = self.contexts[i].requests.get(&id).map(|r| r.state);
                 if state.is_none() {
                     return;
                 }
-                let aborted = self.nodes[i].node.handle_abort(now, id);
+                let aborted = self.contexts[i].participant.handle_abort(now, id);
                 self.note(|| format!("ctx{i} abort #{id} -> {aborted}"));
                 if aborted {
                     if state != Some(ReqState::Pending) {
@@ -1362,21 +1389,22 @@ impl World {
                             "ctx{i}: abort of #{id} returned true in state {state:?}"
                         ));
                     }
-                    self.nodes[i].requests.get_mut(&id).expect("known").state = ReqState::Aborted;
+                    self.contexts[i].requests.get_mut(&id).expect("known").state =
+                        ReqState::Aborted;
                 } else if state == Some(ReqState::Pending) {
                     self.violation(format!("ctx{i}: abort of pending #{id} returned false"));
                 }
                 self.effects(i);
             }
             Action::Query => {
-                self.nodes[i].queries_asked += 1;
-                let q = self.nodes[i].queries_asked as u64;
-                let cut = self.nodes[i].next_id;
-                self.nodes[i].query_cut.insert(q, cut);
+                self.contexts[i].queries_asked += 1;
+                let q = self.contexts[i].queries_asked as u64;
+                let cut = self.contexts[i].next_id;
+                self.contexts[i].query_cut.insert(q, cut);
                 self.note(|| format!("ctx{i} query #{q}"));
-                let version = self.nodes[i].node.version();
-                self.nodes[i].queried_in = Some(self.observer_of(version).history().clone());
-                self.nodes[i].node.handle_query(now, q);
+                let version = self.contexts[i].participant.version();
+                self.contexts[i].queried_in = Some(self.observer_of(version).history().clone());
+                self.contexts[i].participant.handle_query(now, q);
                 self.effects(i);
             }
         }
@@ -1387,35 +1415,35 @@ impl World {
     fn effects(&mut self, i: usize) {
         loop {
             self.carry_out_effects(i);
-            if self.in_task || !std::mem::take(&mut self.nodes[i].flush_due) {
+            if self.in_task || !std::mem::take(&mut self.contexts[i].flush_due) {
                 return;
             }
-            self.nodes[i].node.handle_flush();
+            self.contexts[i].participant.handle_flush();
         }
     }
 
     fn carry_out_effects(&mut self, i: usize) {
         let now = self.now;
         let mut decided = Vec::new();
-        for m in self.nodes[i].node.poll_decided() {
+        for m in self.contexts[i].participant.poll_decided() {
             decided.extend(self.observe_decided(i, &m));
         }
-        while let Some(e) = self.nodes[i].node.poll_effect() {
+        while let Some(e) = self.contexts[i].participant.poll_effect() {
             if self.recording {
-                self.nodes[i].recorded.push(e.clone());
+                self.contexts[i].recorded.push(e.clone());
             }
             match e {
-                Effect::FlushSoon => self.nodes[i].flush_due = true,
+                Effect::FlushSoon => self.contexts[i].flush_due = true,
                 Effect::Transmit(messages) => self.transmit(i, messages),
                 Effect::OpenChannels => {
-                    let n = &mut self.nodes[i];
+                    let n = &mut self.contexts[i];
                     n.connected = true;
                     n.epoch += 1;
                     if self.over_log() {
                         // The start read sees the log as it is now: the context's next appends come
                         // after it. While a deletion is under way, the open waits for it.
                         let log = self.log_generation + usize::from(self.deleting.is_some());
-                        self.nodes[i].conn_log = log;
+                        self.contexts[i].conn_log = log;
                         // (Over a deletion, the log it opens is the new one, made empty.)
                         let last = if log == self.log_generation {
                             self.log_len() + self.floor
@@ -1427,13 +1455,13 @@ impl World {
                     }
                 }
                 Effect::CloseChannels => {
-                    let n = &mut self.nodes[i];
+                    let n = &mut self.contexts[i];
                     n.connected = false;
                     n.epoch += 1;
                 }
-                Effect::ArmFarewell(farewell) => self.nodes[i].farewell = farewell,
+                Effect::ArmFarewell(farewell) => self.contexts[i].farewell = farewell,
                 Effect::Announce(vouch) => {
-                    if self.nodes[i].deputy {
+                    if self.contexts[i].deputy {
                         self.deputy_post(i, &vouch, 0);
                     }
                 }
@@ -1442,32 +1470,32 @@ impl World {
                 }
                 Effect::StorageRemove { key } => self.write_storage(i, key.to_owned(), None),
                 Effect::SetTimer { at } => {
-                    let lateness = self.rng.range(0, self.nodes[i].timer_lateness);
-                    let n = &mut self.nodes[i];
+                    let lateness = self.rng.range(0, self.contexts[i].timer_lateness);
+                    let n = &mut self.contexts[i];
                     n.timer_generation += 1;
                     let generation = n.timer_generation;
                     self.schedule(at.max(now) + lateness, i, Ev::Timer { generation });
                 }
-                Effect::ClearTimer => self.nodes[i].timer_generation += 1,
+                Effect::ClearTimer => self.contexts[i].timer_generation += 1,
                 Effect::Granted(id) => self.on_granted(i, id),
                 Effect::NotAvailable(id) => self.on_not_available(i, id),
                 Effect::Stolen { id, reason } => self.on_stolen(i, id, reason),
                 Effect::Snapshot { query, snapshot } => self.on_snapshot(i, query, snapshot),
                 Effect::Incompatible { version } => {
                     self.note(|| format!("ctx{i} incompatible with v{version}"));
-                    self.nodes[i].retired = true;
+                    self.contexts[i].retired = true;
                 }
                 Effect::WakeDeputy(vouch) => self.wake_deputy(vouch),
                 Effect::ReadLog { after } => {
                     let delay = self.rng.range(0, 3);
-                    let log = self.nodes[i].conn_log;
+                    let log = self.contexts[i].conn_log;
                     self.schedule(now + delay, i, Ev::LogRead { log, after });
                 }
                 Effect::OpenAlive => self.open_alive(i),
                 Effect::CloseAlive => self.close_alive(i),
                 Effect::Census => {
                     let listed: Vec<(Rc<str>, u64)> = self.alive.keys().cloned().collect();
-                    let own = self.nodes[i].node.client_id().to_owned();
+                    let own = self.contexts[i].participant.client_id().to_owned();
                     for (client, watch) in &listed {
                         if **client != *own {
                             self.watch_alive(i, client.clone(), *watch);
@@ -1479,7 +1507,7 @@ impl World {
                 Effect::Watch { client, watch } => self.watch_alive(i, client, watch),
                 Effect::TrimLog { upto } => {
                     // js/log_channel.js deletes in a transaction of its own; a floor only rises.
-                    if self.nodes[i].conn_log == self.log_generation {
+                    if self.contexts[i].conn_log == self.log_generation {
                         self.floor = self.floor.max(upto.min(self.log_len() + self.floor));
                     }
                 }
@@ -1495,7 +1523,7 @@ impl World {
     fn open_alive(&mut self, i: usize) {
         self.last_watch += 1;
         let watch = self.last_watch;
-        let client: Rc<str> = self.nodes[i].node.client_id().into();
+        let client: Rc<str> = self.contexts[i].participant.client_id().into();
         self.alive.insert(
             (client, watch),
             AliveDb {
@@ -1535,7 +1563,7 @@ impl World {
             .filter(|(_, db)| db.owner == i && db.open)
             .map(|(k, _)| k.clone())
             .collect();
-        let gone = !self.nodes[i].status.alive();
+        let gone = !self.contexts[i].status.alive();
         for key in keys {
             let db = self.alive.remove(&key).expect("listed");
             for w in db.watchers {
@@ -1554,12 +1582,12 @@ impl World {
     /// and its sending delay, if the page has a deputy that runs by then.
     fn wake_deputy(&mut self, vouch: Message) {
         let Some(j) = self
-            .node_of(&vouch.sender)
-            .filter(|&j| j < self.nodes.len())
+            .context_of(&vouch.sender)
+            .filter(|&j| j < self.contexts.len())
         else {
             return;
         };
-        if self.nodes[j].deputy {
+        if self.contexts[j].deputy {
             let hop = self.rng.range(0, self.env.delivery_max);
             self.deputy_post(j, &vouch, hop);
         }
@@ -1567,7 +1595,7 @@ impl World {
 
     /// Context `i`'s deputy posts `vouch` after `delay` and its sending delay.
     fn deputy_post(&mut self, i: usize, vouch: &Message, delay: u64) {
-        let version = self.nodes[i].node.version();
+        let version = self.contexts[i].participant.version();
         let msg = Rc::new(wire::encode_versioned(vouch, version));
         let at = self.now + delay + self.rng.range(0, self.env.send_max);
         self.schedule(at, i, Ev::DeputyPost(msg));
@@ -1578,15 +1606,15 @@ impl World {
     fn transmit(&mut self, i: usize, messages: Vec<Message>) {
         let now = self.now;
         for m in &messages {
-            let own = *m.sender.client == *self.nodes[i].node.client_id();
+            let own = *m.sender.client == *self.contexts[i].participant.client_id();
             if own {
-                self.nodes[i].posted_seq = self.nodes[i].posted_seq.max(m.seq);
+                self.contexts[i].posted_seq = self.contexts[i].posted_seq.max(m.seq);
             } else {
                 self.bump("relayed");
             }
             if let Body::Request { id, .. } = &m.body
                 && own
-                && let Some(r) = self.nodes[i].requests.get_mut(id)
+                && let Some(r) = self.contexts[i].requests.get_mut(id)
             {
                 r.posted_as = Some(m.sender.incarnation);
             }
@@ -1605,7 +1633,7 @@ impl World {
             });
         }
         self.bump("transmits");
-        let version = self.nodes[i].node.version();
+        let version = self.contexts[i].participant.version();
         let msg = Rc::new(wire::encode_transmit(&messages, version));
         if !self.over_log() {
             self.channel_post(i, Payload::Message { msg, idx: None });
@@ -1613,7 +1641,7 @@ impl World {
         }
         // An append: a read/write transaction, run after the context's earlier ones.
         let delay = self.rng.range(0, self.env.send_max + 2);
-        let n = &mut self.nodes[i];
+        let n = &mut self.contexts[i];
         let at = (now + delay).max(n.last_append);
         n.last_append = at;
         let life = n.life;
@@ -1627,7 +1655,7 @@ impl World {
         }
         self.cache_set(i, key.clone(), value.clone());
         let delay = self.rng.range(0, self.env.storage_lag_max);
-        let n = &mut self.nodes[i];
+        let n = &mut self.contexts[i];
         let at = (self.now + delay).max(n.last_storage_write);
         n.last_storage_write = at;
         self.schedule(at, i, Ev::StorageGlobal { key, value });
@@ -1638,17 +1666,17 @@ impl World {
             Some(v) => self.storage.insert(key.clone(), v.clone()),
             None => self.storage.remove(&key),
         };
-        for j in 0..self.nodes.len() {
+        for j in 0..self.contexts.len() {
             if j == writer
                 || matches!(
-                    self.nodes[j].status,
+                    self.contexts[j].status,
                     Status::NotStarted | Status::Crashed | Status::Closed
                 )
             {
                 continue;
             }
             let delay = self.rng.range(0, self.env.storage_lag_max);
-            let n = &mut self.nodes[j];
+            let n = &mut self.contexts[j];
             let at = (self.now + delay).max(n.last_storage_event);
             n.last_storage_event = at;
             self.schedule(
@@ -1675,10 +1703,10 @@ impl World {
     /// Log transport: context `i`'s append commits, unless it was lost with its context; its JS hears
     /// of it (and hands it on) when it next runs.
     fn append(&mut self, i: usize, msg: Rc<Vec<Value>>, life: u32) {
-        if life != self.nodes[i].life && self.rng.chance(0.5) {
+        if life != self.contexts[i].life && self.rng.chance(0.5) {
             return; // the transaction died with its context
         }
-        if std::mem::take(&mut self.nodes[i].abort_next_append) {
+        if std::mem::take(&mut self.contexts[i].abort_next_append) {
             self.bump("aborted appends");
             let delay = self.rng.range(0, 2);
             self.schedule(self.now + delay, i, Ev::LogGap("its append aborted"));
@@ -1728,13 +1756,16 @@ impl World {
                     } => (member, local_id, Expect::Revoked),
                 };
                 // Only a context connected now will apply this message.
-                if let Some(j) = self.node_of(&member)
-                    && self.nodes[j].node.version() == version
-                    && self.nodes[j].status.alive()
+                if let Some(j) = self.context_of(&member)
+                    && self.contexts[j].participant.version() == version
+                    && self.contexts[j].status.alive()
                 {
-                    self.nodes[j]
-                        .expected
-                        .push_back((idx, member.incarnation, local_id, expect));
+                    self.contexts[j].expected.push_back((
+                        idx,
+                        member.incarnation,
+                        local_id,
+                        expect,
+                    ));
                 }
             }
         }
@@ -1749,11 +1780,11 @@ impl World {
         self.bump("decided alone");
         self.note(|| format!("ctx{i} decides alone {:?}", m.body));
         if let Body::Request { id, .. } = &m.body
-            && let Some(r) = self.nodes[i].requests.get_mut(id)
+            && let Some(r) = self.contexts[i].requests.get_mut(id)
         {
             r.posted_as = Some(m.sender.incarnation);
         }
-        let version = self.nodes[i].node.version();
+        let version = self.contexts[i].participant.version();
         let o = self
             .observers
             .iter()
@@ -1788,7 +1819,7 @@ impl World {
         self.storage.get(key)
     }
 
-    pub fn node_of(&self, member: &MemberKey) -> Option<usize> {
+    pub fn context_of(&self, member: &MemberKey) -> Option<usize> {
         member.client.strip_prefix("ctx")?.parse().ok()
     }
 
@@ -1807,9 +1838,9 @@ impl World {
         match f {
             Fault::Crash => {
                 // The process goes, with every context in it.
-                let process = self.nodes[i].process;
+                let process = self.contexts[i].process;
                 let mut crashed = Vec::new();
-                for (j, n) in self.nodes.iter_mut().enumerate() {
+                for (j, n) in self.contexts.iter_mut().enumerate() {
                     if n.process == process && n.status.alive() {
                         n.status = Status::Crashed;
                         n.life += 1;
@@ -1823,15 +1854,15 @@ impl World {
                 }
             }
             Fault::Stall(d) => {
-                self.nodes[i].status = Status::Stalled;
-                self.nodes[i].unresponsive.push((now, now + d, false));
+                self.contexts[i].status = Status::Stalled;
+                self.contexts[i].unresponsive.push((now, now + d, false));
                 self.schedule(now + d, i, Ev::EndStall);
             }
             Fault::Freeze(d) => {
-                self.nodes[i].node.handle_freeze(now);
+                self.contexts[i].participant.handle_freeze(now);
                 self.effects(i);
-                self.nodes[i].status = Status::Frozen;
-                self.nodes[i].unresponsive.push((now, now + d, true));
+                self.contexts[i].status = Status::Frozen;
+                self.contexts[i].unresponsive.push((now, now + d, true));
                 self.schedule(now + d, i, Ev::Resume);
             }
             Fault::Hide(d) => {
@@ -1839,7 +1870,7 @@ impl World {
                     self.farewell_relay(i);
                 }
                 self.hiding = Some(i);
-                self.nodes[i].node.handle_pagehide(now, true);
+                self.contexts[i].participant.handle_pagehide(now, true);
                 self.effects(i);
                 self.hiding = None;
                 self.enter_cache(i, d);
@@ -1848,7 +1879,7 @@ impl World {
                 if self.over_log() {
                     self.farewell_relay(i);
                 }
-                self.nodes[i].node.handle_close(now);
+                self.contexts[i].participant.handle_close(now);
                 self.effects(i);
                 self.close(i);
             }
@@ -1859,9 +1890,9 @@ impl World {
                 self.enter_cache(i, d);
             }
             Fault::Gap(d) => {
-                self.nodes[i].gap_until = now + d;
-                self.nodes[i].gap_floor = self.log_len() + self.floor;
-                self.nodes[i].unresponsive.push((now, now + d, false));
+                self.contexts[i].gap_until = now + d;
+                self.contexts[i].gap_floor = self.log_len() + self.floor;
+                self.contexts[i].unresponsive.push((now, now + d, false));
                 self.bump("gaps");
                 self.schedule(now + d, i, Ev::EndGap);
             }
@@ -1869,9 +1900,9 @@ impl World {
                 self.farewell(i);
                 self.close(i);
             }
-            Fault::AppendAborts => self.nodes[i].abort_next_append = self.over_log(),
+            Fault::AppendAborts => self.contexts[i].abort_next_append = self.over_log(),
             Fault::ConnectionCloses => {
-                if self.over_log() && self.nodes[i].connected {
+                if self.over_log() && self.contexts[i].connected {
                     // Its transactions in flight may still commit (or abort: `Fault::AppendAborts`);
                     // the `close` event comes after them.
                     self.bump("connections closed");
@@ -1879,13 +1910,13 @@ impl World {
                     self.schedule(now + delay, i, Ev::LogGap("its connection closed"));
                 }
             }
-            Fault::ReadFails => self.nodes[i].fail_next_read = self.over_log(),
+            Fault::ReadFails => self.contexts[i].fail_next_read = self.over_log(),
             Fault::LogDeleted => {
                 if !self.over_log() || self.deleting.is_some() {
                     return;
                 }
                 self.bump("logs deleted");
-                let open: std::collections::BTreeSet<usize> = (0..self.nodes.len())
+                let open: std::collections::BTreeSet<usize> = (0..self.contexts.len())
                     .filter(|&j| self.log_open(j))
                     .collect();
                 for &j in &open {
@@ -1900,7 +1931,7 @@ impl World {
                 let msg = Rc::new(vec![Value::Num(0.0); wire::MAX_SLOTS + 1]);
                 if self.over_log() {
                     // Its edge's append, as any: the context's own entry event skips it too.
-                    let n = &mut self.nodes[i];
+                    let n = &mut self.contexts[i];
                     let at = self.now.max(n.last_append);
                     n.last_append = at;
                     let life = n.life;
@@ -1916,7 +1947,7 @@ impl World {
     /// Context `i` has the current log open: it runs (or will: stalled, frozen), connected, and has
     /// not had the `versionchange` of a deletion under way.
     fn log_open(&self, j: usize) -> bool {
-        let n = &self.nodes[j];
+        let n = &self.contexts[j];
         n.status.alive() && n.connected && n.conn_log == self.log_generation
     }
 
@@ -1952,7 +1983,7 @@ impl World {
         for o in &mut self.observers {
             o.replica = Replica::origin(o.version);
         }
-        for n in &mut self.nodes {
+        for n in &mut self.contexts {
             n.expected.clear();
             n.gap_floor = 0;
         }
@@ -1963,7 +1994,7 @@ impl World {
 
     /// Context `i` is in the back/forward cache (its channel closed) for `d` ms, then shown again.
     fn enter_cache(&mut self, i: usize, d: u64) {
-        let n = &mut self.nodes[i];
+        let n = &mut self.contexts[i];
         n.status = Status::Hidden;
         n.connected = false;
         n.epoch += 1;
@@ -1974,7 +2005,7 @@ impl World {
 
     /// Context `i` is gone. Over the log, its appends still in flight may die with it.
     fn close(&mut self, i: usize) {
-        let n = &mut self.nodes[i];
+        let n = &mut self.contexts[i];
         n.status = Status::Closed;
         n.expected.clear();
         if matches!(self.env.config.transport, Transport::Log(_)) {
@@ -1988,52 +2019,52 @@ impl World {
     fn farewell(&mut self, i: usize) {
         if self.over_log() {
             self.farewell_relay(i);
-        } else if let Some(m) = self.nodes[i].farewell.clone() {
+        } else if let Some(m) = self.contexts[i].farewell.clone() {
             self.transmit(i, vec![m]);
         }
     }
 
     fn end_stall(&mut self, i: usize) {
         let now = self.now;
-        if let Some(last) = self.nodes[i].unresponsive.last_mut() {
+        if let Some(last) = self.contexts[i].unresponsive.last_mut() {
             last.1 = now;
         }
-        self.nodes[i].status = Status::Running;
+        self.contexts[i].status = Status::Running;
         self.run_deferred(i);
     }
 
     fn resume(&mut self, i: usize) {
         let now = self.now;
-        if let Some(last) = self.nodes[i].unresponsive.last_mut() {
+        if let Some(last) = self.contexts[i].unresponsive.last_mut() {
             last.1 = now;
         }
-        self.nodes[i].status = Status::Running;
+        self.contexts[i].status = Status::Running;
         self.note(|| format!("ctx{i} resumes"));
-        self.nodes[i].node.handle_resume(now);
+        self.contexts[i].participant.handle_resume(now);
         self.effects(i);
         self.run_deferred(i);
     }
 
     fn show(&mut self, i: usize) {
         let now = self.now;
-        self.nodes[i].status = Status::Running;
+        self.contexts[i].status = Status::Running;
         self.note(|| format!("ctx{i} pageshow"));
-        let live = self.nodes[i].cache.get(LIVE_KEY).cloned();
-        self.nodes[i]
-            .node
+        let live = self.contexts[i].cache.get(LIVE_KEY).cloned();
+        self.contexts[i]
+            .participant
             .handle_storage(now, LIVE_KEY, live.as_deref());
         // Inside pageshow a participant catches up on a `pagehide` cut short (Fault::CutHide): its locks
         // go then.
         self.hiding = Some(i);
-        self.nodes[i].node.handle_pageshow(now, true);
+        self.contexts[i].participant.handle_pageshow(now, true);
         self.effects(i);
         self.hiding = None;
         self.run_deferred(i);
     }
 
     fn run_deferred(&mut self, i: usize) {
-        while self.nodes[i].status == Status::Running {
-            let Some(ev) = self.nodes[i].deferred.pop_front() else {
+        while self.contexts[i].status == Status::Running {
+            let Some(ev) = self.contexts[i].deferred.pop_front() else {
                 break;
             };
             self.run(i, ev);
