@@ -15,8 +15,8 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use weblocks::lease::{
-    Decision, LeaseError, LeaseKey, LeaseRecord, LockId, Operation, Outcome, TakeOver, Token,
-    Write, revoked_or,
+    LeaseDecision, LeaseError, LeaseKey, LeaseOutcome, LeaseRecord, LockId, Operation, TakeOver,
+    Token, Write, revoked_or,
 };
 
 use crate::change::{Change, ChangeKind, Held};
@@ -231,9 +231,9 @@ pub fn plan(
             )
         }
     };
-    let Decision { outcome, write } = decision;
+    let LeaseDecision { outcome, write } = decision;
     let plan = match (outcome, write) {
-        (Outcome::Acquired { lock_id, .. }, Write::Put(record)) => {
+        (LeaseOutcome::Acquired { lock_id, .. }, Write::Put(record)) => {
             let kind = if revoked.is_some() {
                 ChangeKind::TakenOver
             } else {
@@ -257,7 +257,7 @@ pub fn plan(
                 write: RowWrite::Grant(row),
             }
         }
-        (Outcome::Held(_), Write::Put(record)) => {
+        (LeaseOutcome::Held(_), Write::Put(record)) => {
             let row = LeaseRow {
                 record,
                 ..current.expect("an extension extends a row").clone()
@@ -271,12 +271,12 @@ pub fn plan(
                 },
             }
         }
-        (Outcome::Held(_), Write::Nothing) => Plan {
+        (LeaseOutcome::Held(_), Write::Nothing) => Plan {
             reply: Reply::Held(current.expect("a check reads a row").view()),
             write: RowWrite::Nothing,
             change: None,
         },
-        (Outcome::Released, Write::Delete(key)) => {
+        (LeaseOutcome::Released, Write::Delete(key)) => {
             let fence = current.expect("a release deletes a row").fence;
             Plan {
                 reply: Reply::Released,

@@ -33,7 +33,7 @@ pub mod token;
 pub use error::LeaseError;
 pub use key::LeaseKey;
 pub use lock_id::LockId;
-pub use operation::{Decision, Operation, Outcome, Write, list_live};
+pub use operation::{LeaseDecision, LeaseOutcome, Operation, Write, list_live};
 pub use record::{LeaseInfo, LeaseRecord};
 pub use store::{LeaseStore, Leases, MemoryLeaseStore};
 pub use take_over::{TakeOver, revoked_or};

@@ -1,7 +1,7 @@
 //! The four lease operations as pure decisions over the one record they concern.
 //!
 //! A store runs an [`Operation`] atomically: read the record at [`Operation::key`], call
-//! [`Operation::decide`] with it and the current time, carry out the [`Write`], report the [`Outcome`].
+//! [`Operation::decide`] with it and the current time, carry out the [`Write`], report the [`LeaseOutcome`].
 //! An operation that fails writes nothing.
 
 use super::error::LeaseError;
@@ -31,7 +31,7 @@ pub enum Operation {
 
 /// What the caller gets back.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Outcome {
+pub enum LeaseOutcome {
     /// `TryLock` succeeded: the holder's `LockId` and the lease.
     Acquired { lock_id: LockId, info: LeaseInfo },
     /// `Check` or `Extend` succeeded: the lease as it now is.
@@ -51,8 +51,8 @@ pub enum Write {
 
 /// A successful decision: the outcome and the write that makes it true.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Decision {
-    pub outcome: Outcome,
+pub struct LeaseDecision {
+    pub outcome: LeaseOutcome,
     pub write: Write,
 }
 
@@ -98,7 +98,7 @@ impl Operation {
         &self,
         current: Option<&LeaseRecord>,
         now_ms: f64,
-    ) -> Result<Decision, LeaseError> {
+    ) -> Result<LeaseDecision, LeaseError> {
         self.decide_within(current, now_ms, MAX_TTL_MS)
     }
 
@@ -110,7 +110,7 @@ impl Operation {
         current: Option<&LeaseRecord>,
         now_ms: f64,
         max_left_ms: f64,
-    ) -> Result<Decision, LeaseError> {
+    ) -> Result<LeaseDecision, LeaseError> {
         match self {
             Operation::TryLock { key, ttl_ms, token } => {
                 if let Some(held) = current.filter(|r| !r.is_expired(now_ms)) {
@@ -123,15 +123,15 @@ impl Operation {
             }
             Operation::Check(lock_id) => {
                 let record = live(held_by(current, lock_id)?, now_ms)?;
-                Ok(Decision {
-                    outcome: Outcome::Held(record.info()),
+                Ok(LeaseDecision {
+                    outcome: LeaseOutcome::Held(record.info()),
                     write: Write::Nothing,
                 })
             }
             Operation::Release(lock_id) => {
                 held_by(current, lock_id)?;
-                Ok(Decision {
-                    outcome: Outcome::Released,
+                Ok(LeaseDecision {
+                    outcome: LeaseOutcome::Released,
                     write: Write::Delete(lock_id.key.clone()),
                 })
             }
@@ -143,8 +143,8 @@ impl Operation {
                     expires_at_ms,
                     ..record.clone()
                 };
-                Ok(Decision {
-                    outcome: Outcome::Held(extended.info()),
+                Ok(LeaseDecision {
+                    outcome: LeaseOutcome::Held(extended.info()),
                     write: Write::Put(extended),
                 })
             }
@@ -153,14 +153,14 @@ impl Operation {
 }
 
 /// A new lease on `key`: the decision of a successful tryLock or takeOver.
-pub(crate) fn grant(key: &LeaseKey, token: Token, expires_at_ms: f64) -> Decision {
+pub(crate) fn grant(key: &LeaseKey, token: Token, expires_at_ms: f64) -> LeaseDecision {
     let record = LeaseRecord {
         key: key.clone(),
         token,
         expires_at_ms,
     };
-    Decision {
-        outcome: Outcome::Acquired {
+    LeaseDecision {
+        outcome: LeaseOutcome::Acquired {
             lock_id: record.lock_id(),
             info: record.info(),
         },

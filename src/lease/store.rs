@@ -10,7 +10,7 @@
 use super::error::LeaseError;
 use super::key::LeaseKey;
 use super::lock_id::LockId;
-use super::operation::{Operation, Outcome, Write, list_live};
+use super::operation::{LeaseOutcome, Operation, Write, list_live};
 use super::record::{LeaseInfo, LeaseRecord};
 use super::take_over::TakeOver;
 use super::token::Token;
@@ -68,7 +68,7 @@ impl<S: LeaseStore> Leases<S> {
     }
 
     /// Run one operation: read its key, decide, write.
-    pub fn run(&mut self, operation: &Operation, now_ms: f64) -> Result<Outcome, LeaseError> {
+    pub fn run(&mut self, operation: &Operation, now_ms: f64) -> Result<LeaseOutcome, LeaseError> {
         let current = self.store.get(operation.key())?;
         let decision = operation.decide(current.as_ref(), now_ms)?;
         match decision.write {
@@ -136,16 +136,16 @@ impl<S: LeaseStore> Leases<S> {
     }
 }
 
-fn acquired_lock_id(outcome: Outcome) -> Result<LockId, LeaseError> {
+fn acquired_lock_id(outcome: LeaseOutcome) -> Result<LockId, LeaseError> {
     match outcome {
-        Outcome::Acquired { lock_id, .. } => Ok(lock_id),
+        LeaseOutcome::Acquired { lock_id, .. } => Ok(lock_id),
         other => unreachable!("tryLock/takeOver decided {other:?}"),
     }
 }
 
-fn held_info(outcome: Outcome) -> Result<LeaseInfo, LeaseError> {
+fn held_info(outcome: LeaseOutcome) -> Result<LeaseInfo, LeaseError> {
     match outcome {
-        Outcome::Held(info) => Ok(info),
+        LeaseOutcome::Held(info) => Ok(info),
         other => unreachable!("check/extend decided {other:?}"),
     }
 }

@@ -10,7 +10,7 @@
 use super::error::LeaseError;
 use super::key::{LeaseKey, check_ttl_ms};
 use super::lock_id::LockId;
-use super::operation::{Decision, grant};
+use super::operation::{LeaseDecision, grant};
 use super::record::LeaseRecord;
 use super::token::Token;
 
@@ -37,7 +37,11 @@ impl TakeOver {
     /// Always a grant (the same as a successful tryLock's), and the token of the live lease it revokes:
     /// `None` when the key was free or its lease had expired (that holder hears `TakenOver`, as after a
     /// tryLock).
-    pub fn decide(&self, current: Option<&LeaseRecord>, now_ms: f64) -> (Decision, Option<Token>) {
+    pub fn decide(
+        &self,
+        current: Option<&LeaseRecord>,
+        now_ms: f64,
+    ) -> (LeaseDecision, Option<Token>) {
         let revoked = current.filter(|r| !r.is_expired(now_ms)).map(|r| r.token);
         (grant(&self.key, self.token, now_ms + self.ttl_ms), revoked)
     }

@@ -154,7 +154,7 @@ fn decide_within_caps_an_extension_at_a_store_s_lower_bound() {
         .to_string();
     let held = l.store().records().unwrap().remove(0);
     let extend = Operation::extend(&a, 60_000.0).unwrap();
-    let expiry = |decision: Decision| match decision.write {
+    let expiry = |decision: LeaseDecision| match decision.write {
         Write::Put(record) => record.expires_at_ms,
         other => panic!("{other:?}"),
     };
@@ -459,7 +459,7 @@ fn take_over_replaces_a_live_lease_and_revokes_its_token() {
     };
     assert_eq!((bob.token, bob.expires_at_ms), (token(2), T0 + 30_005.0));
     assert!(
-        matches!(decision.outcome, Outcome::Acquired { lock_id, .. } if lock_id == bob.lock_id())
+        matches!(decision.outcome, LeaseOutcome::Acquired { lock_id, .. } if lock_id == bob.lock_id())
     );
     // Alice's every operation now finds bob's lease: the core says TakenOver, which `revoked_or` turns
     // into Revoked for her token only.

@@ -16,7 +16,7 @@ use wasm_bindgen::prelude::*;
 
 use crate::lease::key::invalid;
 use crate::lease::{
-    LeaseError, LeaseInfo, LeaseKey, LeaseRecord, Operation, Outcome, Token, Write, list_live,
+    LeaseError, LeaseInfo, LeaseKey, LeaseOutcome, LeaseRecord, Operation, Token, Write, list_live,
 };
 
 /// The operations by number, as `js/lease_idb_store.js` names them (tests/e2e/boundary_codes.test.mjs
@@ -153,15 +153,15 @@ fn number_argument(name: &str, value: &JsValue) -> Result<f64, LeaseError> {
         .ok_or_else(|| invalid(name, " must be a number of milliseconds"))
 }
 
-fn outcome_to_js(outcome: Outcome) -> JsValue {
+fn outcome_to_js(outcome: LeaseOutcome) -> JsValue {
     match outcome {
-        Outcome::Acquired { lock_id, info } => {
+        LeaseOutcome::Acquired { lock_id, info } => {
             let object = info_to_js(&info);
             set(&object, "lockId", &lock_id.to_text().into());
             object
         }
-        Outcome::Held(info) => info_to_js(&info),
-        Outcome::Released => JsValue::UNDEFINED,
+        LeaseOutcome::Held(info) => info_to_js(&info),
+        LeaseOutcome::Released => JsValue::UNDEFINED,
     }
 }
 
