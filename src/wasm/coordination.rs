@@ -462,12 +462,12 @@ impl Coordination {
                     channels.rx.trim(upto as f64);
                 }
             }
-            Effect::StorageWrite { value, .. } => {
+            Effect::StorageWrite { value } => {
                 if let Some(storage) = &self.storage {
                     let _ = storage.set_item(&self.storage_key, &value);
                 }
             }
-            Effect::StorageRemove { .. } => {
+            Effect::StorageRemove => {
                 if let Some(storage) = &self.storage {
                     let _ = storage.remove_item(&self.storage_key);
                 }

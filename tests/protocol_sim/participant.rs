@@ -435,12 +435,7 @@ fn the_storage_hint_is_kept_while_busy_left_to_expire_when_idle_and_removed_on_l
         w.contexts[0]
             .recorded
             .iter()
-            .filter(|e| {
-                matches!(
-                    e,
-                    Effect::StorageWrite { .. } | Effect::StorageRemove { .. }
-                )
-            })
+            .filter(|e| matches!(e, Effect::StorageWrite { .. } | Effect::StorageRemove))
             .count()
     };
     let first = writes(&w);
@@ -461,11 +456,9 @@ fn the_storage_hint_is_kept_while_busy_left_to_expire_when_idle_and_removed_on_l
     w.pump();
     // Leaving removes it, so the next page of this tab does not wait for it.
     let (_, fx) = w.call(0, |p, now| p.handle_close(now));
-    assert!(fx.contains(&Effect::StorageRemove { key: LIVE_KEY }));
+    assert!(fx.contains(&Effect::StorageRemove));
     let leave = fx.iter().position(|e| matches!(e, Effect::Transmit(_)));
-    let remove = fx
-        .iter()
-        .position(|e| matches!(e, Effect::StorageRemove { .. }));
+    let remove = fx.iter().position(|e| matches!(e, Effect::StorageRemove));
     assert!(leave < remove, "the Leave goes out before the storage call");
     ok(&w);
 }
@@ -484,7 +477,6 @@ fn freezing_announces_a_deadline_and_resuming_shows_life() {
         }]
     );
     let write = Effect::StorageWrite {
-        key: LIVE_KEY,
         value: (now + config().freeze_grace).to_string(),
     };
     assert!(

@@ -1465,10 +1465,10 @@ impl World {
                         self.deputy_post(i, &vouch, 0);
                     }
                 }
-                Effect::StorageWrite { key, value } => {
-                    self.write_storage(i, key.to_owned(), Some(value));
+                Effect::StorageWrite { value } => {
+                    self.write_storage(i, LIVE_KEY.to_owned(), Some(value));
                 }
-                Effect::StorageRemove { key } => self.write_storage(i, key.to_owned(), None),
+                Effect::StorageRemove => self.write_storage(i, LIVE_KEY.to_owned(), None),
                 Effect::SetTimer { at } => {
                     let lateness = self.rng.range(0, self.contexts[i].timer_lateness);
                     let n = &mut self.contexts[i];

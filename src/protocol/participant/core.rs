@@ -234,7 +234,6 @@ impl Core {
     pub fn write_live(&mut self, until: u64) {
         self.live_until = Some(until);
         self.emit(Effect::StorageWrite {
-            key: storage_hint::LIVE_KEY,
             value: storage_hint::format(until),
         });
     }
@@ -242,9 +241,7 @@ impl Core {
     pub fn remove_live(&mut self) {
         self.wrote_hint = false;
         self.live_until = None;
-        self.emit(Effect::StorageRemove {
-            key: storage_hint::LIVE_KEY,
-        });
+        self.emit(Effect::StorageRemove);
     }
 
     /// Whether this context holds a lock on `name` that a request in `mode` conflicts with and has not

@@ -63,10 +63,11 @@ pub enum Effect {
         client: std::rc::Rc<str>,
         watch: u64,
     },
-    /// `localStorage.setItem(key, value)` (ignore failures).
-    StorageWrite { key: &'static str, value: String },
-    /// `localStorage.removeItem(key)` (ignore failures).
-    StorageRemove { key: &'static str },
+    /// Write the storage hint, `value`, to `localStorage` under the context's key
+    /// ([`crate::protocol::LIVE_KEY`], scoped as the channel is; ignore failures).
+    StorageWrite { value: String },
+    /// Remove the storage hint from `localStorage` (ignore failures).
+    StorageRemove,
     /// Call [`super::Participant::handle_timeout`] at (or after) wall-clock time `at`; replaces any
     /// earlier timer.
     SetTimer { at: u64 },
