@@ -47,19 +47,6 @@ pub(super) struct PendingQuery {
     pub call: u64,
 }
 
-/// The context's life, as its page or worker tells it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Lifecycle {
-    Running,
-    Frozen,
-    /// In the back/forward cache: out of the protocol, nothing held.
-    Hidden,
-    /// Closed or terminated.
-    Gone,
-    /// Saw a newer protocol version: grants nothing any more.
-    Retired,
-}
-
 /// The earlier of two optional deadlines (`None`: no deadline).
 pub(super) fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     match (a, b) {
@@ -78,7 +65,6 @@ pub(super) struct Core {
     pub seq: u64,
     /// Sequence number of the last own message applied in the order (seen back).
     pub echoed_seq: u64,
-    pub lifecycle: Lifecycle,
     pub requests: SequenceMap<u64, LocalRequest>,
     pub queries: Vec<PendingQuery>,
     /// Counts this context's request and query calls.
@@ -115,7 +101,6 @@ impl Core {
             incarnation: 0,
             seq: 0,
             echoed_seq: 0,
-            lifecycle: Lifecycle::Running,
             requests: SequenceMap::new(),
             queries: Vec::new(),
             calls: 0,

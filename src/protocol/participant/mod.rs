@@ -17,16 +17,28 @@
 //!   `handle_pagehide`, `handle_pageshow`, `handle_close`; `handle_missed_messages` when the transport
 //!   lost messages of its order).
 //!
-//! States ([`State`]): a context not in the protocol is detached; once it needs a lock it joins
-//! ([`joining`]), and with a complete replica it is synced ([`synced`]), until it leaves, loses its
-//! membership (and joins again), or retires. What it has in every state (its requests, queries, counters
-//! and effects) is its [`core`].
+//! Where it stands has two axes, kept together in [`state`] and changed only by its `move_to_*`
+//! functions, which assert that each change is legal:
+//! - Its state in the protocol ([`state::State`]): a context not in the protocol is detached; once it
+//!   needs a lock it joins ([`joining`]), and with a complete replica it is synced ([`synced`]), until it
+//!   leaves, loses its membership (and joins again), or retires.
+//! - Its context's life ([`state::Lifecycle`]), moved by the page's lifecycle calls and by the protocol:
+//!   `Running` (it follows the order and sends); `Frozen` (`handle_freeze`, back to `Running` on
+//!   `handle_resume`: it announced how long its locks stay its own, and sends nothing meanwhile);
+//!   `Hidden` (`handle_pagehide` with `persisted`: in the back/forward cache, out of the protocol with
+//!   nothing held, back to `Running` on `handle_pageshow`); `Gone` (`handle_close`, or `handle_pagehide`
+//!   without `persisted`: for good); `Retired` (a message of a newer protocol version arrived: out of the
+//!   protocol, and it grants nothing any more). Only a running or frozen context is in the protocol; only
+//!   a running one enters it.
+//!
+//! What it has in every state (its requests, queries, counters and effects) is its [`core`].
 
 mod config;
 mod core;
 mod effect;
 mod joining;
 mod log_reader;
+mod state;
 mod synced;
 
 pub use config::{Config, Transport, Wake};
@@ -41,23 +53,17 @@ use crate::protocol::wire::{
 };
 use crate::scheduler::LockMode;
 
-use self::core::{Core, Lifecycle, LocalRequest, PendingQuery, RequestState, earliest};
+use self::core::{Core, LocalRequest, PendingQuery, RequestState, earliest};
 use joining::{Joined, Joining};
 use log_reader::LogReader;
+use state::{Lifecycle, Phase};
 use synced::{Alone, Membership, Synced};
-
-/// Where a participant stands in the protocol.
-enum State {
-    /// Not in the protocol: it never needed a lock yet, made way, left, was hidden or retired.
-    Detached,
-    Joining(Box<Joining>),
-    Synced(Box<Synced>),
-}
 
 /// One context of the origin.
 pub struct Participant {
     core: Core,
-    state: State,
+    /// Where it stands in the protocol and in its context's life.
+    phase: Phase,
     /// Over the log: its order restored, and when to read it.
     log: LogReader,
     /// Since when this context has had nothing held, pending or queried, where it polls the log: it
@@ -78,7 +84,7 @@ impl Participant {
     pub fn with_version(client_id: &str, config: Config, version: u32) -> Participant {
         Participant {
             core: Core::new(client_id, config, version),
-            state: State::Detached,
+            phase: Phase::new(),
             log: LogReader::new(),
             idle_since: None,
             armed: None,
@@ -120,10 +126,7 @@ impl Participant {
 
     /// The replica, once it has a complete one (for tests and diagnostics).
     pub fn replica(&self) -> Option<&Replica> {
-        match &self.state {
-            State::Synced(s) => Some(&s.replica),
-            _ => None,
-        }
+        self.phase.synced().map(|s| &s.replica)
     }
 
     /// Over the log, the key up to which this context has applied the log (for the simulation).
@@ -150,14 +153,14 @@ impl Participant {
     ) {
         let core = &mut self.core;
         if core.requests.contains_key(&id)
-            || matches!(core.lifecycle, Lifecycle::Gone | Lifecycle::Hidden)
+            || matches!(self.phase.lifecycle(), Lifecycle::Gone | Lifecycle::Hidden)
         {
             return;
         }
         // A retired context grants nothing. A local miss (docs/PROTOCOL.md §5) is decided here,
         // without the order's round trip.
         if if_available
-            && (core.lifecycle == Lifecycle::Retired
+            && (self.phase.lifecycle() == Lifecycle::Retired
                 || (!steal && core.holds_conflicting(name, mode)))
         {
             core.emit(Effect::NotAvailable(id));
@@ -220,7 +223,7 @@ impl Participant {
     /// this context sent before the query.
     pub fn handle_query(&mut self, now: u64, query: u64) {
         let core = &mut self.core;
-        if matches!(core.lifecycle, Lifecycle::Retired | Lifecycle::Gone) {
+        if matches!(self.phase.lifecycle(), Lifecycle::Retired | Lifecycle::Gone) {
             let snapshot = core.local_snapshot();
             core.emit(Effect::Snapshot { query, snapshot });
             return;
@@ -376,13 +379,13 @@ impl Participant {
     /// waiting for it posts its Join; a context that left the protocol meanwhile closes it again.
     pub fn handle_alive(&mut self, now: u64, watch: u64) {
         self.core.opening_alive = false;
-        if matches!(self.state, State::Detached) || self.core.lifecycle != Lifecycle::Running {
+        if self.phase.is_detached() || self.phase.lifecycle() != Lifecycle::Running {
             self.core.watch = watch;
             self.close_alive();
             return;
         }
         self.core.watch = watch;
-        if let State::Joining(j) = &mut self.state {
+        if let Some(j) = self.phase.joining_mut() {
             j.alive(&mut self.core);
         }
         self.after(now);
@@ -396,9 +399,7 @@ impl Participant {
             return;
         }
         self.core.watch = 0;
-        if matches!(self.state, State::Detached)
-            || !matches!(self.core.lifecycle, Lifecycle::Running | Lifecycle::Frozen)
-        {
+        if self.phase.is_detached() || !self.phase.lives() {
             return;
         }
         self.step_out(LossReason::Evicted);
@@ -410,7 +411,7 @@ impl Participant {
 
     /// The origin's liveness databases (`Effect::Census`): each context's client id and key.
     pub fn handle_census(&mut self, now: u64, listed: Vec<(std::rc::Rc<str>, u64)>) {
-        if let State::Joining(j) = &mut self.state {
+        if let Some(j) = self.phase.joining_mut() {
             j.census(&self.core, listed);
             self.after(now);
         }
@@ -419,10 +420,12 @@ impl Participant {
     /// The liveness database `watch` of context `client` lost its last connection (`Effect::Watch`,
     /// `Effect::Census`): that context is gone.
     pub fn handle_gone(&mut self, now: u64, client: &str, watch: u64) {
-        match &mut self.state {
-            State::Detached => return,
-            State::Joining(j) => j.gone(client.into(), watch),
-            State::Synced(s) => s.gone(&mut self.core, client, watch),
+        if let Some(j) = self.phase.joining_mut() {
+            j.gone(client.into(), watch);
+        } else if let Some(s) = self.phase.synced_mut() {
+            s.gone(&mut self.core, client, watch);
+        } else {
+            return;
         }
         self.after(now);
     }
@@ -440,14 +443,14 @@ impl Participant {
     /// The page is being frozen: announce it, so the others keep this context's locks for
     /// `freeze_grace`.
     pub fn handle_freeze(&mut self, now: u64) {
-        if self.core.lifecycle != Lifecycle::Running {
+        if self.phase.lifecycle() != Lifecycle::Running {
             return;
         }
         if self.core.config.evidence && !self.core.has_interest() && self.core.queries.is_empty() {
             // Its liveness database stays open while it is frozen, and a joiner waits for every
             // member that lives: an idle one leaves rather than keep joiners waiting until it resumes.
             self.leave();
-            self.core.lifecycle = Lifecycle::Frozen;
+            self.phase.move_to_frozen();
             self.sync_farewell();
             return;
         }
@@ -463,15 +466,15 @@ impl Participant {
                 self.core.write_live(until);
             }
         }
-        self.core.lifecycle = Lifecycle::Frozen;
+        self.phase.move_to_frozen();
     }
 
     /// The page was resumed from freezing.
     pub fn handle_resume(&mut self, now: u64) {
-        if self.core.lifecycle != Lifecycle::Frozen {
+        if self.phase.lifecycle() != Lifecycle::Frozen {
             return;
         }
-        self.core.lifecycle = Lifecycle::Running;
+        self.phase.move_to_running();
         if self.is_active_member() {
             self.core.send(Body::Alive);
         }
@@ -485,29 +488,26 @@ impl Participant {
             self.handle_close(now);
             return;
         }
-        if matches!(
-            self.core.lifecycle,
-            Lifecycle::Gone | Lifecycle::Retired | Lifecycle::Hidden
-        ) {
+        if !self.phase.lives() {
             return;
         }
         self.step_out(LossReason::Hidden);
-        self.core.lifecycle = Lifecycle::Hidden;
+        self.phase.move_to_hidden();
         self.core.set_timer(None);
         self.sync_farewell();
     }
 
     /// `pageshow` after the back/forward cache: join again if anything is waiting.
     pub fn handle_pageshow(&mut self, now: u64, persisted: bool) {
-        if persisted && matches!(self.core.lifecycle, Lifecycle::Running | Lifecycle::Frozen) {
+        if persisted && self.phase.lives() {
             // Back from the cache without this participant having seen its `pagehide` (the listener was
             // cut short), while the edge's farewell told the origin it left: catch up before joining.
             self.handle_pagehide(now, true);
         }
-        if !persisted || self.core.lifecycle != Lifecycle::Hidden {
+        if !persisted || self.phase.lifecycle() != Lifecycle::Hidden {
             return;
         }
-        self.core.lifecycle = Lifecycle::Running;
+        self.phase.move_to_running();
         if !self.core.requests.is_empty() || !self.core.queries.is_empty() {
             self.attach();
         }
@@ -520,9 +520,7 @@ impl Participant {
     /// after a reset; its Leave releases them wherever the origin still counts them) and, if it still
     /// waits or queries, joins again with a state transfer.
     pub fn handle_missed_messages(&mut self, now: u64) {
-        if !matches!(self.core.lifecycle, Lifecycle::Running | Lifecycle::Frozen)
-            || matches!(self.state, State::Detached)
-        {
+        if !self.phase.lives() || self.phase.is_detached() {
             return;
         }
         self.step_out(LossReason::Reset);
@@ -534,13 +532,13 @@ impl Participant {
 
     /// The context closes (unload, `pagehide` without `persisted`, a worker's end): leave at once.
     pub fn handle_close(&mut self, _now: u64) {
-        if self.core.lifecycle == Lifecycle::Gone {
+        if self.phase.lifecycle() == Lifecycle::Gone {
             return;
         }
-        if self.core.lifecycle != Lifecycle::Retired {
+        if self.phase.lifecycle() != Lifecycle::Retired {
             self.leave();
         }
-        self.core.lifecycle = Lifecycle::Gone;
+        self.phase.move_to_gone();
         self.core.set_timer(None);
         self.sync_farewell();
     }
@@ -548,19 +546,19 @@ impl Participant {
     // ---- internals ------------------------------------------------------------------------------------
 
     fn is_active_member(&self) -> bool {
-        matches!(&self.state, State::Synced(s) if s.active)
+        self.phase.synced().is_some_and(|s| s.active)
     }
 
     /// Enters the protocol if this context is not in it yet: opens its channels (over the log, it starts
     /// reading it anew: out of the protocol it followed nothing, and what it missed comes with the state
     /// transfer) and joins.
     fn attach(&mut self) {
-        if matches!(self.state, State::Detached) && self.core.lifecycle == Lifecycle::Running {
+        if self.phase.is_detached() && self.phase.lifecycle() == Lifecycle::Running {
             if matches!(self.core.config.transport, Transport::Log(_)) {
                 self.log = LogReader::new();
             }
             self.core.emit(Effect::OpenChannels);
-            self.state = State::Joining(Box::new(Joining::start(&mut self.core)));
+            self.phase.move_to_joining(Joining::start(&mut self.core));
         }
     }
 
@@ -569,8 +567,8 @@ impl Participant {
     /// waits for anything (so that the next page of a lone tab does not wait for it), after the
     /// messages: a closing page's `pagehide` may be cut short, and its `Leave` matters more.
     fn leave(&mut self) {
-        let only_mine = match &self.state {
-            State::Synced(s) if self.core.wrote_hint => {
+        let only_mine = match self.phase.synced() {
+            Some(s) if self.core.wrote_hint => {
                 let me = self.core.member_key();
                 let snapshot = s.replica.snapshot();
                 snapshot
@@ -581,14 +579,14 @@ impl Participant {
             }
             _ => false,
         };
-        if !matches!(self.state, State::Detached) {
+        if !self.phase.is_detached() {
             self.send_lock_message(Body::Leave);
             self.core.flush();
             self.core.emit(Effect::CloseChannels);
         }
         // After its Leave: the others then find it gone only once it has left.
         self.close_alive();
-        self.state = State::Detached;
+        self.phase.move_to_detached();
         // Messages sent before leaving will not come back on the closed channels.
         self.core.echoed_seq = self.core.seq;
         self.core.reset_watermarks();
@@ -613,12 +611,12 @@ impl Participant {
             core.requests.remove(&id);
             core.emit(Effect::NotAvailable(id));
         }
-        if !matches!(self.state, State::Detached) {
+        if !self.phase.is_detached() {
             self.core.emit(Effect::CloseChannels);
         }
         self.close_alive();
-        self.state = State::Detached;
-        self.core.lifecycle = Lifecycle::Retired;
+        self.phase.move_to_detached();
+        self.phase.move_to_retired();
         for q in std::mem::take(&mut self.core.queries) {
             let snapshot = self.core.local_snapshot();
             self.core.emit(Effect::Snapshot {
@@ -635,9 +633,9 @@ impl Participant {
     /// sending them (docs/PROTOCOL.md, "the lone member": nobody else can be told anything a later
     /// `State` would not tell them).
     fn send_lock_message(&mut self, body: Body) {
-        let alone = match &self.state {
-            State::Synced(s) => s.applies_alone(&self.core, &body),
-            _ => Alone::No,
+        let alone = match self.phase.synced() {
+            Some(s) => s.applies_alone(&self.core, &body),
+            None => Alone::No,
         };
         let message = if alone == Alone::Unsent {
             // No place in the order: the sequence number does not move.
@@ -651,7 +649,7 @@ impl Participant {
         };
         let mut outcomes = Vec::new();
         if alone != Alone::No
-            && let State::Synced(s) = &mut self.state
+            && let Some(s) = self.phase.synced_mut()
         {
             s.replica.apply_ahead(&message, &mut outcomes);
             if alone == Alone::Ahead {
@@ -690,7 +688,7 @@ impl Participant {
     /// queries it no longer precedes. `next_queued` is the call of the first request still queued
     /// after it (an active member sends every request as it is made, so a new request has none).
     fn send_request(&mut self, id: u64, next_queued: Option<u64>) {
-        if !self.is_active_member() || self.core.lifecycle == Lifecycle::Retired {
+        if !self.is_active_member() || self.phase.lifecycle() == Lifecycle::Retired {
             return;
         }
         let Some(r) = self
@@ -720,10 +718,7 @@ impl Participant {
 
     /// Applies one channel message or log entry (a message or a batch) at the next place of the order.
     fn apply_values(&mut self, now: u64, values: &[Value]) {
-        if matches!(
-            self.core.lifecycle,
-            Lifecycle::Hidden | Lifecycle::Gone | Lifecycle::Retired
-        ) {
+        if !self.phase.lives() {
             return;
         }
         let version = self.core.version;
@@ -755,7 +750,7 @@ impl Participant {
             // answers would too: it steps out now, as for any gap.
             if m.seq > self.core.echoed_seq + 1
                 && m.seq <= self.core.seq
-                && matches!(self.state, State::Synced(_))
+                && self.phase.synced().is_some()
             {
                 self.step_out(LossReason::Reset);
                 if !self.core.requests.is_empty() || !self.core.queries.is_empty() {
@@ -771,35 +766,33 @@ impl Participant {
             self.retire(*version);
             return;
         }
-        match &mut self.state {
-            State::Detached => {}
-            State::Joining(j) => match j.receive(&mut self.core, now, decoded) {
+        if let Some(j) = self.phase.joining_mut() {
+            match j.receive(&mut self.core, now, decoded) {
                 Joined::Waiting => {}
                 Joined::Complete { replica, last } => self.synced(now, *replica, last),
                 Joined::Restart => self.start_joining(),
-            },
-            State::Synced(s) => {
-                s.receive(&mut self.core, now, decoded);
-                self.check_membership(now);
             }
+        } else if let Some(s) = self.phase.synced_mut() {
+            s.receive(&mut self.core, now, decoded);
+            self.check_membership(now);
         }
     }
 
     /// The replica is complete: the context follows the order with it.
     fn synced(&mut self, now: u64, replica: Replica, last: MessageId) {
-        self.state = State::Synced(Box::new(Synced::new(replica, last)));
+        self.phase.move_to_synced(Synced::new(replica, last));
         self.check_membership(now);
     }
 
     /// Queues a Join of a new incarnation, and waits for a state transfer.
     fn start_joining(&mut self) {
-        self.state = State::Joining(Box::new(Joining::start(&mut self.core)));
+        self.phase.move_to_joining(Joining::start(&mut self.core));
     }
 
     /// After every applied message of a synced context: once active it sends what it queued; if it lost
     /// its membership, its requests go back to the queue and it joins afresh.
     fn check_membership(&mut self, now: u64) {
-        let State::Synced(s) = &mut self.state else {
+        let Some(s) = self.phase.synced_mut() else {
             return;
         };
         match s.membership(&self.core) {
@@ -814,7 +807,7 @@ impl Participant {
                 let mut joining = Joining::start(&mut self.core);
                 // The history was alive a moment ago: give its members `join_patience` to answer.
                 joining.saw_traffic(now);
-                self.state = State::Joining(Box::new(joining));
+                self.phase.move_to_joining(joining);
             }
         }
     }
@@ -823,11 +816,8 @@ impl Participant {
     /// the log, and the timer for the earliest next deadline; then what the edge keeps for this
     /// membership (the farewell, the deputy's announcement).
     fn after(&mut self, now: u64) {
-        if self.core.lifecycle != Lifecycle::Running {
-            if matches!(
-                self.core.lifecycle,
-                Lifecycle::Gone | Lifecycle::Hidden | Lifecycle::Retired
-            ) {
+        if self.phase.lifecycle() != Lifecycle::Running {
+            if !self.phase.lives() {
                 self.core.set_timer(None);
             }
             self.sync_farewell();
@@ -835,10 +825,10 @@ impl Participant {
         }
         let mut next: Option<u64> = self.make_way(now);
         let core = &mut self.core;
-        match &mut self.state {
-            State::Detached => {}
-            State::Joining(j) => next = earliest(next, j.policies(core, now)),
-            State::Synced(s) => next = earliest(next, s.policies(core, now)),
+        if let Some(j) = self.phase.joining_mut() {
+            next = earliest(next, j.policies(core, now));
+        } else if let Some(s) = self.phase.synced_mut() {
+            next = earliest(next, s.policies(core, now));
         }
         self.answer_queries();
         next = earliest(next, self.live_policy(now));
@@ -851,9 +841,8 @@ impl Participant {
     /// The farewell the edge keeps armed: this membership's `Leave` while the context is in the
     /// protocol and alive, none otherwise. Re-armed only when the membership changes.
     fn sync_farewell(&mut self) {
-        let farewell = (matches!(self.core.lifecycle, Lifecycle::Running | Lifecycle::Frozen)
-            && !matches!(self.state, State::Detached))
-        .then_some(self.core.incarnation);
+        let farewell =
+            (self.phase.lives() && !self.phase.is_detached()).then_some(self.core.incarnation);
         if farewell != self.armed {
             self.armed = farewell;
             let message = farewell.map(|_| Message {
@@ -903,7 +892,7 @@ impl Participant {
         // lives, so an idle document leaves too, as a worker does.
         let polls = (core.config.transport == Transport::Log(Wake::Polls)
             || (core.config.evidence && core.config.transport == Transport::Log(Wake::Pokes)))
-            && matches!(self.state, State::Synced(_));
+            && self.phase.synced().is_some();
         let idle_since = if idle && polls {
             *self.idle_since.get_or_insert(now)
         } else {
@@ -919,7 +908,7 @@ impl Participant {
         let me = core.member_key();
         let mut others = false;
         let mut pending = false;
-        if let State::Synced(s) = &self.state
+        if let Some(s) = self.phase.synced()
             && s.active
         {
             for (k, m) in s.replica.members() {
@@ -940,7 +929,7 @@ impl Participant {
 
     /// Answers the queries whose context's own earlier messages are all applied.
     fn answer_queries(&mut self) {
-        let State::Synced(s) = &self.state else {
+        let Some(s) = self.phase.synced() else {
             return;
         };
         if self.core.queries.is_empty() || !s.active {
@@ -989,8 +978,8 @@ impl Participant {
     /// Whether the log's entries are for this context now: it is in the protocol over the log.
     fn log_is_followed(&self) -> bool {
         matches!(self.core.config.transport, Transport::Log(_))
-            && !matches!(self.state, State::Detached)
-            && matches!(self.core.lifecycle, Lifecycle::Running | Lifecycle::Frozen)
+            && !self.phase.is_detached()
+            && self.phase.lives()
     }
 
     /// Applies the log's entries that are next in key order, and notes a missing key.
@@ -1011,14 +1000,13 @@ impl Participant {
             self.log.stop_polling();
             return None;
         }
-        let waiting = self.core.has_interest()
-            || !self.core.queries.is_empty()
-            || matches!(self.state, State::Joining(_));
+        let waiting =
+            self.core.has_interest() || !self.core.queries.is_empty() || self.phase.is_joining();
         let (read, next) = self.log.policy(&self.core.config, wake, waiting, now);
         if let Some(after) = read {
             self.core.emit(Effect::ReadLog { after });
         }
-        if let State::Synced(s) = &self.state
+        if let Some(s) = self.phase.synced()
             && s.active
             && let Some(upto) = self.log.trim_to(
                 s.replica.is_sole_member(&self.core.member_key()),
