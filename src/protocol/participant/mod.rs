@@ -53,7 +53,7 @@ use crate::protocol::wire::{
 };
 use crate::scheduler::LockMode;
 
-use self::core::{Core, LocalRequest, PendingQuery, RequestState, earliest};
+use self::core::{Core, RequestState, earliest};
 use joining::{Joined, Joining};
 use log_reader::LogReader;
 use state::{Lifecycle, Phase};
@@ -111,7 +111,7 @@ impl Participant {
     }
 
     pub fn client_id(&self) -> &str {
-        &self.core.client
+        self.core.client()
     }
 
     /// This context's current membership.
@@ -121,7 +121,7 @@ impl Participant {
 
     /// The protocol version this participant speaks.
     pub fn version(&self) -> u32 {
-        self.core.version
+        self.core.version()
     }
 
     /// The replica, once it has a complete one (for tests and diagnostics).
@@ -152,7 +152,7 @@ impl Participant {
         steal: bool,
     ) {
         let core = &mut self.core;
-        if core.requests.contains_key(&id)
+        if core.request_state(id).is_some()
             || matches!(self.phase.lifecycle(), Lifecycle::Gone | Lifecycle::Hidden)
         {
             return;
@@ -166,18 +166,7 @@ impl Participant {
             core.emit(Effect::NotAvailable(id));
             return;
         }
-        let call = core.next_call();
-        core.requests.insert(
-            id,
-            LocalRequest {
-                name: name.into(),
-                mode,
-                if_available,
-                steal,
-                state: RequestState::Queued,
-                call,
-            },
-        );
+        core.add_request(id, name, mode, if_available, steal);
         self.attach();
         // Earlier queued requests exist only while this context is not an active member, and then
         // nothing is sent: sending just this one keeps call order and a bulk of calls linear.
@@ -187,13 +176,8 @@ impl Participant {
 
     /// Spec 4.2: lock `id`'s waiting promise settled. A lock that is not held (stolen) is a no-op.
     pub fn handle_release(&mut self, now: u64, id: u64) {
-        if self
-            .core
-            .requests
-            .get(&id)
-            .is_some_and(|r| r.state == RequestState::Held)
-        {
-            self.core.requests.remove(&id);
+        if self.core.request_state(id) == Some(RequestState::Held) {
+            self.core.forget_request(id);
             self.send_lock_message(Body::Release { id });
         }
         self.after(now);
@@ -203,8 +187,7 @@ impl Participant {
     /// request); false if it was granted (or unknown). If the grant is already decided in the origin
     /// but not yet seen here, the origin releases it when it applies the abort.
     pub fn handle_abort(&mut self, now: u64, id: u64) -> bool {
-        let state = self.core.requests.get(&id).map(|r| r.state);
-        let aborted = match state {
+        let aborted = match self.core.request_state(id) {
             Some(RequestState::Queued) => true,
             Some(RequestState::Posted) => {
                 self.send_lock_message(Body::Abort { id });
@@ -213,7 +196,7 @@ impl Participant {
             Some(RequestState::Held) | None => false,
         };
         if aborted {
-            self.core.requests.remove(&id);
+            self.core.forget_request(id);
         }
         self.after(now);
         aborted
@@ -224,22 +207,15 @@ impl Participant {
     pub fn handle_query(&mut self, now: u64, query: u64) {
         let core = &mut self.core;
         if matches!(self.phase.lifecycle(), Lifecycle::Retired | Lifecycle::Gone) {
-            let snapshot = core.local_snapshot();
-            core.emit(Effect::Snapshot { query, snapshot });
+            core.answer_locally(query);
             return;
         }
-        let call = core.next_call();
-        core.queried_at = Some(now);
         // Where the context reads the log only when poked or polled, the answer must include what the
         // origin did before the call: it waits for an `Alive` of its own to come back.
-        if !core.config.transport.prompt() && self.is_active_member() {
+        if !core.config().transport.prompt() && self.is_active_member() {
             self.core.send(Body::Alive);
         }
-        self.core.queries.push(PendingQuery {
-            id: query,
-            watermark: None,
-            call,
-        });
+        self.core.add_query(now, query);
         self.attach();
         self.after(now);
     }
@@ -324,7 +300,7 @@ impl Participant {
     /// version's `Join` is answered as on the broadcast transport, and its other frames make this
     /// context read the log; a newer version's message retires this context.
     pub fn handle_carried(&mut self, now: u64, values: &[Value]) {
-        if let Some((key, log, data)) = wire::decode_entry(values, self.core.version) {
+        if let Some((key, log, data)) = wire::decode_entry(values, self.core.version()) {
             if self.log_is_followed()
                 && let Some(values) = self.log.carried(log, key, data)
             {
@@ -333,20 +309,20 @@ impl Participant {
             self.after_log_entry(now);
             return;
         }
-        match decode_versioned(values, self.core.version) {
+        match decode_versioned(values, self.core.version()) {
             Some(Decoded::Ours(m))
                 if self.is_active_member()
                     && m.body == Body::Leave
                     && m.seq == 0
-                    && m.sender.client != self.core.client =>
+                    && &m.sender.client != self.core.client() =>
             {
                 self.core.queue(m);
             }
-            Some(Decoded::Foreign { version, .. }) if version > self.core.version => {
+            Some(Decoded::Foreign { version, .. }) if version > self.core.version() => {
                 self.retire(version)
             }
             Some(Decoded::Foreign { version, kind, .. })
-                if version < self.core.version && kind == KIND_JOIN && self.log_is_followed() =>
+                if version < self.core.version() && kind == KIND_JOIN && self.log_is_followed() =>
             {
                 self.core.send(Body::Alive);
             }
@@ -368,7 +344,7 @@ impl Participant {
     /// ([`storage_hint::LIVE_KEY`]) matters; a corrupt value counts as absent.
     pub fn handle_storage(&mut self, now: u64, key: &str, value: Option<&str>) {
         if key == storage_hint::LIVE_KEY {
-            self.core.live_until = storage_hint::parse(value);
+            self.core.hint_read(storage_hint::parse(value));
             self.after(now);
         }
     }
@@ -378,13 +354,11 @@ impl Participant {
     /// This context's liveness database is open under key `watch` (`Effect::OpenAlive`). A joiner
     /// waiting for it posts its Join; a context that left the protocol meanwhile closes it again.
     pub fn handle_alive(&mut self, now: u64, watch: u64) {
-        self.core.opening_alive = false;
+        self.core.alive_opened(watch);
         if self.phase.is_detached() || self.phase.lifecycle() != Lifecycle::Running {
-            self.core.watch = watch;
-            self.close_alive();
+            self.core.close_alive();
             return;
         }
-        self.core.watch = watch;
         if let Some(j) = self.phase.joining_mut() {
             j.alive(&mut self.core);
         }
@@ -395,15 +369,14 @@ impl Participant {
     /// process ended): the others will find it gone and take its locks, so it steps out at once (its
     /// held locks reported lost) and, if it still waits or queries, joins again with a new database.
     pub fn handle_alive_lost(&mut self, now: u64) {
-        if self.core.watch == 0 {
+        if !self.core.alive_lost() {
             return;
         }
-        self.core.watch = 0;
         if self.phase.is_detached() || !self.phase.lives() {
             return;
         }
         self.step_out(LossReason::Evicted);
-        if !self.core.requests.is_empty() || !self.core.queries.is_empty() {
+        if !self.core.is_idle() {
             self.attach();
         }
         self.after(now);
@@ -430,14 +403,6 @@ impl Participant {
         self.after(now);
     }
 
-    /// Closes this context's liveness database, if it has one.
-    fn close_alive(&mut self) {
-        if self.core.watch != 0 {
-            self.core.watch = 0;
-            self.core.emit(Effect::CloseAlive);
-        }
-    }
-
     // ---- the page's lifecycle -------------------------------------------------------------------------
 
     /// The page is being frozen: announce it, so the others keep this context's locks for
@@ -446,7 +411,7 @@ impl Participant {
         if self.phase.lifecycle() != Lifecycle::Running {
             return;
         }
-        if self.core.config.evidence && !self.core.has_interest() && self.core.queries.is_empty() {
+        if self.core.config().evidence && self.core.is_idle() {
             // Its liveness database stays open while it is frozen, and a joiner waits for every
             // member that lives: an idle one leaves rather than keep joiners waiting until it resumes.
             self.leave();
@@ -455,15 +420,12 @@ impl Participant {
             return;
         }
         if self.is_active_member() {
-            let until = now + self.core.config.freeze_grace;
+            let until = now + self.core.config().freeze_grace;
             self.core.send(Body::Freeze { until });
             // A frozen page runs no task: its messages go before it freezes.
             self.core.flush();
-            if !self.core.config.evidence
-                && self.core.has_interest()
-                && self.core.live_until.is_none_or(|u| u < until)
-            {
-                self.core.write_live(until);
+            if !self.core.config().evidence && self.core.has_interest() {
+                self.core.extend_hint(until);
             }
         }
         self.phase.move_to_frozen();
@@ -508,7 +470,7 @@ impl Participant {
             return;
         }
         self.phase.move_to_running();
-        if !self.core.requests.is_empty() || !self.core.queries.is_empty() {
+        if !self.core.is_idle() {
             self.attach();
         }
         self.after(now);
@@ -524,7 +486,7 @@ impl Participant {
             return;
         }
         self.step_out(LossReason::Reset);
-        if !self.core.requests.is_empty() || !self.core.queries.is_empty() {
+        if !self.core.is_idle() {
             self.attach();
         }
         self.after(now);
@@ -554,7 +516,7 @@ impl Participant {
     /// transfer) and joins.
     fn attach(&mut self) {
         if self.phase.is_detached() && self.phase.lifecycle() == Lifecycle::Running {
-            if matches!(self.core.config.transport, Transport::Log(_)) {
+            if matches!(self.core.config().transport, Transport::Log(_)) {
                 self.log = LogReader::new();
             }
             self.core.emit(Effect::OpenChannels);
@@ -568,7 +530,7 @@ impl Participant {
     /// messages: a closing page's `pagehide` may be cut short, and its `Leave` matters more.
     fn leave(&mut self) {
         let only_mine = match self.phase.synced() {
-            Some(s) if self.core.wrote_hint => {
+            Some(s) if self.core.wrote_hint() => {
                 let me = self.core.member_key();
                 let snapshot = s.replica.snapshot();
                 snapshot
@@ -585,10 +547,10 @@ impl Participant {
             self.core.emit(Effect::CloseChannels);
         }
         // After its Leave: the others then find it gone only once it has left.
-        self.close_alive();
+        self.core.close_alive();
         self.phase.move_to_detached();
         // Messages sent before leaving will not come back on the closed channels.
-        self.core.echoed_seq = self.core.seq;
+        self.core.forget_echoes();
         self.core.reset_watermarks();
         if only_mine {
             self.core.remove_live();
@@ -607,23 +569,14 @@ impl Participant {
         let core = &mut self.core;
         core.emit(Effect::Incompatible { version });
         core.lose_membership(LossReason::Retired);
-        for id in core.request_ids(|r| r.if_available) {
-            core.requests.remove(&id);
-            core.emit(Effect::NotAvailable(id));
-        }
+        core.refuse_if_available();
         if !self.phase.is_detached() {
             self.core.emit(Effect::CloseChannels);
         }
-        self.close_alive();
+        self.core.close_alive();
         self.phase.move_to_detached();
         self.phase.move_to_retired();
-        for q in std::mem::take(&mut self.core.queries) {
-            let snapshot = self.core.local_snapshot();
-            self.core.emit(Effect::Snapshot {
-                query: q.id,
-                snapshot,
-            });
-        }
+        self.core.answer_all_locally();
         self.core.set_timer(None);
         self.sync_farewell();
     }
@@ -639,11 +592,7 @@ impl Participant {
         };
         let message = if alone == Alone::Unsent {
             // No place in the order: the sequence number does not move.
-            Message {
-                sender: self.core.member_key(),
-                seq: self.core.seq,
-                body,
-            }
+            self.core.unsent_message(body)
         } else {
             self.core.next_message(body)
         };
@@ -666,15 +615,9 @@ impl Participant {
 
     /// Sends the queued requests, in call order, once this context is an active member.
     fn send_queued(&mut self) {
-        let mut queued: Vec<(u64, u64)> = Vec::new();
-        for (id, r) in self.core.requests.iter() {
-            if r.state == RequestState::Queued {
-                queued.push((r.call, *id));
-            }
-        }
-        queued.sort_unstable();
+        let queued = self.core.queued_in_call_order();
         for k in 0..queued.len() {
-            if k == 0 && !self.core.queries.is_empty() {
+            if k == 0 && self.core.has_queries() {
                 // Queries made before every queued request see none of them.
                 self.core.settle_watermarks_before(Some(queued[0].0));
                 self.answer_queries();
@@ -691,25 +634,12 @@ impl Participant {
         if !self.is_active_member() || self.phase.lifecycle() == Lifecycle::Retired {
             return;
         }
-        let Some(r) = self
-            .core
-            .requests
-            .get_mut(&id)
-            .filter(|r| r.state == RequestState::Queued)
-        else {
+        let Some(body) = self.core.post_request(id) else {
             return;
-        };
-        r.state = RequestState::Posted;
-        let body = Body::Request {
-            id,
-            name: r.name.clone(),
-            mode: r.mode,
-            if_available: r.if_available,
-            steal: r.steal,
         };
         self.send_lock_message(body);
         self.core.settle_watermarks_before(next_queued);
-        if !self.core.queries.is_empty() {
+        if self.core.has_queries() {
             // A query whose earlier calls are all applied ahead is answered now, before the next
             // queued request is applied ahead too.
             self.answer_queries();
@@ -721,7 +651,7 @@ impl Participant {
         if !self.phase.lives() {
             return;
         }
-        let version = self.core.version;
+        let version = self.core.version();
         match split_batch(values, version) {
             Some(parts) => {
                 for part in parts {
@@ -741,27 +671,24 @@ impl Participant {
     /// The next message of the order, for the state to apply.
     fn receive(&mut self, now: u64, decoded: Decoded) {
         if let Decoded::Ours(m) = &decoded
-            && m.sender.client == self.core.client
+            && &m.sender.client == self.core.client()
             && m.seq != 0
         {
             // A member's own messages come back in the order it sent them, each once (A2, A1′): one
             // that comes back past a message it has not seen means that one was lost (over the log, an
             // append that aborted, whose gap is told later). Its replica lacks what it sent, so its
             // answers would too: it steps out now, as for any gap.
-            if m.seq > self.core.echoed_seq + 1
-                && m.seq <= self.core.seq
-                && self.phase.synced().is_some()
-            {
+            if self.core.echo_skips(m.seq) && self.phase.synced().is_some() {
                 self.step_out(LossReason::Reset);
-                if !self.core.requests.is_empty() || !self.core.queries.is_empty() {
+                if !self.core.is_idle() {
                     self.attach();
                 }
                 return;
             }
-            self.core.echoed_seq = self.core.echoed_seq.max(m.seq);
+            self.core.echoed(m.seq);
         }
         if let Decoded::Foreign { version, .. } = &decoded
-            && *version > self.core.version
+            && *version > self.core.version()
         {
             self.retire(*version);
             return;
@@ -842,7 +769,7 @@ impl Participant {
     /// protocol and alive, none otherwise. Re-armed only when the membership changes.
     fn sync_farewell(&mut self) {
         let farewell =
-            (self.phase.lives() && !self.phase.is_detached()).then_some(self.core.incarnation);
+            (self.phase.lives() && !self.phase.is_detached()).then_some(self.core.incarnation());
         if farewell != self.armed {
             self.armed = farewell;
             let message = farewell.map(|_| Message {
@@ -858,13 +785,13 @@ impl Participant {
     /// 0 that answers no ping.
     fn sync_announcement(&mut self) {
         // With evidence, silence evicts nobody: there is nothing for a deputy to answer.
-        if self.core.config.evidence
+        if self.core.config().evidence
             || !self.is_active_member()
-            || self.announced == Some(self.core.incarnation)
+            || self.announced == Some(self.core.incarnation())
         {
             return;
         }
-        self.announced = Some(self.core.incarnation);
+        self.announced = Some(self.core.incarnation());
         let me = self.core.member_key();
         self.core.emit(Effect::Announce(Message {
             sender: me.clone(),
@@ -884,14 +811,20 @@ impl Participant {
     /// to look again.
     fn make_way(&mut self, now: u64) -> Option<u64> {
         let core = &mut self.core;
-        let idle = !core.has_interest() && core.queries.is_empty();
-        let linger = core.config.query_linger;
-        let lingering = core.queried_at.is_some_and(|t| now < t + linger);
+        let idle = core.is_idle();
+        let Config {
+            query_linger: linger,
+            transport,
+            evidence,
+            ..
+        } = *core.config();
+        let queried_until = core.query_linger_end();
+        let lingering = queried_until.is_some_and(|end| now < end);
         // Over the log without a carrier, an idle member hears a worker's Join only at its next poll,
         // and it polls only while busy: with evidence, such a joiner waits for every member that
         // lives, so an idle document leaves too, as a worker does.
-        let polls = (core.config.transport == Transport::Log(Wake::Polls)
-            || (core.config.evidence && core.config.transport == Transport::Log(Wake::Pokes)))
+        let polls = (transport == Transport::Log(Wake::Polls)
+            || (evidence && transport == Transport::Log(Wake::Pokes)))
             && self.phase.synced().is_some();
         let idle_since = if idle && polls {
             *self.idle_since.get_or_insert(now)
@@ -899,8 +832,8 @@ impl Participant {
             self.idle_since = None;
             now
         };
-        let linger_end = (idle_since + linger).max(core.queried_at.map_or(0, |t| t + linger));
-        let saw_request = std::mem::take(&mut core.saw_request);
+        let linger_end = (idle_since + linger).max(queried_until.unwrap_or(0));
+        let saw_request = core.take_saw_request();
         if !idle || lingering {
             // A query answered after this (in the same event) leaves it idle: look again then.
             return (polls && !core.has_interest()).then_some(linger_end);
@@ -932,26 +865,13 @@ impl Participant {
         let Some(s) = self.phase.synced() else {
             return;
         };
-        if self.core.queries.is_empty() || !s.active {
+        if !self.core.has_queries() || !s.active {
             return;
         }
-        self.core.settle_watermarks();
         // Own messages applied ahead count as seen: the query is then answered at once, before a
         // later call of this context is applied ahead too (and would show in its snapshot).
-        let echoed = self.core.echoed_seq.max(s.applied_ahead);
-        let mut waiting = Vec::new();
-        for q in std::mem::take(&mut self.core.queries) {
-            if q.watermark.is_some_and(|a| a <= echoed) {
-                let snapshot = s.replica.snapshot();
-                self.core.emit(Effect::Snapshot {
-                    query: q.id,
-                    snapshot,
-                });
-            } else {
-                waiting.push(q);
-            }
-        }
-        self.core.queries = waiting;
+        let echoed = self.core.echoed_seq().max(s.applied_ahead);
+        self.core.answer_queries(echoed, || s.replica.snapshot());
     }
 
     /// Keeps the storage hint fresh while this context is a member with something held or pending;
@@ -960,24 +880,15 @@ impl Participant {
     fn live_policy(&mut self, now: u64) -> Option<u64> {
         // With evidence, joiners learn who lives from the census, not from the hint.
         let interest =
-            self.core.has_interest() && self.is_active_member() && !self.core.config.evidence;
-        let core = &mut self.core;
-        let half = core.config.live_ttl / 2;
-        if interest {
-            if core.live_until.is_none_or(|u| u <= now + half) {
-                core.write_live(now + core.config.live_ttl);
-            }
-            core.wrote_hint = true;
-            return core.live_until.map(|u| u - half);
-        }
+            self.core.has_interest() && self.is_active_member() && !self.core.config().evidence;
         // Idle: the hint is left to expire, not removed (a lone tab's lock cycle would otherwise write
         // storage twice, each a cross-process write and an event in every other tab); leaving removes it.
-        None
+        self.core.keep_hint_fresh(now, interest)
     }
 
     /// Whether the log's entries are for this context now: it is in the protocol over the log.
     fn log_is_followed(&self) -> bool {
-        matches!(self.core.config.transport, Transport::Log(_))
+        matches!(self.core.config().transport, Transport::Log(_))
             && !self.phase.is_detached()
             && self.phase.lives()
     }
@@ -993,7 +904,7 @@ impl Participant {
     /// Starts the reads of the log the transport needs (see [`LogReader::policy`]). Returns when to look
     /// again.
     fn log_policy(&mut self, now: u64) -> Option<u64> {
-        let Transport::Log(wake) = self.core.config.transport else {
+        let Transport::Log(wake) = self.core.config().transport else {
             return None;
         };
         if !self.log_is_followed() {
@@ -1001,8 +912,8 @@ impl Participant {
             return None;
         }
         let waiting =
-            self.core.has_interest() || !self.core.queries.is_empty() || self.phase.is_joining();
-        let (read, next) = self.log.policy(&self.core.config, wake, waiting, now);
+            self.core.has_interest() || self.core.has_queries() || self.phase.is_joining();
+        let (read, next) = self.log.policy(self.core.config(), wake, waiting, now);
         if let Some(after) = read {
             self.core.emit(Effect::ReadLog { after });
         }
@@ -1010,7 +921,7 @@ impl Participant {
             && s.active
             && let Some(upto) = self.log.trim_to(
                 s.replica.is_sole_member(&self.core.member_key()),
-                self.core.config.log_keep,
+                self.core.config().log_keep,
             )
         {
             self.core.emit(Effect::TrimLog { upto });

@@ -113,8 +113,8 @@ impl Synced {
     /// caller checks the membership after.
     pub fn receive(&mut self, core: &mut Core, now: u64, decoded: Decoded) {
         let me = core.member_key();
-        let echoed_all = core.echoed_seq == core.seq;
-        let idle = core.requests.is_empty() && core.queries.is_empty();
+        let echoed_all = core.all_echoed();
+        let idle = core.is_idle();
         let mut outcomes = Vec::new();
         let mut answer_ping = false;
         let mut beacon = false;
@@ -156,7 +156,7 @@ impl Synced {
                 // in tasks, never between a release and the next request of a loop, so a busy context
                 // is not idle here.
                 if matches!(m.body, Body::Request { .. }) && m.sender.client != me.client {
-                    core.saw_request |= idle;
+                    core.saw_request();
                 }
                 if let Body::Ping { target } = &m.body {
                     let silenced = was_silent == Some(false)
@@ -214,11 +214,11 @@ impl Synced {
     /// it queued before is applied already (so its messages keep their order).
     pub fn applies_alone(&self, core: &Core, body: &Body) -> Alone {
         let lone = decided_by_its_sender(body)
-            && core.config.transport.prompt()
+            && core.config().transport.prompt()
             && self.active
-            && core.echoed_seq.max(self.applied_ahead) == core.seq
+            && core.echoed_seq().max(self.applied_ahead) == core.seq()
             && self.replica.is_sole_member(&core.member_key());
-        match (lone, core.echoed_seq == core.seq) {
+        match (lone, core.all_echoed()) {
             (false, _) => Alone::No,
             (true, true) => Alone::Unsent,
             (true, false) => Alone::Ahead,
@@ -247,10 +247,10 @@ impl Synced {
     /// next deadline.
     pub fn policies(&mut self, core: &mut Core, now: u64) -> Option<u64> {
         let me = core.member_key();
-        let stagger = core.config.state_stagger;
+        let stagger = core.config().state_stagger;
         // A state transfer must be as of a place in the order: not while own messages applied ahead
         // are still to come back (their echoes, which follow every joiner's Join, end this at once).
-        let catching_up = self.applied_ahead > core.echoed_seq;
+        let catching_up = self.applied_ahead > core.echoed_seq();
         if !self.active {
             return None;
         }
@@ -346,9 +346,9 @@ impl Synced {
             evict_after,
             evict_after_deputy,
             ..
-        } = core.config;
-        let seq = core.seq;
-        let size = core.requests.len();
+        } = *core.config();
+        let seq = core.seq();
+        let size = core.request_count();
         let changed = self
             .checked
             .as_ref()
@@ -369,7 +369,7 @@ impl Synced {
         let mut next: Option<u64> = None;
         let mut waiting_for: SortedSet<Rc<str>> = SortedSet::new();
         let mut last: Option<&Rc<str>> = None;
-        for r in core.requests.values() {
+        for r in core.requests() {
             // Bulks of one name are common: skip the set lookup for a repeat.
             if r.state == RequestState::Posted && last.is_none_or(|l| **l != *r.name) {
                 waiting_for.insert(r.name.clone());
@@ -377,7 +377,7 @@ impl Synced {
             }
         }
         let blockers = self.replica.blockers_of(&me, &waiting_for);
-        if core.config.evidence && self.active && self.replica.is_first_member(&me) {
+        if core.config().evidence && self.active && self.replica.is_first_member(&me) {
             // The longest-standing member watches every other one, so that one gone while nobody
             // waits for it leaves the history too (and a lone survivor decides alone again).
             for (k, m) in self.replica.members() {
@@ -451,7 +451,7 @@ impl Synced {
         self.liveness_at = next;
         self.checked_at = now;
         self.unchecked = 0;
-        self.checked = Some((core.seq, self.last_applied.clone()));
+        self.checked = Some((core.seq(), self.last_applied.clone()));
         next
     }
 }
