@@ -57,7 +57,7 @@ use self::core::{Core, RequestState, earliest};
 use joining::{Joined, Joining};
 use log_reader::LogReader;
 use state::{Lifecycle, Phase};
-use synced::{Alone, Membership, Synced};
+use synced::{MakeWay, Membership, Synced};
 
 /// One context of the origin.
 pub struct Participant {
@@ -126,7 +126,7 @@ impl Participant {
 
     /// The replica, once it has a complete one (for tests and diagnostics).
     pub fn replica(&self) -> Option<&Replica> {
-        self.phase.synced().map(|s| &s.replica)
+        self.phase.synced().map(Synced::replica)
     }
 
     /// Over the log, the key up to which this context has applied the log (for the simulation).
@@ -170,7 +170,9 @@ impl Participant {
         self.attach();
         // Earlier queued requests exist only while this context is not an active member, and then
         // nothing is sent: sending just this one keeps call order and a bulk of calls linear.
-        self.send_request(id, None);
+        if let Some(s) = self.phase.synced_mut() {
+            s.send_request(&mut self.core, id, None);
+        }
         self.after(now);
     }
 
@@ -508,7 +510,7 @@ impl Participant {
     // ---- internals ------------------------------------------------------------------------------------
 
     fn is_active_member(&self) -> bool {
-        self.phase.synced().is_some_and(|s| s.active)
+        self.phase.synced().is_some_and(Synced::is_active)
     }
 
     /// Enters the protocol if this context is not in it yet: opens its channels (over the log, it starts
@@ -532,7 +534,7 @@ impl Participant {
         let only_mine = match self.phase.synced() {
             Some(s) if self.core.wrote_hint() => {
                 let me = self.core.member_key();
-                let snapshot = s.replica.snapshot();
+                let snapshot = s.replica().snapshot();
                 snapshot
                     .held
                     .iter()
@@ -581,68 +583,12 @@ impl Participant {
         self.sync_farewell();
     }
 
-    /// Sends one of this context's own lock messages (`Request`, `Release`, `Abort`, `Leave`); the lone
-    /// member applies its `Request`, `Release` and `Abort` at once, and may decide them alone without
-    /// sending them (docs/PROTOCOL.md, "the lone member": nobody else can be told anything a later
-    /// `State` would not tell them).
+    /// Sends one of this context's own lock messages (`Request`, `Release`, `Abort`, `Leave`): a synced
+    /// context may decide it alone (see [`Synced::send_lock_message`]).
     fn send_lock_message(&mut self, body: Body) {
-        let alone = match self.phase.synced() {
-            Some(s) => s.applies_alone(&self.core, &body),
-            None => Alone::No,
-        };
-        let message = if alone == Alone::Unsent {
-            // No place in the order: the sequence number does not move.
-            self.core.unsent_message(body)
-        } else {
-            self.core.next_message(body)
-        };
-        let mut outcomes = Vec::new();
-        if alone != Alone::No
-            && let Some(s) = self.phase.synced_mut()
-        {
-            s.replica.apply_ahead(&message, &mut outcomes);
-            if alone == Alone::Ahead {
-                s.applied_ahead = message.seq;
-            }
-        }
-        if alone == Alone::Unsent {
-            self.core.decided(message);
-        } else {
-            self.core.queue(message);
-        }
-        self.core.handle_outcomes(outcomes);
-    }
-
-    /// Sends the queued requests, in call order, once this context is an active member.
-    fn send_queued(&mut self) {
-        let queued = self.core.queued_in_call_order();
-        for k in 0..queued.len() {
-            if k == 0 && self.core.has_queries() {
-                // Queries made before every queued request see none of them.
-                self.core.settle_watermarks_before(Some(queued[0].0));
-                self.answer_queries();
-            }
-            let next_queued = queued.get(k + 1).map(|q| q.0);
-            self.send_request(queued[k].1, next_queued);
-        }
-    }
-
-    /// Sends queued request `id` if this context is an active member, then gives a watermark to the
-    /// queries it no longer precedes. `next_queued` is the call of the first request still queued
-    /// after it (an active member sends every request as it is made, so a new request has none).
-    fn send_request(&mut self, id: u64, next_queued: Option<u64>) {
-        if !self.is_active_member() || self.phase.lifecycle() == Lifecycle::Retired {
-            return;
-        }
-        let Some(body) = self.core.post_request(id) else {
-            return;
-        };
-        self.send_lock_message(body);
-        self.core.settle_watermarks_before(next_queued);
-        if self.core.has_queries() {
-            // A query whose earlier calls are all applied ahead is answered now, before the next
-            // queued request is applied ahead too.
-            self.answer_queries();
+        match self.phase.synced_mut() {
+            Some(s) => s.send_lock_message(&mut self.core, body),
+            None => self.core.send(body),
         }
     }
 
@@ -723,7 +669,7 @@ impl Participant {
             return;
         };
         match s.membership(&self.core) {
-            Membership::Active { just_became: true } => self.send_queued(),
+            Membership::Active { just_became: true } => s.send_queued(&mut self.core),
             Membership::Active { just_became: false } => {}
             Membership::Lost { was_active } => {
                 if was_active {
@@ -756,9 +702,9 @@ impl Participant {
             next = earliest(next, j.policies(core, now));
         } else if let Some(s) = self.phase.synced_mut() {
             next = earliest(next, s.policies(core, now));
+            s.answer_queries(core);
+            next = earliest(next, s.live_policy(core, now));
         }
-        self.answer_queries();
-        next = earliest(next, self.live_policy(now));
         next = earliest(next, self.log_policy(now));
         self.core.set_timer(next);
         self.sync_farewell();
@@ -802,88 +748,21 @@ impl Participant {
         }));
     }
 
-    /// An idle member that saw another member's request leaves the protocol, so that the busy one may
-    /// become the lone member and decide alone (docs/PROTOCOL.md, "making way"); it joins again, with a
-    /// state transfer, when it next needs a lock. Not while another member could not carry the history
-    /// on without it, nor for `query_linger` after this context's last `query()`. Driven by messages
-    /// only: an idle origin stays quiet. A member that must poll the log to hear anything
-    /// (`Wake::Polls`) also leaves once idle for `query_linger`, so that it stops polling. Returns when
-    /// to look again.
+    /// Making way (see [`Synced::make_way`]) is for a synced member only: out of that state, what such a
+    /// member noted for it is void. Returns when to look again.
     fn make_way(&mut self, now: u64) -> Option<u64> {
-        let core = &mut self.core;
-        let idle = core.is_idle();
-        let Config {
-            query_linger: linger,
-            transport,
-            evidence,
-            ..
-        } = *core.config();
-        let queried_until = core.query_linger_end();
-        let lingering = queried_until.is_some_and(|end| now < end);
-        // Over the log without a carrier, an idle member hears a worker's Join only at its next poll,
-        // and it polls only while busy: with evidence, such a joiner waits for every member that
-        // lives, so an idle document leaves too, as a worker does.
-        let polls = (transport == Transport::Log(Wake::Polls)
-            || (evidence && transport == Transport::Log(Wake::Pokes)))
-            && self.phase.synced().is_some();
-        let idle_since = if idle && polls {
-            *self.idle_since.get_or_insert(now)
-        } else {
-            self.idle_since = None;
-            now
-        };
-        let linger_end = (idle_since + linger).max(queried_until.unwrap_or(0));
-        let saw_request = core.take_saw_request();
-        if !idle || lingering {
-            // A query answered after this (in the same event) leaves it idle: look again then.
-            return (polls && !core.has_interest()).then_some(linger_end);
-        }
-        let me = core.member_key();
-        let mut others = false;
-        let mut pending = false;
-        if let Some(s) = self.phase.synced()
-            && s.active
-        {
-            for (k, m) in s.replica.members() {
-                others |= *k != me && !m.pending;
-                pending |= m.pending;
-            }
-        }
-        if saw_request && others {
-            self.leave();
-        } else if polls && !pending {
-            if now < linger_end {
-                return Some(linger_end);
-            }
-            self.leave();
-        }
-        None
-    }
-
-    /// Answers the queries whose context's own earlier messages are all applied.
-    fn answer_queries(&mut self) {
         let Some(s) = self.phase.synced() else {
-            return;
+            self.idle_since = None;
+            self.core.take_saw_request();
+            return None;
         };
-        if !self.core.has_queries() || !s.active {
-            return;
+        match s.make_way(&mut self.core, &mut self.idle_since, now) {
+            MakeWay::Stay { look_again } => look_again,
+            MakeWay::Leave => {
+                self.leave();
+                None
+            }
         }
-        // Own messages applied ahead count as seen: the query is then answered at once, before a
-        // later call of this context is applied ahead too (and would show in its snapshot).
-        let echoed = self.core.echoed_seq().max(s.applied_ahead);
-        self.core.answer_queries(echoed, || s.replica.snapshot());
-    }
-
-    /// Keeps the storage hint fresh while this context is a member with something held or pending;
-    /// once it is not, the hint expires by itself (and goes when the context leaves, see `leave`).
-    /// Returns when to renew.
-    fn live_policy(&mut self, now: u64) -> Option<u64> {
-        // With evidence, joiners learn who lives from the census, not from the hint.
-        let interest =
-            self.core.has_interest() && self.is_active_member() && !self.core.config().evidence;
-        // Idle: the hint is left to expire, not removed (a lone tab's lock cycle would otherwise write
-        // storage twice, each a cross-process write and an event in every other tab); leaving removes it.
-        self.core.keep_hint_fresh(now, interest)
     }
 
     /// Whether the log's entries are for this context now: it is in the protocol over the log.
@@ -918,9 +797,9 @@ impl Participant {
             self.core.emit(Effect::ReadLog { after });
         }
         if let Some(s) = self.phase.synced()
-            && s.active
+            && s.is_active()
             && let Some(upto) = self.log.trim_to(
-                s.replica.is_sole_member(&self.core.member_key()),
+                s.replica().is_sole_member(&self.core.member_key()),
                 self.core.config().log_keep,
             )
         {
