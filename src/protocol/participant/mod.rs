@@ -23,15 +23,17 @@
 //!   needs a lock it joins ([`joining`]), and with a complete replica it is synced ([`synced`]), until it
 //!   leaves, loses its membership (and joins again), or retires.
 //! - Its context's life ([`state::Lifecycle`]), moved by the page's lifecycle calls and by the protocol:
-//!   `Running` (it follows the order and sends); `Frozen` (`handle_freeze`, back to `Running` on
-//!   `handle_resume`: it announced how long its locks stay its own, and sends nothing meanwhile);
-//!   `Hidden` (`handle_pagehide` with `persisted`: in the back/forward cache, out of the protocol with
-//!   nothing held, back to `Running` on `handle_pageshow`); `Gone` (`handle_close`, or `handle_pagehide`
-//!   without `persisted`: for good); `Retired` (a message of a newer protocol version arrived: out of the
-//!   protocol, and it grants nothing any more). Only a running or frozen context is in the protocol; only
-//!   a running one enters it.
+//!   `Running` (it follows the order and runs its policies); `Frozen` (`handle_freeze`, back to
+//!   `Running` on `handle_resume`: it announced how long its locks stay its own, and runs no policy
+//!   meanwhile); `Hidden` (`handle_pagehide` with `persisted`: in the back/forward cache, out of the
+//!   protocol with nothing held, back to `Running` on `handle_pageshow`); `Gone` (`handle_close`, or
+//!   `handle_pagehide` without `persisted`: for good); `Retired` (a message of a newer protocol version
+//!   arrived: out of the protocol, and it grants nothing any more). Only a running or frozen context is
+//!   in the protocol; only a running one enters it.
 //!
-//! What it has in every state (its requests, queries, counters and effects) is its [`core`].
+//! What it has in every state (its requests, queries, counters and effects) is its [`core`]; the rules
+//! that need the replica (sending its requests once active, answering queries, keeping the storage hint
+//! fresh, making way) live with the synced state.
 
 mod config;
 mod core;

@@ -19,8 +19,9 @@ pub(super) enum State {
 pub(super) enum Lifecycle {
     /// Runs tasks: the participant follows the order, sends, and keeps its timer.
     Running,
-    /// Frozen by the browser: it runs no task, so it sends nothing; it announced `freeze_grace` for its
-    /// locks before freezing, and follows the order again once resumed.
+    /// Frozen by the browser: before freezing it announced how long its locks stay its own
+    /// (`freeze_grace`). It still applies what is delivered to it, but runs none of its policies until
+    /// it runs again.
     Frozen,
     /// In the back/forward cache: out of the protocol, nothing held; back to running on `pageshow`.
     Hidden,
