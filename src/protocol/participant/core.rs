@@ -47,19 +47,6 @@ pub(super) struct PendingQuery {
     pub call: u64,
 }
 
-/// The context's life, as its page or worker tells it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Lifecycle {
-    Running,
-    Frozen,
-    /// In the back/forward cache: out of the protocol, nothing held.
-    Hidden,
-    /// Closed or terminated.
-    Gone,
-    /// Saw a newer protocol version: grants nothing any more.
-    Retired,
-}
-
 /// The earlier of two optional deadlines (`None`: no deadline).
 pub(super) fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     match (a, b) {
@@ -69,29 +56,28 @@ pub(super) fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 }
 
 pub(super) struct Core {
-    pub config: Config,
-    pub version: u32,
-    pub client: Rc<str>,
+    config: Config,
+    version: u32,
+    client: Rc<str>,
     /// Grows each time the context (re)joins: messages of an earlier membership are recognisably stale.
-    pub incarnation: u32,
+    incarnation: u32,
     /// Sequence number of the last message queued.
-    pub seq: u64,
+    seq: u64,
     /// Sequence number of the last own message applied in the order (seen back).
-    pub echoed_seq: u64,
-    pub lifecycle: Lifecycle,
-    pub requests: SequenceMap<u64, LocalRequest>,
-    pub queries: Vec<PendingQuery>,
+    echoed_seq: u64,
+    requests: SequenceMap<u64, LocalRequest>,
+    queries: Vec<PendingQuery>,
     /// Counts this context's request and query calls.
     calls: u64,
     /// The storage hint as last read or written.
-    pub live_until: Option<u64>,
+    live_until: Option<u64>,
     /// This context wrote the storage hint and has not removed it since.
-    pub wrote_hint: bool,
+    wrote_hint: bool,
     /// When this context last called `query()`.
-    pub queried_at: Option<u64>,
+    queried_at: Option<u64>,
     /// Another member's request was applied since this context last had anything to do: if it is
     /// idle, it makes way.
-    pub saw_request: bool,
+    saw_request: bool,
     /// The messages decided alone without queueing them (the lone member), kept only when asked
     /// (the simulation's observer must apply them too; nothing else reads them).
     decided: Option<Vec<Message>>,
@@ -101,9 +87,9 @@ pub(super) struct Core {
     /// The deadline of the armed timer.
     timer: Option<u64>,
     /// The key of this context's open liveness database (`Config::evidence`), 0 while it has none.
-    pub watch: u64,
+    watch: u64,
     /// An `Effect::OpenAlive` is under way.
-    pub opening_alive: bool,
+    opening_alive: bool,
 }
 
 impl Core {
@@ -115,7 +101,6 @@ impl Core {
             incarnation: 0,
             seq: 0,
             echoed_seq: 0,
-            lifecycle: Lifecycle::Running,
             requests: SequenceMap::new(),
             queries: Vec::new(),
             calls: 0,
@@ -130,6 +115,281 @@ impl Core {
             watch: 0,
             opening_alive: false,
         }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The protocol version this context speaks.
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    pub fn client(&self) -> &Rc<str> {
+        &self.client
+    }
+
+    pub fn incarnation(&self) -> u32 {
+        self.incarnation
+    }
+
+    /// Sequence number of the last message queued.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Sequence number of the last own message seen back in the order.
+    pub fn echoed_seq(&self) -> u64 {
+        self.echoed_seq
+    }
+
+    /// Every message this context queued has come back in the order.
+    pub fn all_echoed(&self) -> bool {
+        self.echoed_seq == self.seq
+    }
+
+    /// Own message `seq`, come back in the order, came past an earlier one of this context's that has
+    /// not come back: that one was lost.
+    pub fn echo_skips(&self, seq: u64) -> bool {
+        seq > self.echoed_seq + 1 && seq <= self.seq
+    }
+
+    /// Own message `seq` came back in the order.
+    pub fn echoed(&mut self, seq: u64) {
+        self.echoed_seq = self.echoed_seq.max(seq);
+    }
+
+    /// The context left the protocol: the messages it sent will not come back on its closed channels.
+    pub fn forget_echoes(&mut self) {
+        self.echoed_seq = self.seq;
+    }
+
+    /// A new incarnation: queues its `Join`, announcing this context's liveness database, and returns
+    /// the Join's sequence number.
+    pub fn send_join(&mut self) -> u64 {
+        self.incarnation += 1;
+        self.send(Body::Join { watch: self.watch });
+        self.seq
+    }
+
+    // ---- the liveness database (`Config::evidence`) -------------------------------------------------------
+
+    /// The key of this context's open liveness database, 0 while it has none.
+    pub fn watch(&self) -> u64 {
+        self.watch
+    }
+
+    /// Asks the edge to open this context's liveness database, unless it is already being opened.
+    pub fn open_alive(&mut self) {
+        if !self.opening_alive {
+            self.opening_alive = true;
+            self.emit(Effect::OpenAlive);
+        }
+    }
+
+    /// The liveness database is open under key `watch`.
+    pub fn alive_opened(&mut self, watch: u64) {
+        self.opening_alive = false;
+        self.watch = watch;
+    }
+
+    /// Closes this context's liveness database, if it has one.
+    pub fn close_alive(&mut self) {
+        if self.watch != 0 {
+            self.watch = 0;
+            self.emit(Effect::CloseAlive);
+        }
+    }
+
+    /// The browser closed this context's liveness database. Returns false if it had none open.
+    pub fn alive_lost(&mut self) -> bool {
+        let had = self.watch != 0;
+        self.watch = 0;
+        had
+    }
+
+    // ---- the storage hint -------------------------------------------------------------------------------
+
+    /// Until when the storage hint, as last read or written, says a busy member is around.
+    pub fn live_until(&self) -> Option<u64> {
+        self.live_until
+    }
+
+    /// The storage hint as read from storage (`None`: absent or corrupt).
+    pub fn hint_read(&mut self, until: Option<u64>) {
+        self.live_until = until;
+    }
+
+    /// This context wrote the storage hint and has not removed it since.
+    pub fn wrote_hint(&self) -> bool {
+        self.wrote_hint
+    }
+
+    /// Keeps the storage hint fresh while `busy`: renews it once it has half of `live_ttl` left. Returns
+    /// when to renew; `None` while not busy (the hint is then left to expire).
+    pub fn keep_hint_fresh(&mut self, now: u64, busy: bool) -> Option<u64> {
+        if !busy {
+            return None;
+        }
+        let half = self.config.live_ttl / 2;
+        if self.live_until.is_none_or(|u| u <= now + half) {
+            self.write_live(now + self.config.live_ttl);
+        }
+        self.wrote_hint = true;
+        self.live_until.map(|u| u - half)
+    }
+
+    /// Makes the storage hint last at least until `until`.
+    pub fn extend_hint(&mut self, until: u64) {
+        if self.live_until.is_none_or(|u| u < until) {
+            self.write_live(until);
+        }
+    }
+
+    // ---- the requests and queries ----------------------------------------------------------------------
+
+    /// Nothing held, pending or queried here.
+    pub fn is_idle(&self) -> bool {
+        self.requests.is_empty() && self.queries.is_empty()
+    }
+
+    pub fn has_queries(&self) -> bool {
+        !self.queries.is_empty()
+    }
+
+    pub fn requests(&self) -> impl Iterator<Item = &LocalRequest> {
+        self.requests.values()
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.requests.len()
+    }
+
+    pub fn request_state(&self, id: u64) -> Option<RequestState> {
+        self.requests.get(&id).map(|r| r.state)
+    }
+
+    /// Keeps new request `id` (a new call), queued until sent.
+    pub fn add_request(
+        &mut self,
+        id: u64,
+        name: &str,
+        mode: LockMode,
+        if_available: bool,
+        steal: bool,
+    ) {
+        debug_assert!(!self.requests.contains_key(&id), "request {id} again");
+        let call = self.next_call();
+        self.requests.insert(
+            id,
+            LocalRequest {
+                name: name.into(),
+                mode,
+                if_available,
+                steal,
+                state: RequestState::Queued,
+                call,
+            },
+        );
+    }
+
+    /// Forgets request `id` (released, aborted or decided).
+    pub fn forget_request(&mut self, id: u64) {
+        self.requests.remove(&id);
+    }
+
+    /// Request `id`, if it is queued, is posted now: returns the `Request` that sends it.
+    pub fn post_request(&mut self, id: u64) -> Option<Body> {
+        let r = self
+            .requests
+            .get_mut(&id)
+            .filter(|r| r.state == RequestState::Queued)?;
+        r.state = RequestState::Posted;
+        Some(Body::Request {
+            id,
+            name: r.name.clone(),
+            mode: r.mode,
+            if_available: r.if_available,
+            steal: r.steal,
+        })
+    }
+
+    /// The queued requests as (call, id), in call order.
+    pub fn queued_in_call_order(&self) -> Vec<(u64, u64)> {
+        let mut queued: Vec<(u64, u64)> = Vec::new();
+        for (id, r) in self.requests.iter() {
+            if r.state == RequestState::Queued {
+                queued.push((r.call, *id));
+            }
+        }
+        queued.sort_unstable();
+        queued
+    }
+
+    /// A retired context grants nothing: every `ifAvailable` request it still has is not available.
+    pub fn refuse_if_available(&mut self) {
+        for id in self.request_ids(|r| r.if_available) {
+            self.requests.remove(&id);
+            self.emit(Effect::NotAvailable(id));
+        }
+    }
+
+    /// A new `query()` call, `query`, at `now`: it waits for a watermark.
+    pub fn add_query(&mut self, now: u64, query: u64) {
+        let call = self.next_call();
+        self.queried_at = Some(now);
+        self.queries.push(PendingQuery {
+            id: query,
+            watermark: None,
+            call,
+        });
+    }
+
+    /// Until when the last `query()` keeps this context in the protocol (`query_linger` after it).
+    pub fn query_linger_end(&self) -> Option<u64> {
+        self.queried_at.map(|t| t + self.config.query_linger)
+    }
+
+    /// Answers query `query` with what this context alone knows.
+    pub fn answer_locally(&mut self, query: u64) {
+        let snapshot = self.local_snapshot();
+        self.emit(Effect::Snapshot { query, snapshot });
+    }
+
+    /// Answers every query with what this context alone knows (it can no longer see the origin's).
+    pub fn answer_all_locally(&mut self) {
+        for q in std::mem::take(&mut self.queries) {
+            self.answer_locally(q.id);
+        }
+    }
+
+    /// Answers, with `snapshot`, the queries whose earlier calls are all applied: those with a watermark
+    /// at or below `applied` (the last own message applied).
+    pub fn answer_queries(&mut self, applied: u64, snapshot: impl Fn() -> Snapshot) {
+        self.settle_watermarks();
+        let mut waiting = Vec::new();
+        for q in std::mem::take(&mut self.queries) {
+            if q.watermark.is_some_and(|a| a <= applied) {
+                self.emit(Effect::Snapshot {
+                    query: q.id,
+                    snapshot: snapshot(),
+                });
+            } else {
+                waiting.push(q);
+            }
+        }
+        self.queries = waiting;
+    }
+
+    /// Another member's request was applied: if this context is idle, it may make way.
+    pub fn saw_request(&mut self) {
+        self.saw_request |= self.is_idle();
+    }
+
+    /// Whether another member's request was applied while this context was idle, since the last call.
+    pub fn take_saw_request(&mut self) -> bool {
+        std::mem::take(&mut self.saw_request)
     }
 
     pub fn member_key(&self) -> MemberKey {
@@ -156,6 +416,16 @@ impl Core {
     /// This context's next message: `body` with the next sequence number.
     pub fn next_message(&mut self, body: Body) -> Message {
         self.seq += 1;
+        Message {
+            sender: self.member_key(),
+            seq: self.seq,
+            body,
+        }
+    }
+
+    /// `body` as a message decided alone and never sent: it takes no place in the order, so the
+    /// sequence number does not move.
+    pub fn unsent_message(&self, body: Body) -> Message {
         Message {
             sender: self.member_key(),
             seq: self.seq,

@@ -64,7 +64,7 @@ impl Joining {
     /// Queues a `Join` of a new incarnation and waits for it to come back.
     pub fn start(core: &mut Core) -> Joining {
         let mut joining = Joining {
-            replica: Replica::partial(core.version),
+            replica: Replica::partial(core.version()),
             buffer: Vec::new(),
             started: false,
             join_seq: 0,
@@ -84,21 +84,16 @@ impl Joining {
     /// Queues the Join of a new incarnation, announcing this context's liveness database; with
     /// evidence and no database open yet, asks for one and waits ([`Joining::alive`]).
     fn post_join(&mut self, core: &mut Core) {
-        if core.config.evidence && core.watch == 0 {
-            if !core.opening_alive {
-                core.opening_alive = true;
-                core.emit(Effect::OpenAlive);
-            }
+        if core.config().evidence && core.watch() == 0 {
+            core.open_alive();
             self.deferred = true;
             return;
         }
         self.deferred = false;
-        core.incarnation += 1;
-        core.send(Body::Join { watch: core.watch });
-        self.join_seq = core.seq;
+        self.join_seq = core.send_join();
     }
 
-    /// This context's liveness database is open (`core.watch`): the deferred Join goes.
+    /// This context's liveness database is open (`Core::watch`): the deferred Join goes.
     pub fn alive(&mut self, core: &mut Core) {
         if self.deferred {
             self.post_join(core);
@@ -109,7 +104,7 @@ impl Joining {
     pub fn census(&mut self, core: &Core, listed: Vec<(Rc<str>, u64)>) {
         let others = listed
             .into_iter()
-            .filter(|(client, _)| *client != core.client)
+            .filter(|(client, _)| client != core.client())
             .collect();
         self.census = Some(others);
     }
@@ -154,7 +149,7 @@ impl Joining {
     /// The next message of the order.
     pub fn receive(&mut self, core: &mut Core, now: u64, decoded: Decoded) -> Joined {
         if let Decoded::Foreign { version, kind, .. } = &decoded
-            && *version < core.version
+            && *version < core.version()
             && *kind == KIND_JOIN
         {
             // An older version's context joins: show it that this version runs here, so it stays out.
@@ -169,7 +164,7 @@ impl Joining {
             }
             self.started = true;
         }
-        if self.buffer.len() >= core.config.buffer_limit {
+        if self.buffer.len() >= core.config().buffer_limit {
             return Joined::Restart;
         }
         // Buffered first and read back from the buffer: a copy would clone whole state transfers.
@@ -188,7 +183,7 @@ impl Joining {
         }
         if own_join {
             self.echo_at = Some(now);
-            if core.config.evidence {
+            if core.config().evidence {
                 // Listed after the Join has its place: every member whose Join came before it had its
                 // database open by then.
                 self.census = None;
@@ -199,7 +194,7 @@ impl Joining {
         self.replica.apply_decoded(decoded, &mut Vec::new());
         if self.replica.is_complete() {
             let last = id_of(decoded);
-            let replica = std::mem::replace(&mut self.replica, Replica::partial(core.version));
+            let replica = std::mem::replace(&mut self.replica, Replica::partial(core.version()));
             return Joined::Complete {
                 replica: Box::new(replica),
                 last,
@@ -270,7 +265,7 @@ impl Joining {
     /// Returns the next deadline.
     pub fn policies(&mut self, core: &mut Core, now: u64) -> Option<u64> {
         let me = core.member_key();
-        let config = &core.config;
+        let config = core.config();
         let echo_at = self.echo_at?;
         let clean = self
             .replica
@@ -304,7 +299,7 @@ impl Joining {
             }
             // A live history may answer late: give it until its storage hint expires (bounded), and
             // longer after seeing its traffic.
-            let hint = core.live_until.map_or(0, |u| {
+            let hint = core.live_until().map_or(0, |u| {
                 u.min(echo_at + config.freeze_grace + config.live_ttl)
             });
             let traffic = self.traffic_at.map_or(0, |e| e + config.join_patience);

@@ -17,16 +17,30 @@
 //!   `handle_pagehide`, `handle_pageshow`, `handle_close`; `handle_missed_messages` when the transport
 //!   lost messages of its order).
 //!
-//! States ([`State`]): a context not in the protocol is detached; once it needs a lock it joins
-//! ([`joining`]), and with a complete replica it is synced ([`synced`]), until it leaves, loses its
-//! membership (and joins again), or retires. What it has in every state (its requests, queries, counters
-//! and effects) is its [`core`].
+//! Where it stands has two axes, kept together in [`state`] and changed only by its `move_to_*`
+//! functions, which assert that each change is legal:
+//! - Its state in the protocol ([`state::State`]): a context not in the protocol is detached; once it
+//!   needs a lock it joins ([`joining`]), and with a complete replica it is synced ([`synced`]), until it
+//!   leaves, loses its membership (and joins again), or retires.
+//! - Its context's life ([`state::Lifecycle`]), moved by the page's lifecycle calls and by the protocol:
+//!   `Running` (it follows the order and runs its policies); `Frozen` (`handle_freeze`, back to
+//!   `Running` on `handle_resume`: it announced how long its locks stay its own, and runs no policy
+//!   meanwhile); `Hidden` (`handle_pagehide` with `persisted`: in the back/forward cache, out of the
+//!   protocol with nothing held, back to `Running` on `handle_pageshow`); `Gone` (`handle_close`, or
+//!   `handle_pagehide` without `persisted`: for good); `Retired` (a message of a newer protocol version
+//!   arrived: out of the protocol, and it grants nothing any more). Only a running or frozen context is
+//!   in the protocol; only a running one enters it.
+//!
+//! What it has in every state (its requests, queries, counters and effects) is its [`core`]; the rules
+//! that need the replica (sending its requests once active, answering queries, keeping the storage hint
+//! fresh, making way) live with the synced state.
 
 mod config;
 mod core;
 mod effect;
 mod joining;
 mod log_reader;
+mod state;
 mod synced;
 
 pub use config::{Config, Transport, Wake};
@@ -41,23 +55,17 @@ use crate::protocol::wire::{
 };
 use crate::scheduler::LockMode;
 
-use self::core::{Core, Lifecycle, LocalRequest, PendingQuery, RequestState, earliest};
+use self::core::{Core, RequestState, earliest};
 use joining::{Joined, Joining};
 use log_reader::LogReader;
-use synced::{Alone, Membership, Synced};
-
-/// Where a participant stands in the protocol.
-enum State {
-    /// Not in the protocol: it never needed a lock yet, made way, left, was hidden or retired.
-    Detached,
-    Joining(Box<Joining>),
-    Synced(Box<Synced>),
-}
+use state::{Lifecycle, Phase};
+use synced::{MakeWay, Membership, Synced};
 
 /// One context of the origin.
 pub struct Participant {
     core: Core,
-    state: State,
+    /// Where it stands in the protocol and in its context's life.
+    phase: Phase,
     /// Over the log: its order restored, and when to read it.
     log: LogReader,
     /// Since when this context has had nothing held, pending or queried, where it polls the log: it
@@ -78,7 +86,7 @@ impl Participant {
     pub fn with_version(client_id: &str, config: Config, version: u32) -> Participant {
         Participant {
             core: Core::new(client_id, config, version),
-            state: State::Detached,
+            phase: Phase::new(),
             log: LogReader::new(),
             idle_since: None,
             armed: None,
@@ -105,7 +113,7 @@ impl Participant {
     }
 
     pub fn client_id(&self) -> &str {
-        &self.core.client
+        self.core.client()
     }
 
     /// This context's current membership.
@@ -115,15 +123,12 @@ impl Participant {
 
     /// The protocol version this participant speaks.
     pub fn version(&self) -> u32 {
-        self.core.version
+        self.core.version()
     }
 
     /// The replica, once it has a complete one (for tests and diagnostics).
     pub fn replica(&self) -> Option<&Replica> {
-        match &self.state {
-            State::Synced(s) => Some(&s.replica),
-            _ => None,
-        }
+        self.phase.synced().map(Synced::replica)
     }
 
     /// Over the log, the key up to which this context has applied the log (for the simulation).
@@ -149,48 +154,34 @@ impl Participant {
         steal: bool,
     ) {
         let core = &mut self.core;
-        if core.requests.contains_key(&id)
-            || matches!(core.lifecycle, Lifecycle::Gone | Lifecycle::Hidden)
+        if core.request_state(id).is_some()
+            || matches!(self.phase.lifecycle(), Lifecycle::Gone | Lifecycle::Hidden)
         {
             return;
         }
         // A retired context grants nothing. A local miss (docs/PROTOCOL.md §5) is decided here,
         // without the order's round trip.
         if if_available
-            && (core.lifecycle == Lifecycle::Retired
+            && (self.phase.lifecycle() == Lifecycle::Retired
                 || (!steal && core.holds_conflicting(name, mode)))
         {
             core.emit(Effect::NotAvailable(id));
             return;
         }
-        let call = core.next_call();
-        core.requests.insert(
-            id,
-            LocalRequest {
-                name: name.into(),
-                mode,
-                if_available,
-                steal,
-                state: RequestState::Queued,
-                call,
-            },
-        );
+        core.add_request(id, name, mode, if_available, steal);
         self.attach();
         // Earlier queued requests exist only while this context is not an active member, and then
         // nothing is sent: sending just this one keeps call order and a bulk of calls linear.
-        self.send_request(id, None);
+        if let Some(s) = self.phase.synced_mut() {
+            s.send_request(&mut self.core, id, None);
+        }
         self.after(now);
     }
 
     /// Spec 4.2: lock `id`'s waiting promise settled. A lock that is not held (stolen) is a no-op.
     pub fn handle_release(&mut self, now: u64, id: u64) {
-        if self
-            .core
-            .requests
-            .get(&id)
-            .is_some_and(|r| r.state == RequestState::Held)
-        {
-            self.core.requests.remove(&id);
+        if self.core.request_state(id) == Some(RequestState::Held) {
+            self.core.forget_request(id);
             self.send_lock_message(Body::Release { id });
         }
         self.after(now);
@@ -200,8 +191,7 @@ impl Participant {
     /// request); false if it was granted (or unknown). If the grant is already decided in the origin
     /// but not yet seen here, the origin releases it when it applies the abort.
     pub fn handle_abort(&mut self, now: u64, id: u64) -> bool {
-        let state = self.core.requests.get(&id).map(|r| r.state);
-        let aborted = match state {
+        let aborted = match self.core.request_state(id) {
             Some(RequestState::Queued) => true,
             Some(RequestState::Posted) => {
                 self.send_lock_message(Body::Abort { id });
@@ -210,7 +200,7 @@ impl Participant {
             Some(RequestState::Held) | None => false,
         };
         if aborted {
-            self.core.requests.remove(&id);
+            self.core.forget_request(id);
         }
         self.after(now);
         aborted
@@ -220,23 +210,16 @@ impl Participant {
     /// this context sent before the query.
     pub fn handle_query(&mut self, now: u64, query: u64) {
         let core = &mut self.core;
-        if matches!(core.lifecycle, Lifecycle::Retired | Lifecycle::Gone) {
-            let snapshot = core.local_snapshot();
-            core.emit(Effect::Snapshot { query, snapshot });
+        if matches!(self.phase.lifecycle(), Lifecycle::Retired | Lifecycle::Gone) {
+            core.answer_locally(query);
             return;
         }
-        let call = core.next_call();
-        core.queried_at = Some(now);
         // Where the context reads the log only when poked or polled, the answer must include what the
         // origin did before the call: it waits for an `Alive` of its own to come back.
-        if !core.config.transport.prompt() && self.is_active_member() {
+        if !core.config().transport.prompt() && self.is_active_member() {
             self.core.send(Body::Alive);
         }
-        self.core.queries.push(PendingQuery {
-            id: query,
-            watermark: None,
-            call,
-        });
+        self.core.add_query(now, query);
         self.attach();
         self.after(now);
     }
@@ -321,7 +304,7 @@ impl Participant {
     /// version's `Join` is answered as on the broadcast transport, and its other frames make this
     /// context read the log; a newer version's message retires this context.
     pub fn handle_carried(&mut self, now: u64, values: &[Value]) {
-        if let Some((key, log, data)) = wire::decode_entry(values, self.core.version) {
+        if let Some((key, log, data)) = wire::decode_entry(values, self.core.version()) {
             if self.log_is_followed()
                 && let Some(values) = self.log.carried(log, key, data)
             {
@@ -330,20 +313,20 @@ impl Participant {
             self.after_log_entry(now);
             return;
         }
-        match decode_versioned(values, self.core.version) {
+        match decode_versioned(values, self.core.version()) {
             Some(Decoded::Ours(m))
                 if self.is_active_member()
                     && m.body == Body::Leave
                     && m.seq == 0
-                    && m.sender.client != self.core.client =>
+                    && &m.sender.client != self.core.client() =>
             {
                 self.core.queue(m);
             }
-            Some(Decoded::Foreign { version, .. }) if version > self.core.version => {
+            Some(Decoded::Foreign { version, .. }) if version > self.core.version() => {
                 self.retire(version)
             }
             Some(Decoded::Foreign { version, kind, .. })
-                if version < self.core.version && kind == KIND_JOIN && self.log_is_followed() =>
+                if version < self.core.version() && kind == KIND_JOIN && self.log_is_followed() =>
             {
                 self.core.send(Body::Alive);
             }
@@ -365,7 +348,7 @@ impl Participant {
     /// ([`storage_hint::LIVE_KEY`]) matters; a corrupt value counts as absent.
     pub fn handle_storage(&mut self, now: u64, key: &str, value: Option<&str>) {
         if key == storage_hint::LIVE_KEY {
-            self.core.live_until = storage_hint::parse(value);
+            self.core.hint_read(storage_hint::parse(value));
             self.after(now);
         }
     }
@@ -375,14 +358,12 @@ impl Participant {
     /// This context's liveness database is open under key `watch` (`Effect::OpenAlive`). A joiner
     /// waiting for it posts its Join; a context that left the protocol meanwhile closes it again.
     pub fn handle_alive(&mut self, now: u64, watch: u64) {
-        self.core.opening_alive = false;
-        if matches!(self.state, State::Detached) || self.core.lifecycle != Lifecycle::Running {
-            self.core.watch = watch;
-            self.close_alive();
+        self.core.alive_opened(watch);
+        if self.phase.is_detached() || self.phase.lifecycle() != Lifecycle::Running {
+            self.core.close_alive();
             return;
         }
-        self.core.watch = watch;
-        if let State::Joining(j) = &mut self.state {
+        if let Some(j) = self.phase.joining_mut() {
             j.alive(&mut self.core);
         }
         self.after(now);
@@ -392,17 +373,14 @@ impl Participant {
     /// process ended): the others will find it gone and take its locks, so it steps out at once (its
     /// held locks reported lost) and, if it still waits or queries, joins again with a new database.
     pub fn handle_alive_lost(&mut self, now: u64) {
-        if self.core.watch == 0 {
+        if !self.core.alive_lost() {
             return;
         }
-        self.core.watch = 0;
-        if matches!(self.state, State::Detached)
-            || !matches!(self.core.lifecycle, Lifecycle::Running | Lifecycle::Frozen)
-        {
+        if self.phase.is_detached() || !self.phase.lives() {
             return;
         }
         self.step_out(LossReason::Evicted);
-        if !self.core.requests.is_empty() || !self.core.queries.is_empty() {
+        if !self.core.is_idle() {
             self.attach();
         }
         self.after(now);
@@ -410,7 +388,7 @@ impl Participant {
 
     /// The origin's liveness databases (`Effect::Census`): each context's client id and key.
     pub fn handle_census(&mut self, now: u64, listed: Vec<(std::rc::Rc<str>, u64)>) {
-        if let State::Joining(j) = &mut self.state {
+        if let Some(j) = self.phase.joining_mut() {
             j.census(&self.core, listed);
             self.after(now);
         }
@@ -419,20 +397,14 @@ impl Participant {
     /// The liveness database `watch` of context `client` lost its last connection (`Effect::Watch`,
     /// `Effect::Census`): that context is gone.
     pub fn handle_gone(&mut self, now: u64, client: &str, watch: u64) {
-        match &mut self.state {
-            State::Detached => return,
-            State::Joining(j) => j.gone(client.into(), watch),
-            State::Synced(s) => s.gone(&mut self.core, client, watch),
+        if let Some(j) = self.phase.joining_mut() {
+            j.gone(client.into(), watch);
+        } else if let Some(s) = self.phase.synced_mut() {
+            s.gone(&mut self.core, client, watch);
+        } else {
+            return;
         }
         self.after(now);
-    }
-
-    /// Closes this context's liveness database, if it has one.
-    fn close_alive(&mut self) {
-        if self.core.watch != 0 {
-            self.core.watch = 0;
-            self.core.emit(Effect::CloseAlive);
-        }
     }
 
     // ---- the page's lifecycle -------------------------------------------------------------------------
@@ -440,38 +412,35 @@ impl Participant {
     /// The page is being frozen: announce it, so the others keep this context's locks for
     /// `freeze_grace`.
     pub fn handle_freeze(&mut self, now: u64) {
-        if self.core.lifecycle != Lifecycle::Running {
+        if self.phase.lifecycle() != Lifecycle::Running {
             return;
         }
-        if self.core.config.evidence && !self.core.has_interest() && self.core.queries.is_empty() {
+        if self.core.config().evidence && self.core.is_idle() {
             // Its liveness database stays open while it is frozen, and a joiner waits for every
             // member that lives: an idle one leaves rather than keep joiners waiting until it resumes.
             self.leave();
-            self.core.lifecycle = Lifecycle::Frozen;
+            self.phase.move_to_frozen();
             self.sync_farewell();
             return;
         }
         if self.is_active_member() {
-            let until = now + self.core.config.freeze_grace;
+            let until = now + self.core.config().freeze_grace;
             self.core.send(Body::Freeze { until });
             // A frozen page runs no task: its messages go before it freezes.
             self.core.flush();
-            if !self.core.config.evidence
-                && self.core.has_interest()
-                && self.core.live_until.is_none_or(|u| u < until)
-            {
-                self.core.write_live(until);
+            if !self.core.config().evidence && self.core.has_interest() {
+                self.core.extend_hint(until);
             }
         }
-        self.core.lifecycle = Lifecycle::Frozen;
+        self.phase.move_to_frozen();
     }
 
     /// The page was resumed from freezing.
     pub fn handle_resume(&mut self, now: u64) {
-        if self.core.lifecycle != Lifecycle::Frozen {
+        if self.phase.lifecycle() != Lifecycle::Frozen {
             return;
         }
-        self.core.lifecycle = Lifecycle::Running;
+        self.phase.move_to_running();
         if self.is_active_member() {
             self.core.send(Body::Alive);
         }
@@ -485,30 +454,27 @@ impl Participant {
             self.handle_close(now);
             return;
         }
-        if matches!(
-            self.core.lifecycle,
-            Lifecycle::Gone | Lifecycle::Retired | Lifecycle::Hidden
-        ) {
+        if !self.phase.lives() {
             return;
         }
         self.step_out(LossReason::Hidden);
-        self.core.lifecycle = Lifecycle::Hidden;
+        self.phase.move_to_hidden();
         self.core.set_timer(None);
         self.sync_farewell();
     }
 
     /// `pageshow` after the back/forward cache: join again if anything is waiting.
     pub fn handle_pageshow(&mut self, now: u64, persisted: bool) {
-        if persisted && matches!(self.core.lifecycle, Lifecycle::Running | Lifecycle::Frozen) {
+        if persisted && self.phase.lives() {
             // Back from the cache without this participant having seen its `pagehide` (the listener was
             // cut short), while the edge's farewell told the origin it left: catch up before joining.
             self.handle_pagehide(now, true);
         }
-        if !persisted || self.core.lifecycle != Lifecycle::Hidden {
+        if !persisted || self.phase.lifecycle() != Lifecycle::Hidden {
             return;
         }
-        self.core.lifecycle = Lifecycle::Running;
-        if !self.core.requests.is_empty() || !self.core.queries.is_empty() {
+        self.phase.move_to_running();
+        if !self.core.is_idle() {
             self.attach();
         }
         self.after(now);
@@ -520,13 +486,11 @@ impl Participant {
     /// after a reset; its Leave releases them wherever the origin still counts them) and, if it still
     /// waits or queries, joins again with a state transfer.
     pub fn handle_missed_messages(&mut self, now: u64) {
-        if !matches!(self.core.lifecycle, Lifecycle::Running | Lifecycle::Frozen)
-            || matches!(self.state, State::Detached)
-        {
+        if !self.phase.lives() || self.phase.is_detached() {
             return;
         }
         self.step_out(LossReason::Reset);
-        if !self.core.requests.is_empty() || !self.core.queries.is_empty() {
+        if !self.core.is_idle() {
             self.attach();
         }
         self.after(now);
@@ -534,13 +498,13 @@ impl Participant {
 
     /// The context closes (unload, `pagehide` without `persisted`, a worker's end): leave at once.
     pub fn handle_close(&mut self, _now: u64) {
-        if self.core.lifecycle == Lifecycle::Gone {
+        if self.phase.lifecycle() == Lifecycle::Gone {
             return;
         }
-        if self.core.lifecycle != Lifecycle::Retired {
+        if self.phase.lifecycle() != Lifecycle::Retired {
             self.leave();
         }
-        self.core.lifecycle = Lifecycle::Gone;
+        self.phase.move_to_gone();
         self.core.set_timer(None);
         self.sync_farewell();
     }
@@ -548,19 +512,19 @@ impl Participant {
     // ---- internals ------------------------------------------------------------------------------------
 
     fn is_active_member(&self) -> bool {
-        matches!(&self.state, State::Synced(s) if s.active)
+        self.phase.synced().is_some_and(Synced::is_active)
     }
 
     /// Enters the protocol if this context is not in it yet: opens its channels (over the log, it starts
     /// reading it anew: out of the protocol it followed nothing, and what it missed comes with the state
     /// transfer) and joins.
     fn attach(&mut self) {
-        if matches!(self.state, State::Detached) && self.core.lifecycle == Lifecycle::Running {
-            if matches!(self.core.config.transport, Transport::Log(_)) {
+        if self.phase.is_detached() && self.phase.lifecycle() == Lifecycle::Running {
+            if matches!(self.core.config().transport, Transport::Log(_)) {
                 self.log = LogReader::new();
             }
             self.core.emit(Effect::OpenChannels);
-            self.state = State::Joining(Box::new(Joining::start(&mut self.core)));
+            self.phase.move_to_joining(Joining::start(&mut self.core));
         }
     }
 
@@ -569,10 +533,10 @@ impl Participant {
     /// waits for anything (so that the next page of a lone tab does not wait for it), after the
     /// messages: a closing page's `pagehide` may be cut short, and its `Leave` matters more.
     fn leave(&mut self) {
-        let only_mine = match &self.state {
-            State::Synced(s) if self.core.wrote_hint => {
+        let only_mine = match self.phase.synced() {
+            Some(s) if self.core.wrote_hint() => {
                 let me = self.core.member_key();
-                let snapshot = s.replica.snapshot();
+                let snapshot = s.replica().snapshot();
                 snapshot
                     .held
                     .iter()
@@ -581,16 +545,16 @@ impl Participant {
             }
             _ => false,
         };
-        if !matches!(self.state, State::Detached) {
+        if !self.phase.is_detached() {
             self.send_lock_message(Body::Leave);
             self.core.flush();
             self.core.emit(Effect::CloseChannels);
         }
         // After its Leave: the others then find it gone only once it has left.
-        self.close_alive();
-        self.state = State::Detached;
+        self.core.close_alive();
+        self.phase.move_to_detached();
         // Messages sent before leaving will not come back on the closed channels.
-        self.core.echoed_seq = self.core.seq;
+        self.core.forget_echoes();
         self.core.reset_watermarks();
         if only_mine {
             self.core.remove_live();
@@ -609,124 +573,33 @@ impl Participant {
         let core = &mut self.core;
         core.emit(Effect::Incompatible { version });
         core.lose_membership(LossReason::Retired);
-        for id in core.request_ids(|r| r.if_available) {
-            core.requests.remove(&id);
-            core.emit(Effect::NotAvailable(id));
-        }
-        if !matches!(self.state, State::Detached) {
+        core.refuse_if_available();
+        if !self.phase.is_detached() {
             self.core.emit(Effect::CloseChannels);
         }
-        self.close_alive();
-        self.state = State::Detached;
-        self.core.lifecycle = Lifecycle::Retired;
-        for q in std::mem::take(&mut self.core.queries) {
-            let snapshot = self.core.local_snapshot();
-            self.core.emit(Effect::Snapshot {
-                query: q.id,
-                snapshot,
-            });
-        }
+        self.core.close_alive();
+        self.phase.move_to_detached();
+        self.phase.move_to_retired();
+        self.core.answer_all_locally();
         self.core.set_timer(None);
         self.sync_farewell();
     }
 
-    /// Sends one of this context's own lock messages (`Request`, `Release`, `Abort`, `Leave`); the lone
-    /// member applies its `Request`, `Release` and `Abort` at once, and may decide them alone without
-    /// sending them (docs/PROTOCOL.md, "the lone member": nobody else can be told anything a later
-    /// `State` would not tell them).
+    /// Sends one of this context's own lock messages (`Request`, `Release`, `Abort`, `Leave`): a synced
+    /// context may decide it alone (see [`Synced::send_lock_message`]).
     fn send_lock_message(&mut self, body: Body) {
-        let alone = match &self.state {
-            State::Synced(s) => s.applies_alone(&self.core, &body),
-            _ => Alone::No,
-        };
-        let message = if alone == Alone::Unsent {
-            // No place in the order: the sequence number does not move.
-            Message {
-                sender: self.core.member_key(),
-                seq: self.core.seq,
-                body,
-            }
-        } else {
-            self.core.next_message(body)
-        };
-        let mut outcomes = Vec::new();
-        if alone != Alone::No
-            && let State::Synced(s) = &mut self.state
-        {
-            s.replica.apply_ahead(&message, &mut outcomes);
-            if alone == Alone::Ahead {
-                s.applied_ahead = message.seq;
-            }
-        }
-        if alone == Alone::Unsent {
-            self.core.decided(message);
-        } else {
-            self.core.queue(message);
-        }
-        self.core.handle_outcomes(outcomes);
-    }
-
-    /// Sends the queued requests, in call order, once this context is an active member.
-    fn send_queued(&mut self) {
-        let mut queued: Vec<(u64, u64)> = Vec::new();
-        for (id, r) in self.core.requests.iter() {
-            if r.state == RequestState::Queued {
-                queued.push((r.call, *id));
-            }
-        }
-        queued.sort_unstable();
-        for k in 0..queued.len() {
-            if k == 0 && !self.core.queries.is_empty() {
-                // Queries made before every queued request see none of them.
-                self.core.settle_watermarks_before(Some(queued[0].0));
-                self.answer_queries();
-            }
-            let next_queued = queued.get(k + 1).map(|q| q.0);
-            self.send_request(queued[k].1, next_queued);
-        }
-    }
-
-    /// Sends queued request `id` if this context is an active member, then gives a watermark to the
-    /// queries it no longer precedes. `next_queued` is the call of the first request still queued
-    /// after it (an active member sends every request as it is made, so a new request has none).
-    fn send_request(&mut self, id: u64, next_queued: Option<u64>) {
-        if !self.is_active_member() || self.core.lifecycle == Lifecycle::Retired {
-            return;
-        }
-        let Some(r) = self
-            .core
-            .requests
-            .get_mut(&id)
-            .filter(|r| r.state == RequestState::Queued)
-        else {
-            return;
-        };
-        r.state = RequestState::Posted;
-        let body = Body::Request {
-            id,
-            name: r.name.clone(),
-            mode: r.mode,
-            if_available: r.if_available,
-            steal: r.steal,
-        };
-        self.send_lock_message(body);
-        self.core.settle_watermarks_before(next_queued);
-        if !self.core.queries.is_empty() {
-            // A query whose earlier calls are all applied ahead is answered now, before the next
-            // queued request is applied ahead too.
-            self.answer_queries();
+        match self.phase.synced_mut() {
+            Some(s) => s.send_lock_message(&mut self.core, body),
+            None => self.core.send(body),
         }
     }
 
     /// Applies one channel message or log entry (a message or a batch) at the next place of the order.
     fn apply_values(&mut self, now: u64, values: &[Value]) {
-        if matches!(
-            self.core.lifecycle,
-            Lifecycle::Hidden | Lifecycle::Gone | Lifecycle::Retired
-        ) {
+        if !self.phase.lives() {
             return;
         }
-        let version = self.core.version;
+        let version = self.core.version();
         match split_batch(values, version) {
             Some(parts) => {
                 for part in parts {
@@ -746,64 +619,59 @@ impl Participant {
     /// The next message of the order, for the state to apply.
     fn receive(&mut self, now: u64, decoded: Decoded) {
         if let Decoded::Ours(m) = &decoded
-            && m.sender.client == self.core.client
+            && &m.sender.client == self.core.client()
             && m.seq != 0
         {
             // A member's own messages come back in the order it sent them, each once (A2, A1′): one
             // that comes back past a message it has not seen means that one was lost (over the log, an
             // append that aborted, whose gap is told later). Its replica lacks what it sent, so its
             // answers would too: it steps out now, as for any gap.
-            if m.seq > self.core.echoed_seq + 1
-                && m.seq <= self.core.seq
-                && matches!(self.state, State::Synced(_))
-            {
+            if self.core.echo_skips(m.seq) && self.phase.synced().is_some() {
                 self.step_out(LossReason::Reset);
-                if !self.core.requests.is_empty() || !self.core.queries.is_empty() {
+                if !self.core.is_idle() {
                     self.attach();
                 }
                 return;
             }
-            self.core.echoed_seq = self.core.echoed_seq.max(m.seq);
+            self.core.echoed(m.seq);
         }
         if let Decoded::Foreign { version, .. } = &decoded
-            && *version > self.core.version
+            && *version > self.core.version()
         {
             self.retire(*version);
             return;
         }
-        match &mut self.state {
-            State::Detached => {}
-            State::Joining(j) => match j.receive(&mut self.core, now, decoded) {
+        if let Some(j) = self.phase.joining_mut() {
+            match j.receive(&mut self.core, now, decoded) {
                 Joined::Waiting => {}
                 Joined::Complete { replica, last } => self.synced(now, *replica, last),
                 Joined::Restart => self.start_joining(),
-            },
-            State::Synced(s) => {
-                s.receive(&mut self.core, now, decoded);
-                self.check_membership(now);
             }
+        } else if let Some(s) = self.phase.synced_mut() {
+            s.receive(&mut self.core, now, decoded);
+            self.check_membership(now);
         }
     }
 
     /// The replica is complete: the context follows the order with it.
     fn synced(&mut self, now: u64, replica: Replica, last: MessageId) {
-        self.state = State::Synced(Box::new(Synced::new(replica, last)));
+        self.phase.move_to_synced(Synced::new(replica, last));
         self.check_membership(now);
     }
 
     /// Queues a Join of a new incarnation, and waits for a state transfer.
     fn start_joining(&mut self) {
-        self.state = State::Joining(Box::new(Joining::start(&mut self.core)));
+        self.phase.move_to_joining(Joining::start(&mut self.core));
     }
 
     /// After every applied message of a synced context: once active it sends what it queued; if it lost
     /// its membership, its requests go back to the queue and it joins afresh.
     fn check_membership(&mut self, now: u64) {
-        let State::Synced(s) = &mut self.state else {
+        let Some(s) = self.phase.synced_mut() else {
             return;
         };
         match s.membership(&self.core) {
-            Membership::Active { just_became: true } => self.send_queued(),
+            Membership::Active { just_became: true } => s.send_queued(&mut self.core),
             Membership::Active { just_became: false } => {}
             Membership::Lost { was_active } => {
                 if was_active {
@@ -814,7 +682,7 @@ impl Participant {
                 let mut joining = Joining::start(&mut self.core);
                 // The history was alive a moment ago: give its members `join_patience` to answer.
                 joining.saw_traffic(now);
-                self.state = State::Joining(Box::new(joining));
+                self.phase.move_to_joining(joining);
             }
         }
     }
@@ -823,11 +691,8 @@ impl Participant {
     /// the log, and the timer for the earliest next deadline; then what the edge keeps for this
     /// membership (the farewell, the deputy's announcement).
     fn after(&mut self, now: u64) {
-        if self.core.lifecycle != Lifecycle::Running {
-            if matches!(
-                self.core.lifecycle,
-                Lifecycle::Gone | Lifecycle::Hidden | Lifecycle::Retired
-            ) {
+        if self.phase.lifecycle() != Lifecycle::Running {
+            if !self.phase.lives() {
                 self.core.set_timer(None);
             }
             self.sync_farewell();
@@ -835,13 +700,13 @@ impl Participant {
         }
         let mut next: Option<u64> = self.make_way(now);
         let core = &mut self.core;
-        match &mut self.state {
-            State::Detached => {}
-            State::Joining(j) => next = earliest(next, j.policies(core, now)),
-            State::Synced(s) => next = earliest(next, s.policies(core, now)),
+        if let Some(j) = self.phase.joining_mut() {
+            next = earliest(next, j.policies(core, now));
+        } else if let Some(s) = self.phase.synced_mut() {
+            next = earliest(next, s.policies(core, now));
+            s.answer_queries(core);
+            next = earliest(next, s.live_policy(core, now));
         }
-        self.answer_queries();
-        next = earliest(next, self.live_policy(now));
         next = earliest(next, self.log_policy(now));
         self.core.set_timer(next);
         self.sync_farewell();
@@ -851,9 +716,8 @@ impl Participant {
     /// The farewell the edge keeps armed: this membership's `Leave` while the context is in the
     /// protocol and alive, none otherwise. Re-armed only when the membership changes.
     fn sync_farewell(&mut self) {
-        let farewell = (matches!(self.core.lifecycle, Lifecycle::Running | Lifecycle::Frozen)
-            && !matches!(self.state, State::Detached))
-        .then_some(self.core.incarnation);
+        let farewell =
+            (self.phase.lives() && !self.phase.is_detached()).then_some(self.core.incarnation());
         if farewell != self.armed {
             self.armed = farewell;
             let message = farewell.map(|_| Message {
@@ -869,13 +733,13 @@ impl Participant {
     /// 0 that answers no ping.
     fn sync_announcement(&mut self) {
         // With evidence, silence evicts nobody: there is nothing for a deputy to answer.
-        if self.core.config.evidence
+        if self.core.config().evidence
             || !self.is_active_member()
-            || self.announced == Some(self.core.incarnation)
+            || self.announced == Some(self.core.incarnation())
         {
             return;
         }
-        self.announced = Some(self.core.incarnation);
+        self.announced = Some(self.core.incarnation());
         let me = self.core.member_key();
         self.core.emit(Effect::Announce(Message {
             sender: me.clone(),
@@ -886,111 +750,28 @@ impl Participant {
         }));
     }
 
-    /// An idle member that saw another member's request leaves the protocol, so that the busy one may
-    /// become the lone member and decide alone (docs/PROTOCOL.md, "making way"); it joins again, with a
-    /// state transfer, when it next needs a lock. Not while another member could not carry the history
-    /// on without it, nor for `query_linger` after this context's last `query()`. Driven by messages
-    /// only: an idle origin stays quiet. A member that must poll the log to hear anything
-    /// (`Wake::Polls`) also leaves once idle for `query_linger`, so that it stops polling. Returns when
-    /// to look again.
+    /// Making way (see [`Synced::make_way`]) is for a synced member only: out of that state, what such a
+    /// member noted for it is void. Returns when to look again.
     fn make_way(&mut self, now: u64) -> Option<u64> {
-        let core = &mut self.core;
-        let idle = !core.has_interest() && core.queries.is_empty();
-        let linger = core.config.query_linger;
-        let lingering = core.queried_at.is_some_and(|t| now < t + linger);
-        // Over the log without a carrier, an idle member hears a worker's Join only at its next poll,
-        // and it polls only while busy: with evidence, such a joiner waits for every member that
-        // lives, so an idle document leaves too, as a worker does.
-        let polls = (core.config.transport == Transport::Log(Wake::Polls)
-            || (core.config.evidence && core.config.transport == Transport::Log(Wake::Pokes)))
-            && matches!(self.state, State::Synced(_));
-        let idle_since = if idle && polls {
-            *self.idle_since.get_or_insert(now)
-        } else {
+        let Some(s) = self.phase.synced() else {
             self.idle_since = None;
-            now
+            self.core.take_saw_request();
+            return None;
         };
-        let linger_end = (idle_since + linger).max(core.queried_at.map_or(0, |t| t + linger));
-        let saw_request = std::mem::take(&mut core.saw_request);
-        if !idle || lingering {
-            // A query answered after this (in the same event) leaves it idle: look again then.
-            return (polls && !core.has_interest()).then_some(linger_end);
-        }
-        let me = core.member_key();
-        let mut others = false;
-        let mut pending = false;
-        if let State::Synced(s) = &self.state
-            && s.active
-        {
-            for (k, m) in s.replica.members() {
-                others |= *k != me && !m.pending;
-                pending |= m.pending;
+        match s.make_way(&mut self.core, &mut self.idle_since, now) {
+            MakeWay::Stay { look_again } => look_again,
+            MakeWay::Leave => {
+                self.leave();
+                None
             }
         }
-        if saw_request && others {
-            self.leave();
-        } else if polls && !pending {
-            if now < linger_end {
-                return Some(linger_end);
-            }
-            self.leave();
-        }
-        None
-    }
-
-    /// Answers the queries whose context's own earlier messages are all applied.
-    fn answer_queries(&mut self) {
-        let State::Synced(s) = &self.state else {
-            return;
-        };
-        if self.core.queries.is_empty() || !s.active {
-            return;
-        }
-        self.core.settle_watermarks();
-        // Own messages applied ahead count as seen: the query is then answered at once, before a
-        // later call of this context is applied ahead too (and would show in its snapshot).
-        let echoed = self.core.echoed_seq.max(s.applied_ahead);
-        let mut waiting = Vec::new();
-        for q in std::mem::take(&mut self.core.queries) {
-            if q.watermark.is_some_and(|a| a <= echoed) {
-                let snapshot = s.replica.snapshot();
-                self.core.emit(Effect::Snapshot {
-                    query: q.id,
-                    snapshot,
-                });
-            } else {
-                waiting.push(q);
-            }
-        }
-        self.core.queries = waiting;
-    }
-
-    /// Keeps the storage hint fresh while this context is a member with something held or pending;
-    /// once it is not, the hint expires by itself (and goes when the context leaves, see `leave`).
-    /// Returns when to renew.
-    fn live_policy(&mut self, now: u64) -> Option<u64> {
-        // With evidence, joiners learn who lives from the census, not from the hint.
-        let interest =
-            self.core.has_interest() && self.is_active_member() && !self.core.config.evidence;
-        let core = &mut self.core;
-        let half = core.config.live_ttl / 2;
-        if interest {
-            if core.live_until.is_none_or(|u| u <= now + half) {
-                core.write_live(now + core.config.live_ttl);
-            }
-            core.wrote_hint = true;
-            return core.live_until.map(|u| u - half);
-        }
-        // Idle: the hint is left to expire, not removed (a lone tab's lock cycle would otherwise write
-        // storage twice, each a cross-process write and an event in every other tab); leaving removes it.
-        None
     }
 
     /// Whether the log's entries are for this context now: it is in the protocol over the log.
     fn log_is_followed(&self) -> bool {
-        matches!(self.core.config.transport, Transport::Log(_))
-            && !matches!(self.state, State::Detached)
-            && matches!(self.core.lifecycle, Lifecycle::Running | Lifecycle::Frozen)
+        matches!(self.core.config().transport, Transport::Log(_))
+            && !self.phase.is_detached()
+            && self.phase.lives()
     }
 
     /// Applies the log's entries that are next in key order, and notes a missing key.
@@ -1004,25 +785,24 @@ impl Participant {
     /// Starts the reads of the log the transport needs (see [`LogReader::policy`]). Returns when to look
     /// again.
     fn log_policy(&mut self, now: u64) -> Option<u64> {
-        let Transport::Log(wake) = self.core.config.transport else {
+        let Transport::Log(wake) = self.core.config().transport else {
             return None;
         };
         if !self.log_is_followed() {
             self.log.stop_polling();
             return None;
         }
-        let waiting = self.core.has_interest()
-            || !self.core.queries.is_empty()
-            || matches!(self.state, State::Joining(_));
-        let (read, next) = self.log.policy(&self.core.config, wake, waiting, now);
+        let waiting =
+            self.core.has_interest() || self.core.has_queries() || self.phase.is_joining();
+        let (read, next) = self.log.policy(self.core.config(), wake, waiting, now);
         if let Some(after) = read {
             self.core.emit(Effect::ReadLog { after });
         }
-        if let State::Synced(s) = &self.state
-            && s.active
+        if let Some(s) = self.phase.synced()
+            && s.is_active()
             && let Some(upto) = self.log.trim_to(
-                s.replica.is_sole_member(&self.core.member_key()),
-                self.core.config.log_keep,
+                s.replica().is_sole_member(&self.core.member_key()),
+                self.core.config().log_keep,
             )
         {
             self.core.emit(Effect::TrimLog { upto });

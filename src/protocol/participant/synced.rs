@@ -1,7 +1,9 @@
 //! The synced state: the context holds a complete replica and follows the order. It turns the
 //! replica's outcomes for its own requests into effects, keeps (or regains) its membership, answers
 //! joiners with state transfers, answers pings, and checks the liveness of the members that block its
-//! requests (docs/PROTOCOL.md §5 and §7).
+//! requests (docs/PROTOCOL.md §5 and §7). The rules that need the replica live here too: sending its
+//! requests once active (the lone member deciding its own), answering queries, keeping the storage hint
+//! fresh, and making way.
 
 use std::rc::Rc;
 
@@ -11,16 +13,16 @@ use crate::protocol::wire::{
 };
 use crate::sorted_vec::{SortedMap, SortedSet};
 
-use super::config::Config;
+use super::config::{Config, Transport, Wake};
 use super::core::{Core, RequestState, earliest};
 use super::effect::Effect;
 
 pub(super) struct Synced {
-    pub replica: Replica,
+    replica: Replica,
     /// The last message applied (a state transfer is "as of" it).
     last_applied: MessageId,
     /// This context is a member (not pending) of the current history and may send requests.
-    pub active: bool,
+    active: bool,
     /// When this member answers the pending joiners (its rank's turn).
     respond_at: Option<u64>,
     /// What this context knows of each member's liveness, and whether it answered the member's join.
@@ -36,7 +38,7 @@ pub(super) struct Synced {
     unchecked: usize,
     /// Sequence number of the last own message applied ahead of its echo (the lone member); the
     /// echoes of those messages only advance the position.
-    pub applied_ahead: u64,
+    applied_ahead: u64,
 }
 
 /// One member's liveness as this context sees it; all empty is the same as no entry.
@@ -60,7 +62,7 @@ struct Liveness {
 
 /// How the lone member takes one of its own lock messages (docs/PROTOCOL.md §5, "the lone member").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Alone {
+enum Alone {
     /// Not alone: the message is queued and applied when it comes back, as every member's.
     No,
     /// Applied now and queued: some of this context's messages are still to come back, so this one
@@ -80,6 +82,14 @@ pub(super) enum Membership {
     /// Evicted, or a new history began without it: it joins again (its held locks went with the
     /// membership, if it was an active member).
     Lost { was_active: bool },
+}
+
+/// What an idle member decided about making way (see [`Synced::make_way`]).
+pub(super) enum MakeWay {
+    /// It stays a member; `look_again` is when to decide again.
+    Stay { look_again: Option<u64> },
+    /// It leaves the protocol.
+    Leave,
 }
 
 /// The messages a lone member may apply before (or instead of) their place in the order: its own lock
@@ -108,13 +118,163 @@ impl Synced {
         }
     }
 
+    /// The complete replica.
+    pub fn replica(&self) -> &Replica {
+        &self.replica
+    }
+
+    /// This context is a member (not pending) of the history it follows, and may send requests.
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+
+    /// Sends one of this context's own lock messages (`Request`, `Release`, `Abort`, `Leave`); the lone
+    /// member applies its `Request`, `Release` and `Abort` at once, and may decide them alone without
+    /// sending them (docs/PROTOCOL.md, "the lone member": nobody else can be told anything a later
+    /// `State` would not tell them).
+    pub fn send_lock_message(&mut self, core: &mut Core, body: Body) {
+        let alone = self.applies_alone(core, &body);
+        let message = if alone == Alone::Unsent {
+            // No place in the order: the sequence number does not move.
+            core.unsent_message(body)
+        } else {
+            core.next_message(body)
+        };
+        let mut outcomes = Vec::new();
+        if alone != Alone::No {
+            self.replica.apply_ahead(&message, &mut outcomes);
+            if alone == Alone::Ahead {
+                self.applied_ahead = message.seq;
+            }
+        }
+        if alone == Alone::Unsent {
+            core.decided(message);
+        } else {
+            core.queue(message);
+        }
+        core.handle_outcomes(outcomes);
+    }
+
+    /// Sends the queued requests, in call order, once this context is an active member.
+    pub fn send_queued(&mut self, core: &mut Core) {
+        let queued = core.queued_in_call_order();
+        for k in 0..queued.len() {
+            if k == 0 && core.has_queries() {
+                // Queries made before every queued request see none of them.
+                core.settle_watermarks_before(Some(queued[0].0));
+                self.answer_queries(core);
+            }
+            let next_queued = queued.get(k + 1).map(|q| q.0);
+            self.send_request(core, queued[k].1, next_queued);
+        }
+    }
+
+    /// Sends queued request `id` if this context is an active member, then gives a watermark to the
+    /// queries it no longer precedes. `next_queued` is the call of the first request still queued
+    /// after it (an active member sends every request as it is made, so a new request has none).
+    pub fn send_request(&mut self, core: &mut Core, id: u64, next_queued: Option<u64>) {
+        if !self.active {
+            return;
+        }
+        let Some(body) = core.post_request(id) else {
+            return;
+        };
+        self.send_lock_message(core, body);
+        core.settle_watermarks_before(next_queued);
+        if core.has_queries() {
+            // A query whose earlier calls are all applied ahead is answered now, before the next
+            // queued request is applied ahead too.
+            self.answer_queries(core);
+        }
+    }
+
+    /// Answers the queries whose context's own earlier messages are all applied.
+    pub fn answer_queries(&self, core: &mut Core) {
+        if !core.has_queries() || !self.active {
+            return;
+        }
+        // Own messages applied ahead count as seen: the query is then answered at once, before a
+        // later call of this context is applied ahead too (and would show in its snapshot).
+        let echoed = core.echoed_seq().max(self.applied_ahead);
+        core.answer_queries(echoed, || self.replica.snapshot());
+    }
+
+    /// Keeps the storage hint fresh while this context is an active member with something held or
+    /// pending; once it is not, the hint expires by itself (and goes when the context leaves). Returns
+    /// when to renew.
+    pub fn live_policy(&self, core: &mut Core, now: u64) -> Option<u64> {
+        // With evidence, joiners learn who lives from the census, not from the hint.
+        let busy = core.has_interest() && self.active && !core.config().evidence;
+        // Idle: the hint is left to expire, not removed (a lone tab's lock cycle would otherwise write
+        // storage twice, each a cross-process write and an event in every other tab); leaving removes it.
+        core.keep_hint_fresh(now, busy)
+    }
+
+    /// An idle member that saw another member's request leaves the protocol, so that the busy one may
+    /// become the lone member and decide alone (docs/PROTOCOL.md, "making way"); it joins again, with a
+    /// state transfer, when it next needs a lock. Not while another member could not carry the history
+    /// on without it, nor for `query_linger` after this context's last `query()`. Driven by messages
+    /// only: an idle origin stays quiet. A member that must poll the log to hear anything
+    /// (`Wake::Polls`) also leaves once idle for `query_linger`, so that it stops polling.
+    /// `idle_since` is since when it has been idle while it polls.
+    pub fn make_way(&self, core: &mut Core, idle_since: &mut Option<u64>, now: u64) -> MakeWay {
+        let idle = core.is_idle();
+        let Config {
+            query_linger: linger,
+            transport,
+            evidence,
+            ..
+        } = *core.config();
+        let queried_until = core.query_linger_end();
+        let lingering = queried_until.is_some_and(|end| now < end);
+        // Over the log without a carrier, an idle member hears a worker's Join only at its next poll,
+        // and it polls only while busy: with evidence, such a joiner waits for every member that
+        // lives, so an idle document leaves too, as a worker does.
+        let polls = transport == Transport::Log(Wake::Polls)
+            || (evidence && transport == Transport::Log(Wake::Pokes));
+        let since = if idle && polls {
+            *idle_since.get_or_insert(now)
+        } else {
+            *idle_since = None;
+            now
+        };
+        let linger_end = (since + linger).max(queried_until.unwrap_or(0));
+        let saw_request = core.take_saw_request();
+        if !idle || lingering {
+            // A query answered after this (in the same event) leaves it idle: look again then.
+            let look_again = (polls && !core.has_interest()).then_some(linger_end);
+            return MakeWay::Stay { look_again };
+        }
+        let me = core.member_key();
+        let mut others = false;
+        let mut pending = false;
+        if self.active {
+            for (k, m) in self.replica.members() {
+                others |= *k != me && !m.pending;
+                pending |= m.pending;
+            }
+        }
+        if saw_request && others {
+            return MakeWay::Leave;
+        }
+        if polls && !pending {
+            if now < linger_end {
+                return MakeWay::Stay {
+                    look_again: Some(linger_end),
+                };
+            }
+            return MakeWay::Leave;
+        }
+        MakeWay::Stay { look_again: None }
+    }
+
     /// The next message of the order. Outcomes for this context's requests become effects, a ping of
     /// it is answered, and a context that sees a member go silent on a ping wakes its deputy. The
     /// caller checks the membership after.
     pub fn receive(&mut self, core: &mut Core, now: u64, decoded: Decoded) {
         let me = core.member_key();
-        let echoed_all = core.echoed_seq == core.seq;
-        let idle = core.requests.is_empty() && core.queries.is_empty();
+        let echoed_all = core.all_echoed();
+        let idle = core.is_idle();
         let mut outcomes = Vec::new();
         let mut answer_ping = false;
         let mut beacon = false;
@@ -156,7 +316,7 @@ impl Synced {
                 // in tasks, never between a release and the next request of a loop, so a busy context
                 // is not idle here.
                 if matches!(m.body, Body::Request { .. }) && m.sender.client != me.client {
-                    core.saw_request |= idle;
+                    core.saw_request();
                 }
                 if let Body::Ping { target } = &m.body {
                     let silenced = was_silent == Some(false)
@@ -212,13 +372,13 @@ impl Synced {
     /// of the history, active, with nobody pending, over a transport that tells it everything within a
     /// hop, its own `Request`, `Release` and `Abort` are applied as it sends them, provided every message
     /// it queued before is applied already (so its messages keep their order).
-    pub fn applies_alone(&self, core: &Core, body: &Body) -> Alone {
+    fn applies_alone(&self, core: &Core, body: &Body) -> Alone {
         let lone = decided_by_its_sender(body)
-            && core.config.transport.prompt()
+            && core.config().transport.prompt()
             && self.active
-            && core.echoed_seq.max(self.applied_ahead) == core.seq
+            && core.echoed_seq().max(self.applied_ahead) == core.seq()
             && self.replica.is_sole_member(&core.member_key());
-        match (lone, core.echoed_seq == core.seq) {
+        match (lone, core.all_echoed()) {
             (false, _) => Alone::No,
             (true, true) => Alone::Unsent,
             (true, false) => Alone::Ahead,
@@ -247,10 +407,10 @@ impl Synced {
     /// next deadline.
     pub fn policies(&mut self, core: &mut Core, now: u64) -> Option<u64> {
         let me = core.member_key();
-        let stagger = core.config.state_stagger;
+        let stagger = core.config().state_stagger;
         // A state transfer must be as of a place in the order: not while own messages applied ahead
         // are still to come back (their echoes, which follow every joiner's Join, end this at once).
-        let catching_up = self.applied_ahead > core.echoed_seq;
+        let catching_up = self.applied_ahead > core.echoed_seq();
         if !self.active {
             return None;
         }
@@ -346,9 +506,9 @@ impl Synced {
             evict_after,
             evict_after_deputy,
             ..
-        } = core.config;
-        let seq = core.seq;
-        let size = core.requests.len();
+        } = *core.config();
+        let seq = core.seq();
+        let size = core.request_count();
         let changed = self
             .checked
             .as_ref()
@@ -369,7 +529,7 @@ impl Synced {
         let mut next: Option<u64> = None;
         let mut waiting_for: SortedSet<Rc<str>> = SortedSet::new();
         let mut last: Option<&Rc<str>> = None;
-        for r in core.requests.values() {
+        for r in core.requests() {
             // Bulks of one name are common: skip the set lookup for a repeat.
             if r.state == RequestState::Posted && last.is_none_or(|l| **l != *r.name) {
                 waiting_for.insert(r.name.clone());
@@ -377,7 +537,7 @@ impl Synced {
             }
         }
         let blockers = self.replica.blockers_of(&me, &waiting_for);
-        if core.config.evidence && self.active && self.replica.is_first_member(&me) {
+        if core.config().evidence && self.active && self.replica.is_first_member(&me) {
             // The longest-standing member watches every other one, so that one gone while nobody
             // waits for it leaves the history too (and a lone survivor decides alone again).
             for (k, m) in self.replica.members() {
@@ -451,7 +611,7 @@ impl Synced {
         self.liveness_at = next;
         self.checked_at = now;
         self.unchecked = 0;
-        self.checked = Some((core.seq, self.last_applied.clone()));
+        self.checked = Some((core.seq(), self.last_applied.clone()));
         next
     }
 }
