@@ -3,7 +3,9 @@
 // docs/ARCHITECTURE.md). Spec references ("4.1 step 3") are to the W3C Web Locks draft.
 //
 // This module is self-contained on purpose (no imports): the Rust browser tests load this very file as
-// a wasm-bindgen snippet. It touches no global until `installLockApi` is called.
+// a wasm-bindgen snippet. So it reads the platform's globals by name (`DOMException`, `crypto`), never
+// through a global object: `installLockApi` is given the one to install into (the other modules take
+// theirs from js/global_object.js). It touches no global until `installLockApi` is called.
 //
 // Properties named `word_` (the request and query records') are internal: the classic build renames them
 // to one letter (scripts/build.mjs, `mangleProps`), which it cannot do to other names.
@@ -28,13 +30,6 @@ const FINISHED = 5; // nothing more to do (aborted before the grant, released, o
 // defines `process` as undefined (scripts/build.mjs), so there they fold away.
 const IN_NODE = typeof process === 'object' && process !== null && typeof process.versions === 'object' && process.versions !== null && typeof process.versions.node === 'string';
 
-/**
- * The global object, read without `globalThis` (Chrome 71, Firefox 65, Safari 12.1): the support floor
- * is older. `self` is the global of a window and of every kind of worker; `global` that of Node before 12.
- */
-export const theGlobal =
-  typeof globalThis === 'object' ? globalThis : typeof self === 'object' ? self : typeof window === 'object' ? window : global;
-
 // Intrinsics captured at load, so scripts that later patch `Promise` or `EventTarget` cannot derail us.
 const NativePromise = Promise;
 const promiseResolve = Promise.resolve.bind(Promise);
@@ -43,7 +38,7 @@ const promiseThen = Promise.prototype.then;
 const getOwnDescriptor = Object.getOwnPropertyDescriptor;
 const defineProperty = Object.defineProperty;
 const isPrototypeOf = Object.prototype.isPrototypeOf;
-const NativeDOMException = theGlobal.DOMException;
+const NativeDOMException = typeof DOMException === 'function' ? DOMException : undefined;
 // AbortSignal (Chrome 66, Firefox 57, Safari 11.1) may be missing in the engines of the support floor:
 // there no value is an AbortSignal, so a `signal` member fails its conversion with a TypeError, like any
 // other value that is not a signal, and nothing else reads it. Its event methods are EventTarget's,
@@ -60,7 +55,7 @@ const { addEventListener, removeEventListener } = signalPrototype;
  * engines), an Error of that `name`, so that code testing `error.name` works everywhere.
  */
 export function domException(message, name) {
-  if (typeof NativeDOMException === 'function') {
+  if (NativeDOMException !== undefined) {
     try {
       return new NativeDOMException(message, name);
     } catch (e) {
@@ -697,10 +692,10 @@ export function createLockApi(makeEngine, document) {
 }
 
 /**
- * Install `api` (from `createLockApi`) as `navigator.locks` and the global `LockManager` and `Lock`,
- * only where `navigator.locks` is missing. Returns true if it installed.
+ * Install `api` (from `createLockApi`) as `globalObject`'s `navigator.locks` and its global `LockManager`
+ * and `Lock`, only where `navigator.locks` is missing. Returns true if it installed.
  */
-export function installLockApi(api, globalObject = theGlobal) {
+export function installLockApi(api, globalObject) {
   const navigator = globalObject.navigator;
   if (navigator === undefined || navigator === null || navigator.locks) return false;
   const { locks } = api;
@@ -732,8 +727,7 @@ export function installLockApi(api, globalObject = theGlobal) {
  */
 export function newClientId() {
   const bytes = new Uint8Array(16);
-  const crypto = theGlobal.crypto;
-  if (crypto != null && typeof crypto.getRandomValues === 'function') {
+  if (typeof crypto !== 'undefined' && crypto != null && typeof crypto.getRandomValues === 'function') {
     crypto.getRandomValues(bytes);
   } else {
     for (let i = 0; i < 16; i++) bytes[i] = (Math.random() * 256) | 0;

@@ -7,7 +7,8 @@ import { makeLogChannelFactory } from './log_channel.js';
 import { agreeOnTransport, ALONE, BROADCAST, LOG } from './transport_choice.js';
 import { makeDeputy } from './deputy.js';
 import { makeEvidence } from './liveness.js';
-import { createLockApi, installLockApi, theGlobal } from './lock_api.js';
+import { theGlobal } from './global_object.js';
+import { createLockApi, installLockApi } from './lock_api.js';
 
 // Where the wasm comes from when `createWasmLockApi` is given none: the glue's default (undefined) unless
 // an entry sets another first (index_node.js: the bytes read with node:fs, since Node cannot fetch file:).
