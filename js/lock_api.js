@@ -7,8 +7,9 @@
 // through a global object: `installLockApi` is given the one to install into (the other modules take
 // theirs from js/global_object.js). It touches no global until `installLockApi` is called.
 //
-// Properties named `word_` (the request and query records') are internal: the classic build renames them
-// to one letter (scripts/build.mjs, `mangleProps`), which it cannot do to other names.
+// Properties named `word_` (of the records, the engine link and the converted options) are internal: the
+// classic build renames them to one letter (scripts/build.mjs, `mangleProps`), which it cannot do to other
+// names.
 
 // Sink kinds, as src/wasm/sink.rs numbers them (tests/e2e/boundary_codes.test.mjs checks both agree).
 const EFFECT_GRANTED = 1;
