@@ -4,7 +4,7 @@
 // In this order (no module has effects another depends on), the bundle's modules gzip best (-25 B).
 import { LockError as NewLockError, createLeases as newCreateLeases, createWasmLeases } from './leases.js';
 import { createWasmLockApi } from './wasm_lock_api.js';
-import { theGlobal } from './lock_api.js';
+import { theGlobal } from './global_object.js';
 import { installIntoFrames } from './frames.js';
 import wasmBytes from '../pkg/weblocks_bg.wasm';
 

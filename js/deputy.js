@@ -14,7 +14,7 @@
 // page's main thread: a deputy there would only make the others evict the page sooner).
 import { oneOrderEngine } from './transport_choice.js';
 
-import { theGlobal } from './lock_api.js';
+import { theGlobal } from './global_object.js';
 
 // The deputy opens the origin's channel to post and closes it a second after its last post: an
 // object kept open would receive every message of the origin, waking this worker's thread for each, on

@@ -7,7 +7,8 @@
 // unless it has a `navigator.locks` already (it loaded weblocks itself, or has the native API). A frame
 // of another origin is left alone (reading its `navigator` throws), and so is one the page reaches only
 // through `window.frames`, `window[i]` or a message's `source`.
-import { installLockApi, theGlobal } from './lock_api.js';
+import { theGlobal } from './global_object.js';
+import { installLockApi } from './lock_api.js';
 
 const getOwnDescriptor = Object.getOwnPropertyDescriptor;
 

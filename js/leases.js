@@ -17,7 +17,7 @@
 // anything else it throws becomes a LockError with code 'StorageError'. The default store keeps leases in
 // IndexedDB (lease_idb_store.js): one readwrite transaction per operation, decided by the Rust core.
 import { openIndexedDbLeaseStore } from './lease_idb_store.js';
-import { theGlobal } from './lock_api.js';
+import { theGlobal } from './global_object.js';
 
 /** The ttl of `tryLock` without `ttlMs`: 5 minutes: long enough to fill in a form, short enough that an abandoned edit frees the record soon. */
 export const DEFAULT_TTL_MS = 5 * 60 * 1000;

@@ -2,7 +2,7 @@
 // the engine's own where it has them, else UTF-8 in JavaScript, for the engines of the legacy build that
 // have none (Safari 10.0, iOS 10.0 to 10.2). The glue only encodes strings and decodes what Rust wrote
 // (always valid UTF-8); like the platform's, the encoder writes a lone surrogate as U+FFFD.
-import { theGlobal } from './lock_api.js';
+import { theGlobal } from './global_object.js';
 
 class Utf8Encoder {
   encode(text = '') {

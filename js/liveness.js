@@ -26,7 +26,7 @@
 // listed), `dead` (`data`: the client id and key of a database that lost its last connection), `fail` (this
 // context's database cannot be opened: the context refuses requests).
 
-import { theGlobal } from './lock_api.js';
+import { theGlobal } from './global_object.js';
 
 /** The waits before each attempt to open this context's database (the first at once); then it fails. */
 const OPEN_BACKOFF_MS = [0, 100, 400, 1600];

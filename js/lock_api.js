@@ -3,10 +3,13 @@
 // docs/ARCHITECTURE.md). Spec references ("4.1 step 3") are to the W3C Web Locks draft.
 //
 // This module is self-contained on purpose (no imports): the Rust browser tests load this very file as
-// a wasm-bindgen snippet. It touches no global until `installLockApi` is called.
+// a wasm-bindgen snippet. So it reads the platform's globals by name (`DOMException`, `crypto`), never
+// through a global object: `installLockApi` is given the one to install into (the other modules take
+// theirs from js/global_object.js). It touches no global until `installLockApi` is called.
 //
-// Properties named `word_` (the request and query records') are internal: the classic build renames them
-// to one letter (scripts/build.mjs, `mangleProps`), which it cannot do to other names.
+// Properties named `word_` (of the records, the engine link and the converted options) are internal: the
+// classic build renames them to one letter (scripts/build.mjs, `mangleProps`), which it cannot do to other
+// names.
 
 // Sink kinds, as src/wasm/sink.rs numbers them (tests/e2e/boundary_codes.test.mjs checks both agree).
 const EFFECT_GRANTED = 1;
@@ -28,13 +31,6 @@ const FINISHED = 5; // nothing more to do (aborted before the grant, released, o
 // defines `process` as undefined (scripts/build.mjs), so there they fold away.
 const IN_NODE = typeof process === 'object' && process !== null && typeof process.versions === 'object' && process.versions !== null && typeof process.versions.node === 'string';
 
-/**
- * The global object, read without `globalThis` (Chrome 71, Firefox 65, Safari 12.1): the support floor
- * is older. `self` is the global of a window and of every kind of worker; `global` that of Node before 12.
- */
-export const theGlobal =
-  typeof globalThis === 'object' ? globalThis : typeof self === 'object' ? self : typeof window === 'object' ? window : global;
-
 // Intrinsics captured at load, so scripts that later patch `Promise` or `EventTarget` cannot derail us.
 const NativePromise = Promise;
 const promiseResolve = Promise.resolve.bind(Promise);
@@ -43,7 +39,7 @@ const promiseThen = Promise.prototype.then;
 const getOwnDescriptor = Object.getOwnPropertyDescriptor;
 const defineProperty = Object.defineProperty;
 const isPrototypeOf = Object.prototype.isPrototypeOf;
-const NativeDOMException = theGlobal.DOMException;
+const NativeDOMException = typeof DOMException === 'function' ? DOMException : undefined;
 // AbortSignal (Chrome 66, Firefox 57, Safari 11.1) may be missing in the engines of the support floor:
 // there no value is an AbortSignal, so a `signal` member fails its conversion with a TypeError, like any
 // other value that is not a signal, and nothing else reads it. Its event methods are EventTarget's,
@@ -60,7 +56,7 @@ const { addEventListener, removeEventListener } = signalPrototype;
  * engines), an Error of that `name`, so that code testing `error.name` works everywhere.
  */
 export function domException(message, name) {
-  if (typeof NativeDOMException === 'function') {
+  if (NativeDOMException !== undefined) {
     try {
       return new NativeDOMException(message, name);
     } catch (e) {
@@ -323,31 +319,78 @@ const LOSS_MESSAGES = {
   hidden: 'Lock released: the page entered the back/forward cache.',
 };
 
+/** Spec 3.2.1 step 3 and 3.2.2 step 2: the error of a call to `operation` from `document` (null outside a
+ *  window) while it is not fully active; else null. */
+function inactiveError(document, operation) {
+  return document != null && !isFullyActive(document)
+    ? domException(`Failed to execute '${operation}' on 'LockManager': The document is not active.`, 'InvalidStateError')
+    : null;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// request()'s arguments.
+
 /**
- * Create one context's Web Locks API. `makeEngine(clientId, sink)` returns an Engine or a promise of
- * one; calls made before it is ready are queued and replayed in order. `document`: the context's
- * Document, where it is a window (request() and query() reject with an InvalidStateError while it is not
- * fully active). Touches no global.
- * Returns `{ locks, LockManager, Lock, clientId, ready }`; `ready` settles when the engine has loaded.
+ * The LockOptions dictionary (WebIDL) made from `options` (undefined or null: every member's default),
+ * its members read in lexicographic order and converted.
  */
-export function createLockApi(makeEngine, document) {
-  /** Spec 3.2.1 step 3 and 3.2.2 step 2: the error of a call from a document that is not fully active. */
-  const inactive = (operation) =>
-    document != null && !isFullyActive(document)
-      ? domException(`Failed to execute '${operation}' on 'LockManager': The document is not active.`, 'InvalidStateError')
-      : null;
-  const clientId = newClientId();
-  let engine = null;
-  let loadError = null;
-  let backlog = []; // records made before the engine was ready, in call order
-  let nextId = 1;
-  const requests = new Map(); // id -> LockRequestRecord, until the engine no longer knows it
-  const queries = new Map(); // id -> QueryRecord
+function lockOptions(options) {
+  const converted = { ifAvailable_: false, mode_: 'exclusive', signal_: null, steal_: false };
+  if (options === undefined || options === null) return converted;
+  if (typeof options !== 'object' && typeof options !== 'function') {
+    throw requestTypeError("The provided value is not of type 'LockOptions'.");
+  }
+  let value = options.ifAvailable;
+  if (value !== undefined) converted.ifAvailable_ = !!value;
+  value = options.mode;
+  if (value !== undefined) {
+    const mode = toDOMString(value, "Failed to read the 'mode' property from 'LockOptions': ");
+    if (mode !== 'exclusive' && mode !== 'shared') {
+      throw requestTypeError(
+        `Failed to read the 'mode' property from 'LockOptions': The provided value '${mode}' is not a valid enum value of type LockMode.`,
+      );
+    }
+    converted.mode_ = mode;
+  }
+  value = options.signal;
+  if (value !== undefined) {
+    if (!isAbortSignal(value)) {
+      throw requestTypeError("Failed to read the 'signal' property from 'LockOptions': Failed to convert value to 'AbortSignal'.");
+    }
+    converted.signal_ = value;
+  }
+  value = options.steal;
+  if (value !== undefined) converted.steal_ = !!value;
+  return converted;
+}
 
+/** request() (spec 3.2.1) steps 5 to 8: the NotSupportedError of a name, or of options that cannot go together. */
+function checkRequest(name, { ifAvailable_: ifAvailable, mode_: mode, signal_: signal, steal_: steal }) {
+  if (name.charCodeAt(0) === 0x2d) {
+    throw requestNotSupported("Names cannot start with '-'.");
+  }
+  if (steal && ifAvailable) {
+    throw requestNotSupported("The 'steal' and 'ifAvailable' options cannot be used together.");
+  }
+  if (steal && mode !== 'exclusive') {
+    throw requestNotSupported("The 'steal' option may only be used with 'exclusive' locks.");
+  }
+  if (signal !== null && (steal || ifAvailable)) {
+    throw requestNotSupported(`The 'signal' and '${steal ? 'steal' : 'ifAvailable'}' options cannot be used together.`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The records of the calls, and the engine that decides them.
+
+/**
+ * One API's `Lock` interface: its interface object, and `newLock(record)`, which makes a Lock of the
+ * granted request `record`. The Lock objects' internal slots, and their brand check, are a map of their
+ * own: each Lock made here maps to the record of its request (its `name_` and `mode_`); anything else,
+ * primitives included, and the Locks of other APIs, map to nothing.
+ */
+function lockInterface() {
   const Lock = illegalConstructor('Lock');
-
-  // The Lock objects' internal slots, and their brand check: each Lock made here maps to the record of its
-  // request (its `name_` and `mode_`); anything else, primitives included, maps to nothing.
   const lockRecords = new WeakMap();
 
   class LockObject {
@@ -367,134 +410,185 @@ export function createLockApi(makeEngine, document) {
   }
   defineInterface(Lock, LockObject.prototype, 'Lock');
 
-  /** A request and the parts of it that live in JS: callback, promise, signal (spec 2.5). */
-  class LockRequestRecord {
-    constructor(id, name, mode, ifAvailable, steal, callback, signal, resolve, reject) {
-      this.id_ = id;
-      this.name_ = name;
-      this.mode_ = mode;
-      this.ifAvailable_ = ifAvailable;
-      this.steal_ = steal;
-      this.callback_ = callback;
-      this.signal_ = signal;
-      this.resolve_ = resolve;
-      this.reject_ = reject;
-      this.state_ = WAITING_FOR_ENGINE;
-      this.stolen_ = false;
-    }
+  return { Lock, newLock: (record) => new LockObject(record) };
+}
 
-    send_() {
-      this.state_ = PENDING;
-      requests.set(this.id_, this);
-      callEngine(engine.request, this.id_, toEngineName(this.name_), this.mode_ === 'exclusive', this.ifAvailable_, this.steal_);
-    }
+/** `engine`'s `method`, called with `inEngineCall` set (see `queueTask`). */
+function callEngine(engine, method, ...args) {
+  inEngineCall = true;
+  try {
+    return method.apply(engine, args);
+  } finally {
+    inEngineCall = false;
+  }
+}
 
-    /** The signal's abort event: "signal to abort the request" (spec 4.3). */
-    handleEvent() {
-      const state = this.state_;
-      if (state === WAITING_FOR_ENGINE) {
-        this.state_ = FINISHED;
-      } else if (state === PENDING) {
-        if (callEngine(engine.abort, this.id_)) {
-          this.state_ = FINISHED;
-          requests.delete(this.id_);
-        }
-        // else the grant is on its way: the callback task will see the aborted signal and release.
-      } else if (state !== GRANTED) {
-        return;
-      }
-      this.reject_(abortReason(this.signal_));
-    }
+/**
+ * A request and the parts of it that live in JS: callback, promise, signal (spec 2.5), from its call
+ * through the engine's decision to its release. `options`: from `lockOptions`.
+ */
+class LockRequestRecord {
+  constructor(link, id, name, options, callback, resolve, reject) {
+    this.link_ = link;
+    this.id_ = id;
+    this.name_ = name;
+    this.mode_ = options.mode_;
+    this.ifAvailable_ = options.ifAvailable_;
+    this.steal_ = options.steal_;
+    this.callback_ = callback;
+    this.signal_ = options.signal_;
+    this.resolve_ = resolve;
+    this.reject_ = reject;
+    this.state_ = WAITING_FOR_ENGINE;
+    this.stolen_ = false;
+  }
 
-    runTask_() {
-      const callback = this.callback_;
-      this.callback_ = null;
-      if (this.state_ === NOT_AVAILABLE) {
-        // Spec 4.1 step 3.5.1: invoke the callback with null; resolve the promise with its result.
-        this.state_ = FINISHED;
-        let result;
-        try {
-          result = promiseResolve(callback(null));
-        } catch (e) {
-          result = promiseReject(e);
-        }
-        this.resolve_(result);
-        return;
-      }
-      // Spec 4.4 step 14.
-      const signal = this.signal_;
-      if (signal !== null) {
-        if (signalAborted.call(signal)) {
-          this.finish_();
-          return;
-        }
-        removeEventListener.call(signal, 'abort', this);
-        this.signal_ = null;
-      }
-      this.state_ = CALLED;
-      let waiting;
-      try {
-        waiting = promiseResolve(callback(new LockObject(this)));
-      } catch (e) {
-        waiting = promiseReject(e);
-      }
-      // Spec 2.4: when the waiting promise settles, release the lock, then settle the released promise.
-      promiseThen.call(
-        waiting,
-        (value) => {
-          this.finish_();
-          this.resolve_(value);
-        },
-        (error) => {
-          this.finish_();
-          this.reject_(error);
-        },
-      );
-    }
+  send_() {
+    const { engine_: engine, requests_: requests } = this.link_;
+    this.state_ = PENDING;
+    requests.set(this.id_, this);
+    callEngine(engine, engine.request, this.id_, toEngineName(this.name_), this.mode_ === 'exclusive', this.ifAvailable_, this.steal_);
+  }
 
-    /** Release the lock (spec 4.2) unless it was stolen, and forget the request. */
-    finish_() {
+  /** The signal's abort event: "signal to abort the request" (spec 4.3). */
+  handleEvent() {
+    const state = this.state_;
+    if (state === WAITING_FOR_ENGINE) {
       this.state_ = FINISHED;
-      if (!this.stolen_) {
-        requests.delete(this.id_);
-        callEngine(engine.release, this.id_);
+    } else if (state === PENDING) {
+      const engine = this.link_.engine_;
+      if (callEngine(engine, engine.abort, this.id_)) {
+        this.state_ = FINISHED;
+        this.link_.requests_.delete(this.id_);
       }
+      // else the grant is on its way: the callback task will see the aborted signal and release.
+    } else if (state !== GRANTED) {
+      return;
+    }
+    this.reject_(abortReason(this.signal_));
+  }
+
+  runTask_() {
+    const callback = this.callback_;
+    this.callback_ = null;
+    if (this.state_ === NOT_AVAILABLE) {
+      // Spec 4.1 step 3.5.1: invoke the callback with null; resolve the promise with its result.
+      this.state_ = FINISHED;
+      let result;
+      try {
+        result = promiseResolve(callback(null));
+      } catch (e) {
+        result = promiseReject(e);
+      }
+      this.resolve_(result);
+      return;
+    }
+    // Spec 4.4 step 14.
+    const signal = this.signal_;
+    if (signal !== null) {
+      if (signalAborted.call(signal)) {
+        this.finish_();
+        return;
+      }
+      removeEventListener.call(signal, 'abort', this);
+      this.signal_ = null;
+    }
+    this.state_ = CALLED;
+    let waiting;
+    try {
+      waiting = promiseResolve(callback(this.link_.newLock_(this)));
+    } catch (e) {
+      waiting = promiseReject(e);
+    }
+    // Spec 2.4: when the waiting promise settles, release the lock, then settle the released promise.
+    promiseThen.call(
+      waiting,
+      (value) => {
+        this.finish_();
+        this.resolve_(value);
+      },
+      (error) => {
+        this.finish_();
+        this.reject_(error);
+      },
+    );
+  }
+
+  /** Release the lock (spec 4.2) unless it was stolen, and forget the request. */
+  finish_() {
+    this.state_ = FINISHED;
+    if (!this.stolen_) {
+      const { engine_: engine, requests_: requests } = this.link_;
+      requests.delete(this.id_);
+      callEngine(engine, engine.release, this.id_);
+    }
+  }
+}
+
+/** A query() call, from the call to the task that resolves its promise with the engine's snapshot. */
+class QueryRecord {
+  constructor(link, id, resolve, reject) {
+    this.link_ = link;
+    this.id_ = id;
+    this.resolve_ = resolve;
+    this.reject_ = reject;
+    this.snapshot_ = null;
+  }
+  send_() {
+    const { engine_: engine, queries_: queries } = this.link_;
+    queries.set(this.id_, this);
+    callEngine(engine, engine.query, this.id_);
+  }
+  /** Spec 3.2.2 / 4.5: the snapshot is taken on the lock task queue and the promise resolved from a
+   *  task, as a browser does; never synchronously inside query() (a loop of `await query()` would
+   *  otherwise never yield to tasks, starving this context's message handlers). */
+  runTask_() {
+    this.resolve_(this.snapshot_);
+  }
+}
+
+/**
+ * What one API knows of its engine: the engine once it has loaded, and until then the records made
+ * meanwhile (its backlog, replayed in call order) or, if it failed, the error every call gets; and the
+ * records the engine knows by id, which its decisions (`sink_`) reach. `newLock(record)` makes the
+ * API's Lock objects.
+ */
+class EngineLink {
+  constructor(newLock) {
+    this.newLock_ = newLock;
+    this.engine_ = null;
+    this.loadError_ = null;
+    this.backlog_ = []; // records made before the engine was ready, in call order
+    this.nextId_ = 1;
+    this.requests_ = new Map(); // id -> LockRequestRecord, until the engine no longer knows it
+    this.queries_ = new Map(); // id -> QueryRecord
+  }
+
+  /** Send `record` to the engine now, or queue it until the engine is ready. */
+  submit_(record) {
+    if (this.engine_ !== null) {
+      record.send_();
+    } else {
+      this.backlog_.push(record);
     }
   }
 
-  class QueryRecord {
-    constructor(id, resolve, reject) {
-      this.id_ = id;
-      this.resolve_ = resolve;
-      this.reject_ = reject;
-      this.snapshot_ = null;
-    }
-    send_() {
-      queries.set(this.id_, this);
-      callEngine(engine.query, this.id_);
-    }
-    /** Spec 3.2.2 / 4.5: the snapshot is taken on the lock task queue and the promise resolved from a
-     *  task, as a browser does; never synchronously inside query() (a loop of `await query()` would
-     *  otherwise never yield to tasks, starving this context's message handlers). */
-    runTask_() {
-      this.resolve_(this.snapshot_);
-    }
-  }
-
-  function sink(kind, id, payload) {
+  /** The engine's decision of kind `kind` about the request or query `id`. */
+  sink_(kind, id, payload) {
     if (kind === EFFECT_REFUSED) {
-      refuse(id, domException(payload[1], payload[0]));
+      this.refuse_(id, domException(payload[1], payload[0]));
       return;
     }
     if (kind === EFFECT_SNAPSHOT) {
-      const query = queries.get(id);
+      const query = this.queries_.get(id);
       if (query !== undefined) {
-        queries.delete(id);
+        this.queries_.delete(id);
         query.snapshot_ = decodeSnapshot(payload);
         queueTask(query);
       }
       return;
     }
+    const requests = this.requests_;
     const record = requests.get(id);
     if (record === undefined) return;
     if (kind === EFFECT_GRANTED) {
@@ -515,8 +609,8 @@ export function createLockApi(makeEngine, document) {
    * The engine refuses to decide (it cannot be sure it shares its origin's lock manager): reject request
    * or query `id`, or with `id` 0 every one not granted, with `error`. Granted ones were told their loss.
    */
-  function refuse(id, error) {
-    for (const records of [requests, queries]) {
+  refuse_(id, error) {
+    for (const records of [this.requests_, this.queries_]) {
       records.forEach((record, key) => {
         if ((id !== 0 && key !== id) || record.state_ === GRANTED || record.state_ === CALLED) return;
         records.delete(key);
@@ -526,25 +620,70 @@ export function createLockApi(makeEngine, document) {
     }
   }
 
-  /** `method` of the engine, called with `inEngineCall` set (see `queueTask`). */
-  function callEngine(method, ...args) {
-    inEngineCall = true;
-    try {
-      return method.apply(engine, args);
-    } finally {
-      inEngineCall = false;
+  /** The engine has loaded: send it the backlog. */
+  loaded_(engine) {
+    this.engine_ = engine;
+    const queued = this.backlog_;
+    this.backlog_ = null;
+    for (const record of queued) {
+      if (record.state_ === FINISHED) continue; // aborted while waiting for the engine
+      try {
+        record.send_();
+      } catch (e) {
+        record.reject_(e);
+      }
     }
   }
 
-  /** Send `record` to the engine now, or queue it until the engine is ready. */
-  function submit(record) {
-    if (engine !== null) {
-      record.send_();
+  /** The engine failed to load: reject the backlog, and every later call, with an error saying so. */
+  failed_(error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    const loadError = new Error(`weblocks: the lock engine (WebAssembly) failed to load, so no lock can be granted: ${reason}`, {
+      cause: error,
+    });
+    this.loadError_ = loadError;
+    const queued = this.backlog_;
+    this.backlog_ = null;
+    for (const record of queued) {
+      if (record.state_ !== FINISHED) record.reject_(loadError);
+    }
+    throw loadError;
+  }
+}
+
+/**
+ * Make `link`'s engine with `makeEngine(clientId, sink)`, which returns it or a promise of it. Returns
+ * the promise that settles when it has loaded.
+ */
+function loadEngine(link, makeEngine, clientId) {
+  let ready;
+  try {
+    const made = makeEngine(clientId, (kind, id, payload) => link.sink_(kind, id, payload));
+    if (made !== null && typeof made === 'object' && typeof made.then === 'function') {
+      ready = promiseThen.call(
+        promiseResolve(made),
+        (engine) => link.loaded_(engine),
+        (error) => link.failed_(error),
+      );
     } else {
-      backlog.push(record);
+      link.loaded_(made);
+      ready = promiseResolve();
     }
+  } catch (e) {
+    ready = promiseResolve().then(() => link.failed_(e));
   }
+  promiseThen.call(ready, undefined, () => {}); // failures surface on the calls; `ready` is optional
+  return ready;
+}
 
+// ---------------------------------------------------------------------------------------------------
+// The LockManager interface.
+
+/**
+ * One API's `LockManager` interface and its one object, `locks`, whose calls `link`'s engine decides.
+ * `document`: as for `createLockApi`.
+ */
+function lockManagerInterface(link, document) {
   const LockManager = illegalConstructor('LockManager');
 
   // The brand check of both operations: this API has one LockManager object, `locks`.
@@ -554,11 +693,11 @@ export function createLockApi(makeEngine, document) {
         if (this !== locks) {
           throw new TypeError("Failed to execute 'query' on 'LockManager': Illegal invocation");
         }
-        const error = inactive('query');
+        const error = inactiveError(document, 'query');
         if (error !== null) throw error;
-        if (loadError !== null) throw loadError;
+        if (link.loadError_ !== null) throw link.loadError_;
         const promise = new NativePromise(captureResolvers);
-        submit(new QueryRecord(nextId++, capturedResolve, capturedReject));
+        link.submit_(new QueryRecord(link, link.nextId_++, capturedResolve, capturedReject));
         return promise;
       } catch (e) {
         return promiseReject(e);
@@ -572,135 +711,61 @@ export function createLockApi(makeEngine, document) {
         const argc = arguments.length;
         if (argc < 2) throw requestTypeError(`2 arguments required, but only ${argc} present.`);
         name = toDOMString(name, '');
-        let mode = 'exclusive';
-        let ifAvailable = false;
-        let steal = false;
-        let signal = null;
         if (argc === 2) {
           callback = options;
-        } else if (options !== undefined && options !== null) {
-          // LockOptions dictionary: members in lexicographic order.
-          if (typeof options !== 'object' && typeof options !== 'function') {
-            throw requestTypeError("The provided value is not of type 'LockOptions'.");
-          }
-          let value = options.ifAvailable;
-          if (value !== undefined) ifAvailable = !!value;
-          value = options.mode;
-          if (value !== undefined) {
-            mode = toDOMString(value, "Failed to read the 'mode' property from 'LockOptions': ");
-            if (mode !== 'exclusive' && mode !== 'shared') {
-              throw requestTypeError(
-                `Failed to read the 'mode' property from 'LockOptions': The provided value '${mode}' is not a valid enum value of type LockMode.`,
-              );
-            }
-          }
-          value = options.signal;
-          if (value !== undefined) {
-            if (!isAbortSignal(value)) {
-              throw requestTypeError("Failed to read the 'signal' property from 'LockOptions': Failed to convert value to 'AbortSignal'.");
-            }
-            signal = value;
-          }
-          value = options.steal;
-          if (value !== undefined) steal = !!value;
+          options = undefined;
         }
+        const converted = lockOptions(options);
         if (typeof callback !== 'function') {
           throw requestTypeError(`parameter ${argc === 2 ? 2 : 3} is not of type 'Function'.`);
         }
         // Step 3 (after the WebIDL conversions, before every other step).
-        const error = inactive('request');
+        const error = inactiveError(document, 'request');
         if (error !== null) throw error;
-        // Steps 5 to 9.
-        if (name.charCodeAt(0) === 0x2d) {
-          throw requestNotSupported("Names cannot start with '-'.");
-        }
-        if (steal && ifAvailable) {
-          throw requestNotSupported("The 'steal' and 'ifAvailable' options cannot be used together.");
-        }
-        if (steal && mode !== 'exclusive') {
-          throw requestNotSupported("The 'steal' option may only be used with 'exclusive' locks.");
-        }
-        if (signal !== null && (steal || ifAvailable)) {
-          throw requestNotSupported(`The 'signal' and '${steal ? 'steal' : 'ifAvailable'}' options cannot be used together.`);
-        }
+        checkRequest(name, converted);
+        // Step 9.
+        const signal = converted.signal_;
         if (signal !== null && signalAborted.call(signal)) return promiseReject(abortReason(signal));
-        if (loadError !== null) throw loadError;
+        if (link.loadError_ !== null) throw link.loadError_;
 
         const promise = new NativePromise(captureResolvers);
-        const record = new LockRequestRecord(
-          nextId++,
-          name,
-          mode,
-          ifAvailable,
-          steal,
-          callback,
-          signal,
-          capturedResolve,
-          capturedReject,
-        );
+        const record = new LockRequestRecord(link, link.nextId_++, name, converted, callback, capturedResolve, capturedReject);
         if (signal !== null) addEventListener.call(signal, 'abort', record);
-        submit(record);
+        link.submit_(record);
         return promise;
       } catch (e) {
         return promiseReject(e);
       }
     }
-
   }
   defineProperty(LockManagerObject.prototype.request, 'length', { value: 2 });
   defineInterface(LockManager, LockManagerObject.prototype, 'LockManager');
 
   const locks = new LockManagerObject();
+  return { LockManager, locks };
+}
 
-  function engineReady(loaded) {
-    engine = loaded;
-    const queued = backlog;
-    backlog = null;
-    for (const record of queued) {
-      if (record.state_ === FINISHED) continue; // aborted while waiting for the engine
-      try {
-        record.send_();
-      } catch (e) {
-        record.reject_(e);
-      }
-    }
-  }
-
-  function engineFailed(error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    loadError = new Error(`weblocks: the lock engine (WebAssembly) failed to load, so no lock can be granted: ${reason}`, {
-      cause: error,
-    });
-    const queued = backlog;
-    backlog = null;
-    for (const record of queued) {
-      if (record.state_ !== FINISHED) record.reject_(loadError);
-    }
-    throw loadError;
-  }
-
-  let ready;
-  try {
-    const made = makeEngine(clientId, sink);
-    if (made !== null && typeof made === 'object' && typeof made.then === 'function') {
-      ready = promiseThen.call(promiseResolve(made), engineReady, engineFailed);
-    } else {
-      engineReady(made);
-      ready = promiseResolve();
-    }
-  } catch (e) {
-    ready = promiseResolve().then(() => engineFailed(e));
-  }
-  promiseThen.call(ready, undefined, () => {}); // failures surface on the calls; `ready` is optional
-
+/**
+ * Create one context's Web Locks API. `makeEngine(clientId, sink)` returns an Engine or a promise of
+ * one; calls made before it is ready are queued and replayed in order. `document`: the context's
+ * Document, where it is a window (request() and query() reject with an InvalidStateError while it is not
+ * fully active). Touches no global.
+ * Returns `{ locks, LockManager, Lock, clientId, ready }`; `ready` settles when the engine has loaded.
+ */
+export function createLockApi(makeEngine, document) {
+  const clientId = newClientId();
+  const { Lock, newLock } = lockInterface();
+  const link = new EngineLink(newLock);
+  const { LockManager, locks } = lockManagerInterface(link, document);
+  const ready = loadEngine(link, makeEngine, clientId);
   return { locks, LockManager, Lock, clientId, ready };
 }
 
 /**
- * Install `api` (from `createLockApi`) as `navigator.locks` and the global `LockManager` and `Lock`,
- * only where `navigator.locks` is missing. Returns true if it installed.
+ * Install `api` (from `createLockApi`) as `globalObject`'s `navigator.locks` and its global `LockManager`
+ * and `Lock`, only where `navigator.locks` is missing. Returns true if it installed.
  */
-export function installLockApi(api, globalObject = theGlobal) {
+export function installLockApi(api, globalObject) {
   const navigator = globalObject.navigator;
   if (navigator === undefined || navigator === null || navigator.locks) return false;
   const { locks } = api;
@@ -732,8 +797,7 @@ export function installLockApi(api, globalObject = theGlobal) {
  */
 export function newClientId() {
   const bytes = new Uint8Array(16);
-  const crypto = theGlobal.crypto;
-  if (crypto != null && typeof crypto.getRandomValues === 'function') {
+  if (typeof crypto !== 'undefined' && crypto != null && typeof crypto.getRandomValues === 'function') {
     crypto.getRandomValues(bytes);
   } else {
     for (let i = 0; i < 16; i++) bytes[i] = (Math.random() * 256) | 0;

@@ -39,7 +39,7 @@
 // Written as closures rather than classes: their variables minify to one letter (the classic script's
 // size).
 
-import { theGlobal } from './lock_api.js';
+import { theGlobal } from './global_object.js';
 
 const DATABASE = 'weblocks-log:';
 const POKE = 'weblocks:poke:';

@@ -21,7 +21,7 @@
 //
 // The record's database name, version, store and value never change (docs/PROTOCOL.md §9).
 
-import { theGlobal } from './lock_api.js';
+import { theGlobal } from './global_object.js';
 
 /** The transports, as recorded. */
 export const BROADCAST = 'broadcast';

@@ -2,12 +2,13 @@
 // asynchronously and returns the API at once (calls made meanwhile are queued by lock_api.js).
 // `wasmSource` is what wasm-bindgen's init accepts (bytes, a URL, a Response...); by default the
 // `weblocks_bg.wasm` next to the glue. Shared by the ESM entry (index.js) and the classic build.
+import { createLockApi, installLockApi } from './lock_api.js';
 import init, { Engine } from '../pkg/weblocks.js';
 import { makeLogChannelFactory } from './log_channel.js';
 import { agreeOnTransport, ALONE, BROADCAST, LOG } from './transport_choice.js';
 import { makeDeputy } from './deputy.js';
 import { makeEvidence } from './liveness.js';
-import { createLockApi, installLockApi, theGlobal } from './lock_api.js';
+import { theGlobal } from './global_object.js';
 
 // Where the wasm comes from when `createWasmLockApi` is given none: the glue's default (undefined) unless
 // an entry sets another first (index_node.js: the bytes read with node:fs, since Node cannot fetch file:).
