@@ -34,6 +34,66 @@
 //! What it has in every state (its requests, queries, counters and effects) is its [`core`]; the rules
 //! that need the replica (sending its requests once active, answering queries, keeping the storage hint
 //! fresh, making way) live with the synced state.
+//!
+//! # Guarantees
+//!
+//! Each rests on the assumptions docs/PROTOCOL.md §2 names, and on the edge carrying out every effect in
+//! order:
+//! - **Mutual exclusion** (PROTOCOL §6): no lock is granted to two contexts at once in conflicting modes,
+//!   except where a context steals it (as natively). On the broadcast transport it rests on A1 and A2; over
+//!   the log on A1′ alone. It never rests on a timer.
+//! - **A live context keeps its locks** (§6, §7), where the edge gives evidence ([`Config::evidence`]): a
+//!   member is removed only by its `Leave` or by a `Gone` backed by A5, and a history is reset only once
+//!   every context that could be a member is known gone. Without evidence, silence decides (A4): a context
+//!   presumed dead loses its locks, and is told with [`Effect::Stolen`].
+//! - **Progress** (§7): a request is granted once the locks ahead of it are released or their holders are
+//!   gone, provided the edge delivers what the transport delivers and calls
+//!   [`Participant::handle_timeout`] when asked.
+//! - **Versions** (§9): a context that meets a newer protocol version stops granting
+//!   ([`Effect::Incompatible`]) rather than misread it.
+//!
+//! # The edge loop
+//!
+//! A lone context with evidence, driven by hand as the edge drives it (`src/wasm/coordination.rs` in a
+//! browser, `tests/protocol_sim/world.rs` in the simulation): each input, then every effect in order, each
+//! answered by a later input. `cargo test` runs it, so it follows the code.
+//!
+//! ```
+//! use std::collections::VecDeque;
+//! use weblocks::protocol::{Config, Effect, Participant, wire};
+//! use weblocks::scheduler::LockMode;
+//!
+//! let config = Config { evidence: true, ..Config::default() };
+//! let mut p = Participant::new("tab", config);
+//! p.handle_request(0, 1, "x", LockMode::Exclusive, false, false);
+//! // What the edge will feed it next: the answers its effects get, in the order they come.
+//! let mut inputs: VecDeque<Box<dyn FnOnce(&mut Participant)>> = VecDeque::new();
+//! let mut granted = false;
+//! loop {
+//!     while let Some(effect) = p.poll_effect() {
+//!         match effect {
+//!             // Its liveness database opened, under key 7: its Join goes out.
+//!             Effect::OpenAlive => inputs.push_back(Box::new(|p| p.handle_alive(1, 7))),
+//!             Effect::FlushSoon => inputs.push_back(Box::new(|p| p.handle_flush())),
+//!             // The channel gives a context its own messages too, at their place in the order.
+//!             Effect::Transmit(messages) => {
+//!                 let values = wire::encode_transmit(&messages, p.version());
+//!                 inputs.push_back(Box::new(move |p| p.handle_message(2, &values)));
+//!             }
+//!             // The census, once its Join came back: no other context lives.
+//!             Effect::Census => inputs.push_back(Box::new(|p| p.handle_census(3, Vec::new()))),
+//!             Effect::Granted(id) => granted = id == 1,
+//!             // OpenChannels, ArmFarewell, SetTimer...: carried out by a real edge.
+//!             _ => {}
+//!         }
+//!     }
+//!     match inputs.pop_front() {
+//!         Some(input) => input(&mut p),
+//!         None => break,
+//!     }
+//! }
+//! assert!(granted, "a lone context is granted once the census shows no other context");
+//! ```
 
 mod config;
 mod core;
