@@ -3,7 +3,7 @@
 //! back/forward cache, closes and a protocol-version skew, checked at every step (see checks.rs).
 //!
 //! `WEBLOCKS_SIM_RUNS=n` sets the number of random runs per family (default below);
-//! `WEBLOCKS_SIM_SEED=s` replays one seed (of any family) with a trace of every event.
+//! `WEBLOCKS_SIM_SEED=s` replays one seed (of any family): its environment, then a trace of every event.
 
 mod bench;
 mod checks;
@@ -468,11 +468,15 @@ fn run_world((mut world, active): (World, u64), trace: bool) -> (World, Vec<Stri
     (world, v)
 }
 
-fn report_failure(seed: u64, violations: &[String]) -> String {
+/// The report of a failed run: its family, seed and environment (the conditions drawn from the seed),
+/// the violations, and the command that replays it.
+fn report_failure(world: &World, seed: u64, violations: &[String]) -> String {
     let family = family_of(seed);
     format!(
-        "simulation failed: family {:?}, seed {seed}\n  {}\nreproduce with: WEBLOCKS_SIM_SEED={seed} cargo test --test protocol_sim -- replay --nocapture",
+        "simulation failed: family {:?}, seed {seed}\n  {} contexts, environment {:?}\n  {}\nreproduce with: WEBLOCKS_SIM_SEED={seed} cargo test --test protocol_sim -- replay --nocapture",
         family.name,
+        world.contexts.len(),
+        world.env,
         violations.join("\n  ")
     )
 }
@@ -494,7 +498,7 @@ fn run_family(family: Family) {
         assert!(
             violations.is_empty(),
             "{}",
-            report_failure(seed, &violations)
+            report_failure(&world, seed, &violations)
         );
         if !family.faults {
             // Without faults nobody is ever presumed dead.
@@ -504,7 +508,7 @@ fn run_family(family: Family) {
             assert!(
                 !wrongly,
                 "{}",
-                report_failure(seed, &[format!("{:?}", world.stats)])
+                report_failure(&world, seed, &[format!("{:?}", world.stats)])
             );
         }
         if let Ok(stat) = std::env::var("WEBLOCKS_SIM_SHOW")
@@ -630,8 +634,8 @@ fn scan() {
     eprintln!("{failed} of {n} runs of {:?} failed", family.name);
 }
 
-/// `WEBLOCKS_SIM_SEED=s cargo test --test protocol_sim -- replay --nocapture` prints the trace of one
-/// run and its violations.
+/// `WEBLOCKS_SIM_SEED=s cargo test --test protocol_sim -- replay --nocapture` prints the environment and
+/// the trace of one run, and its violations.
 #[test]
 fn replay() {
     let Some(seed) = std::env::var("WEBLOCKS_SIM_SEED")
@@ -641,12 +645,18 @@ fn replay() {
         return;
     };
     let (world, violations) = run_seed(seed, true);
+    println!(
+        "seed {seed}, family {:?}: {} contexts, environment {:?}",
+        family_of(seed).name,
+        world.contexts.len(),
+        world.env
+    );
     for line in world.trace.as_deref().unwrap_or_default() {
         println!("{line}");
     }
     assert!(
         violations.is_empty(),
         "{}",
-        report_failure(seed, &violations)
+        report_failure(&world, seed, &violations)
     );
 }
