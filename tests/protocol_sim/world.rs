@@ -20,13 +20,18 @@
 //! context that closes loses its appends still in flight, as a page's transactions die with it).
 //! Storage writes reach the authoritative store after a delay and every other context's cache after
 //! a further, per-context delay (storage events).
+//!
+//! This module holds the types, the contexts and the per-event dispatch; each part of the origin has a
+//! module of its own: `network` (the channel and its delivery models), `indexed_log` (the log in
+//! IndexedDB), `local_storage`, `liveness_db` (evidence), `observers` (the reference the checks use),
+//! `lifecycle` (faults and the page lifecycle) and `event_queue` (simulated time).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::rc::Rc;
 
-use weblocks::protocol::replica::{Outcome, Replica};
-use weblocks::protocol::wire::{self, Body, Decoded, MemberKey, Message, Value};
+use weblocks::protocol::replica::Replica;
+use weblocks::protocol::wire::{self, MemberKey, Message, Value};
 use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason, Participant, Transport, Wake};
 use weblocks::scheduler::{LockMode, Snapshot};
 

@@ -2,7 +2,9 @@
 //! (ms), in the order it was scheduled among events of the same time; the loop that runs them and the
 //! checks after each step.
 
-use super::*;
+use std::cmp::Reverse;
+
+use super::{Action, Ev, Fault, World};
 
 pub(super) struct Scheduled {
     at: u64,

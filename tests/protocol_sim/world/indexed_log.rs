@@ -2,7 +2,13 @@
 //! reader behind, the wake of readers without a carrier (storage pokes, a relayed farewell), and the
 //! log's database deleted and made anew.
 
-use super::*;
+use std::rc::Rc;
+
+use weblocks::protocol::Participant;
+use weblocks::protocol::replica::Replica;
+use weblocks::protocol::wire::{self, Value};
+
+use super::{Ev, Payload, World};
 
 impl World {
     /// Runs a log event through context `i`'s participant, then checks what it reported for the entries

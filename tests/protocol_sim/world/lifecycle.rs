@@ -1,7 +1,12 @@
 //! Faults and the page lifecycle: crashes, stalls, freezes, the back/forward cache, closes, the
 //! IndexedDB faults, and what a context does when it comes back.
 
-use super::*;
+use std::rc::Rc;
+
+use weblocks::protocol::wire::{self, Value};
+use weblocks::protocol::{LIVE_KEY, Transport};
+
+use super::{Ev, Fault, Payload, Status, World};
 
 impl World {
     pub(super) fn fault(&mut self, i: usize, f: Fault) {

@@ -1,7 +1,9 @@
 //! The simulated liveness databases (evidence): each context's own database, held open while it
 //! lives, and the watches of others whose open waits for that connection to close.
 
-use super::*;
+use std::rc::Rc;
+
+use super::{Ev, World};
 
 /// Evidence: a context's liveness database, as the storage backend keeps it.
 #[derive(Debug)]

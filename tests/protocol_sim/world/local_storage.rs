@@ -1,7 +1,7 @@
 //! The simulated localStorage: each context's cache, writes that reach the authoritative store after a
 //! delay, and the storage events that reach every other context after a further delay.
 
-use super::*;
+use super::{Ev, Status, World};
 
 impl World {
     pub(super) fn cache_set(&mut self, i: usize, key: String, value: Option<String>) {

@@ -2,7 +2,12 @@
 //! and delivery delays and the [`Delivery`] model each receiver gets the messages in, what the edge
 //! drops as undecodable, the deputies' posts, and a context's transmit onto the transport.
 
-use super::*;
+use std::rc::Rc;
+
+use weblocks::protocol::wire::{self, Body, Decoded, MemberKey, Message, Value};
+use weblocks::protocol::{Transport, Wake};
+
+use super::{Delivery, Ev, Status, World};
 
 /// What a context receives on the channel.
 #[derive(Clone, Debug)]

@@ -1,7 +1,10 @@
 //! The observers: one replica per protocol version that applies the whole sequence at once, the
 //! reference the checks (checks.rs) hold each context's reported effects to.
 
-use super::*;
+use weblocks::protocol::replica::Outcome;
+use weblocks::protocol::wire::{self, Body, Decoded, Message, Value};
+
+use super::{Expect, World, entry_data};
 
 impl World {
     /// Feeds a newly appended message to the observers (replicas that see the whole log at once) and
