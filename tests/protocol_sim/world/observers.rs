@@ -2,7 +2,7 @@
 //! reference the checks (checks.rs) hold each context's reported effects to.
 
 use weblocks::protocol::replica::Outcome;
-use weblocks::protocol::wire::{self, Body, Decoded, Message, Value};
+use weblocks::protocol::wire::{self, Body, Decoded, MemberKey, Message, Value};
 
 use super::{Expect, World, entry_data};
 
@@ -30,15 +30,7 @@ impl World {
                 }
             }
             for outcome in outcomes {
-                let (member, local_id, expect) = match outcome {
-                    Outcome::Granted { member, local_id } => (member, local_id, Expect::Granted),
-                    Outcome::NotAvailable { member, local_id } => {
-                        (member, local_id, Expect::NotAvailable)
-                    }
-                    Outcome::Revoked {
-                        member, local_id, ..
-                    } => (member, local_id, Expect::Revoked),
-                };
+                let (member, local_id, expect) = expectation(outcome);
                 // Only a context connected now will apply this message.
                 if let Some(j) = self.context_of(&member)
                     && self.contexts[j].participant.version() == version
@@ -78,15 +70,7 @@ impl World {
         self.observers[o].replica.apply_ahead(m, &mut outcomes);
         let mut mine = Vec::new();
         for outcome in outcomes {
-            let (member, local_id, expect) = match outcome {
-                Outcome::Granted { member, local_id } => (member, local_id, Expect::Granted),
-                Outcome::NotAvailable { member, local_id } => {
-                    (member, local_id, Expect::NotAvailable)
-                }
-                Outcome::Revoked {
-                    member, local_id, ..
-                } => (member, local_id, Expect::Revoked),
-            };
+            let (member, local_id, expect) = expectation(outcome);
             if member.client != m.sender.client {
                 self.violation(format!(
                     "ctx{i} decided {:?} alone, and the observer decided {expect:?} for {}/{} #{local_id}",
@@ -96,5 +80,16 @@ impl World {
             mine.push((member.incarnation, local_id, expect));
         }
         mine
+    }
+}
+
+/// What an observer's outcome expects of the context it names: the member, its request, and the decision.
+fn expectation(outcome: Outcome) -> (MemberKey, u64, Expect) {
+    match outcome {
+        Outcome::Granted { member, local_id } => (member, local_id, Expect::Granted),
+        Outcome::NotAvailable { member, local_id } => (member, local_id, Expect::NotAvailable),
+        Outcome::Revoked {
+            member, local_id, ..
+        } => (member, local_id, Expect::Revoked),
     }
 }
