@@ -49,27 +49,14 @@ export function makeEvidence(globalObject = theGlobal, scope) {
   const watching = new Set();
   const dead = new Set();
   const emit = (type, key, data) => handler({ type, key, data });
-  // The register, opened once and kept open: `register(mode, operation, done)` runs `operation(store)` in a
-  // transaction of that mode, then `done(ok)`; it fails (`done(false)`) where the register cannot be opened.
-  // The calls made while it opens wait for that one open.
+  // The register, opened once and kept open: `openRegister(then)` calls `then(db)` once it is open, or
+  // `then(null)` where it cannot be opened; the calls made while it opens wait for that one open.
   let registerDb = null;
   let registerWaiting = null;
-  const register = (mode, operation, done = () => {}) => {
-    const run = (db) => {
-      if (db === null) return done(false);
-      try {
-        const transaction = db.transaction(['alive'], mode);
-        operation(transaction.objectStore('alive'));
-        transaction.oncomplete = () => done(true);
-        transaction.onabort = () => done(false);
-      } catch (e) {
-        if (registerDb === db) registerDb = null;
-        done(false);
-      }
-    };
-    if (registerDb !== null) return run(registerDb);
-    if (registerWaiting !== null) return registerWaiting.push(run);
-    const waiting = (registerWaiting = [run]);
+  const openRegister = (then) => {
+    if (registerDb !== null) return then(registerDb);
+    if (registerWaiting !== null) return registerWaiting.push(then);
+    const waiting = (registerWaiting = [then]);
     const opened = (db) => {
       registerWaiting = null;
       for (const next of waiting) next(db);
@@ -93,6 +80,21 @@ export function makeEvidence(globalObject = theGlobal, scope) {
       opened(db);
     };
   };
+  // `register(mode, operation, done)` runs `operation(store)` in a transaction of that mode on the register,
+  // then `done(ok)`; it fails (`done(false)`) where the register cannot be opened.
+  const register = (mode, operation, done = () => {}) =>
+    openRegister((db) => {
+      if (db === null) return done(false);
+      try {
+        const transaction = db.transaction(['alive'], mode);
+        operation(transaction.objectStore('alive'));
+        transaction.oncomplete = () => done(true);
+        transaction.onabort = () => done(false);
+      } catch (e) {
+        if (registerDb === db) registerDb = null;
+        done(false);
+      }
+    });
   const remove = (name) => {
     register('readwrite', (store) => store.delete(name));
     try {
@@ -127,7 +129,7 @@ export function makeEvidence(globalObject = theGlobal, scope) {
     }
     opening = clientId;
     // The register opens alongside.
-    if (registerDb === null) register('readonly', () => {});
+    openRegister(() => {});
     request.onerror = again;
     request.onsuccess = () => {
       const db = request.result;
