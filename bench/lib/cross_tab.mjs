@@ -55,7 +55,7 @@ async function falseEvictions(tabs) {
 }
 
 /** The safety row of every cross-tab scenario whose tabs hold locks. */
-const falseEvictionCheck = { label: 'false evictions (AbortError in a live tab)', pick: (r) => r.falseEvictions.count };
+const falseEvictionCheck = { label: 'false evictions (AbortError in a live tab)', pick: (r) => r.falseEvictions?.count };
 
 /** Why a ping-pong's handoff times mean nothing: the two tabs held the lock at once. */
 const overlapped = (r) => (r.overlaps > 0 ? `overlaps: ${r.overlaps.toLocaleString('en')}` : null);
