@@ -973,6 +973,43 @@ mod tests {
         }
     }
 
+    /// A request's slots, as every version of this protocol in the origin reads them: the header, then
+    /// id, name, mode (0 exclusive, 1 shared), ifAvailable and steal (0 or 1).
+    #[test]
+    fn a_request_is_encoded_in_its_fixed_slots() {
+        let (s, n) = (|x: &str| Value::Str(x.into()), Value::Num);
+        let (version, kind) = (f64::from(PROTOCOL_VERSION), f64::from(KIND_REQUEST));
+        let header = [
+            s(MAGIC),
+            n(version),
+            n(kind),
+            s("client-a"),
+            n(3.0),
+            n(17.0),
+        ];
+        let shared_if_available = Body::Request {
+            id: 5,
+            name: "x".into(),
+            mode: LockMode::Shared,
+            if_available: true,
+            steal: false,
+        };
+        let body = [n(5.0), s("x"), n(1.0), n(1.0), n(0.0)];
+        assert_eq!(
+            encode(&msg(shared_if_available)),
+            [&header[..], &body].concat()
+        );
+        let exclusive_steal = Body::Request {
+            id: 6,
+            name: "y".into(),
+            mode: LockMode::Exclusive,
+            if_available: false,
+            steal: true,
+        };
+        let body = [n(6.0), s("y"), n(0.0), n(0.0), n(1.0)];
+        assert_eq!(encode(&msg(exclusive_steal)), [&header[..], &body].concat());
+    }
+
     #[test]
     fn only_a_state_is_longer_than_the_plain_bound() {
         for body in sample_bodies() {
