@@ -5,7 +5,7 @@ use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "coordination")]
 use crate::protocol::{Config, Participant, Transport, Wake};
-use crate::scheduler::{LockManager, LockMode, LockRequest};
+use crate::scheduler::{LockManager, LockMode, LockOptions};
 
 #[cfg(feature = "coordination")]
 use super::coordination::Coordination;
@@ -146,19 +146,21 @@ impl Engine {
         } else {
             LockMode::Shared
         };
+        let options = LockOptions {
+            mode,
+            if_available,
+            steal,
+        };
         match &mut self.backend {
             #[cfg(feature = "coordination")]
-            Backend::Origin(c) => c.with_participant(|p, t| {
-                p.handle_request(t, id as u64, &name, mode, if_available, steal)
-            }),
+            Backend::Origin(c) => {
+                c.with_participant(|p, t| p.handle_request(t, id as u64, &name, options))
+            }
             Backend::Alone(manager) => {
-                let request = LockRequest {
-                    id: id as u64,
-                    client_id: self.client_id.clone(),
-                    name: name.into(),
-                    mode,
-                };
-                if let Ok(decisions) = manager.request_lock(request, if_available, steal) {
+                let client_id = self.client_id.clone();
+                if let Ok(decisions) =
+                    manager.request_lock(id as u64, client_id, name.into(), options)
+                {
                     deliver(&self.sink, &decisions);
                 }
             }
