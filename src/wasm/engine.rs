@@ -5,13 +5,14 @@ use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "coordination")]
 use crate::protocol::{Config, Participant, Transport, Wake};
-use crate::scheduler::{LockManager, LockMode, LockOptions};
+use crate::scheduler::{LockManager, LockOptions};
 
 #[cfg(feature = "coordination")]
 use super::coordination::Coordination;
 #[cfg(feature = "coordination")]
 use super::evidence::Evidence;
 use super::refusal::Refusal;
+use super::request_options::RequestOptions;
 use super::sink::{EFFECT_SNAPSHOT, deliver, notify, refuse, snapshot_to_js};
 
 /// What wakes a context over the log, as the engine's `wake` argument numbers it (the `WAKE_*` of
@@ -126,31 +127,15 @@ impl Engine {
         }
     }
 
-    /// Request a lock (spec 4.1 step 3). `id` is new: JS allocates ids from a counter and never reuses
-    /// one (docs/ARCHITECTURE.md), so the manager's refusal of a duplicate id cannot happen (it would
-    /// decide nothing).
-    pub fn request(
-        &mut self,
-        id: f64,
-        name: String,
-        exclusive: bool,
-        if_available: bool,
-        steal: bool,
-    ) {
+    /// Request a lock (spec 4.1 step 3) with `options`, request()'s converted `LockOptions`. `id` is
+    /// new: JS allocates ids from a counter and never reuses one (docs/ARCHITECTURE.md), so the
+    /// manager's refusal of a duplicate id cannot happen (it would decide nothing).
+    pub fn request(&mut self, id: f64, name: String, options: &RequestOptions) {
         if let Some(refusal) = self.refusal() {
             refuse(&self.sink, id as u64, refusal);
             return;
         }
-        let mode = if exclusive {
-            LockMode::Exclusive
-        } else {
-            LockMode::Shared
-        };
-        let options = LockOptions {
-            mode,
-            if_available,
-            steal,
-        };
+        let options = LockOptions::from(options);
         match &mut self.backend {
             #[cfg(feature = "coordination")]
             Backend::Origin(c) => {
