@@ -332,16 +332,17 @@ function inactiveError(document, operation) {
 
 /**
  * The LockOptions dictionary (WebIDL) made from `options` (undefined or null: every member's default),
- * its members read in lexicographic order and converted.
+ * its members read in lexicographic order and converted. A plain object with every member set, as the
+ * engine's `request` reads it (`RequestOptions` in src/wasm/request_options.rs).
  */
 function lockOptions(options) {
-  const converted = { ifAvailable_: false, mode_: 'exclusive', signal_: null, steal_: false };
+  const converted = { ifAvailable: false, mode: 'exclusive', signal: null, steal: false };
   if (options === undefined || options === null) return converted;
   if (typeof options !== 'object' && typeof options !== 'function') {
     throw requestTypeError("The provided value is not of type 'LockOptions'.");
   }
   let value = options.ifAvailable;
-  if (value !== undefined) converted.ifAvailable_ = !!value;
+  if (value !== undefined) converted.ifAvailable = !!value;
   value = options.mode;
   if (value !== undefined) {
     const mode = toDOMString(value, "Failed to read the 'mode' property from 'LockOptions': ");
@@ -350,22 +351,22 @@ function lockOptions(options) {
         `Failed to read the 'mode' property from 'LockOptions': The provided value '${mode}' is not a valid enum value of type LockMode.`,
       );
     }
-    converted.mode_ = mode;
+    converted.mode = mode;
   }
   value = options.signal;
   if (value !== undefined) {
     if (!isAbortSignal(value)) {
       throw requestTypeError("Failed to read the 'signal' property from 'LockOptions': Failed to convert value to 'AbortSignal'.");
     }
-    converted.signal_ = value;
+    converted.signal = value;
   }
   value = options.steal;
-  if (value !== undefined) converted.steal_ = !!value;
+  if (value !== undefined) converted.steal = !!value;
   return converted;
 }
 
 /** request() (spec 3.2.1) steps 5 to 8: the NotSupportedError of a name, or of options that cannot go together. */
-function checkRequest(name, { ifAvailable_: ifAvailable, mode_: mode, signal_: signal, steal_: steal }) {
+function checkRequest(name, { ifAvailable, mode, signal, steal }) {
   if (name.charCodeAt(0) === 0x2d) {
     throw requestNotSupported("Names cannot start with '-'.");
   }
@@ -386,8 +387,8 @@ function checkRequest(name, { ifAvailable_: ifAvailable, mode_: mode, signal_: s
 /**
  * One API's `Lock` interface: its interface object, and `newLock(record)`, which makes a Lock of the
  * granted request `record`. The Lock objects' internal slots, and their brand check, are a map of their
- * own: each Lock made here maps to the record of its request (its `name_` and `mode_`); anything else,
- * primitives included, and the Locks of other APIs, map to nothing.
+ * own: each Lock made here maps to the record of its request (its `name_` and `options_.mode`); anything
+ * else, primitives included, and the Locks of other APIs, map to nothing.
  */
 function lockInterface() {
   const Lock = illegalConstructor('Lock');
@@ -405,7 +406,7 @@ function lockInterface() {
     get mode() {
       const record = lockRecords.get(this);
       if (record === undefined) throw illegalInvocation();
-      return record.mode_;
+      return record.options_.mode;
     }
   }
   defineInterface(Lock, LockObject.prototype, 'Lock');
@@ -432,11 +433,9 @@ class LockRequestRecord {
     this.link_ = link;
     this.id_ = id;
     this.name_ = name;
-    this.mode_ = options.mode_;
-    this.ifAvailable_ = options.ifAvailable_;
-    this.steal_ = options.steal_;
+    this.options_ = options;
     this.callback_ = callback;
-    this.signal_ = options.signal_;
+    this.signal_ = options.signal;
     this.resolve_ = resolve;
     this.reject_ = reject;
     this.state_ = WAITING_FOR_ENGINE;
@@ -447,7 +446,7 @@ class LockRequestRecord {
     const { engine_: engine, requests_: requests } = this.link_;
     this.state_ = PENDING;
     requests.set(this.id_, this);
-    callEngine(engine, engine.request, this.id_, toEngineName(this.name_), this.mode_ === 'exclusive', this.ifAvailable_, this.steal_);
+    callEngine(engine, engine.request, this.id_, toEngineName(this.name_), this.options_);
   }
 
   /** The signal's abort event: "signal to abort the request" (spec 4.3). */
@@ -724,7 +723,7 @@ function lockManagerInterface(link, document) {
         if (error !== null) throw error;
         checkRequest(name, converted);
         // Step 9.
-        const signal = converted.signal_;
+        const signal = converted.signal;
         if (signal !== null && signalAborted.call(signal)) return promiseReject(abortReason(signal));
         if (link.loadError_ !== null) throw link.loadError_;
 

@@ -13,8 +13,9 @@ use std::rc::Rc;
 pub type RequestId = u64;
 
 /// The spec's `LockMode`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum LockMode {
+    #[default]
     Exclusive,
     Shared,
 }
@@ -27,6 +28,18 @@ impl LockMode {
             LockMode::Shared => "shared",
         }
     }
+}
+
+/// The spec's `LockOptions` dictionary as the lock manager takes it: every member but `signal`, which
+/// lives in JS with the request's callback and promise. Its default is the dictionary's: an exclusive
+/// request that waits its turn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LockOptions {
+    pub mode: LockMode,
+    /// Grant now or not at all (spec 4.1 step 3.5).
+    pub if_available: bool,
+    /// Take the lock from its holders (spec 4.1 step 3.4).
+    pub steal: bool,
 }
 
 /// A pending lock request (spec 2.5), without the parts that live in JS (callback, promise, signal).
@@ -227,40 +240,43 @@ impl LockManager {
         }
     }
 
-    /// Spec 4.1, "request a lock", step 3 (the part run on the lock task queue).
-    ///
-    /// `steal` and `if_available` are the options of that name; the caller has already rejected the
-    /// combinations that request() forbids (steps 5 to 9).
+    /// Spec 4.1, "request a lock", step 3 (the part run on the lock task queue): request `id` of client
+    /// `client_id` for `name`. The caller has already rejected the `options` that request() forbids
+    /// together (steps 5 to 9).
     pub fn request_lock(
         &mut self,
-        request: LockRequest,
-        if_available: bool,
-        steal: bool,
+        id: RequestId,
+        client_id: Rc<str>,
+        name: Rc<str>,
+        options: LockOptions,
     ) -> Result<Vec<Decision>, RequestError> {
-        if self.requests.contains_key(&request.id) {
-            return Err(RequestError::DuplicateId(request.id));
+        if self.requests.contains_key(&id) {
+            return Err(RequestError::DuplicateId(id));
         }
         let mut decisions = Vec::new();
-        let name = request.name.clone();
-        if steal {
+        let request = LockRequest {
+            id,
+            client_id,
+            name: name.clone(),
+            mode: options.mode,
+        };
+        if options.steal {
             // Step 3.4: release every held lock of this name, rejecting their released promises.
-            for id in self.held_ids_where(&|r| *r.name == *name) {
-                self.remove_held(id);
-                decisions.push(Decision::Stolen(id));
+            for held in self.held_ids_where(&|r| *r.name == *name) {
+                self.remove_held(held);
+                decisions.push(Decision::Stolen(held));
             }
-            self.requests
-                .insert(request.id, Tracked::Pending(name.clone()));
+            self.requests.insert(id, Tracked::Pending(name.clone()));
             self.resource_mut(&name).queue.push_front(request);
         } else {
             // Step 3.5.
             let resource = self.resource_mut(&name);
-            if if_available && !Self::is_grantable(resource, request.id, request.mode) {
-                decisions.push(Decision::NotAvailable(request.id));
+            if options.if_available && !Self::is_grantable(resource, id, options.mode) {
+                decisions.push(Decision::NotAvailable(id));
                 self.forget_if_idle(&name);
                 return Ok(decisions);
             }
-            self.requests
-                .insert(request.id, Tracked::Pending(name.clone()));
+            self.requests.insert(id, Tracked::Pending(name.clone()));
             self.resource_mut(&name).queue.push_back(request);
         }
         // Step 3.6.

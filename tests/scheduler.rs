@@ -4,14 +4,41 @@
 use std::collections::HashMap;
 
 use proptest::prelude::*;
-use weblocks::scheduler::{Decision, LockManager, LockMode, LockRequest, RequestId};
+use weblocks::scheduler::{Decision, LockManager, LockMode, LockOptions, RequestError, RequestId};
 
-fn req(id: RequestId, client: &str, name: &str, mode: LockMode) -> LockRequest {
-    LockRequest {
-        id,
-        client_id: client.into(),
-        name: name.into(),
+/// Request `id` of `client` on `name`, made on `m` with `options`.
+fn request(
+    m: &mut LockManager,
+    id: RequestId,
+    client: &str,
+    name: &str,
+    options: LockOptions,
+) -> Result<Vec<Decision>, RequestError> {
+    m.request_lock(id, client.into(), name.into(), options)
+}
+
+/// The options of a request in `mode` that waits its turn.
+fn waits(mode: LockMode) -> LockOptions {
+    LockOptions {
         mode,
+        ..LockOptions::default()
+    }
+}
+
+/// The options of a request in `mode` granted now or not at all.
+fn if_available(mode: LockMode) -> LockOptions {
+    LockOptions {
+        mode,
+        if_available: true,
+        steal: false,
+    }
+}
+
+/// The options of a request that steals.
+fn steals() -> LockOptions {
+    LockOptions {
+        steal: true,
+        ..LockOptions::default()
     }
 }
 
@@ -21,13 +48,10 @@ use LockMode::{Exclusive as X, Shared as S};
 fn exclusive_is_granted_when_free_and_blocks_the_next() {
     let mut m = LockManager::new();
     assert_eq!(
-        m.request_lock(req(1, "a", "n", X), false, false).unwrap(),
+        request(&mut m, 1, "a", "n", waits(X)).unwrap(),
         vec![Decision::Granted(1)]
     );
-    assert_eq!(
-        m.request_lock(req(2, "a", "n", X), false, false).unwrap(),
-        vec![]
-    );
+    assert_eq!(request(&mut m, 2, "a", "n", waits(X)).unwrap(), vec![]);
     assert!(m.is_pending(2));
     assert_eq!(m.release_lock(1), vec![Decision::Granted(2)]);
     assert_eq!(m.release_lock(2), vec![]);
@@ -39,19 +63,13 @@ fn shared_holders_coexist_and_an_exclusive_waits_for_all_of_them() {
     let mut m = LockManager::new();
     for id in 1..=3 {
         assert_eq!(
-            m.request_lock(req(id, "a", "n", S), false, false).unwrap(),
+            request(&mut m, id, "a", "n", waits(S)).unwrap(),
             vec![Decision::Granted(id)]
         );
     }
-    assert_eq!(
-        m.request_lock(req(4, "a", "n", X), false, false).unwrap(),
-        vec![]
-    );
+    assert_eq!(request(&mut m, 4, "a", "n", waits(X)).unwrap(), vec![]);
     // A shared request behind a queued exclusive waits too (grantable step 7: not first in queue).
-    assert_eq!(
-        m.request_lock(req(5, "a", "n", S), false, false).unwrap(),
-        vec![]
-    );
+    assert_eq!(request(&mut m, 5, "a", "n", waits(S)).unwrap(), vec![]);
     assert_eq!(m.release_lock(1), vec![]);
     assert_eq!(m.release_lock(3), vec![]);
     assert_eq!(m.release_lock(2), vec![Decision::Granted(4)]);
@@ -61,12 +79,12 @@ fn shared_holders_coexist_and_an_exclusive_waits_for_all_of_them() {
 #[test]
 fn releasing_an_exclusive_grants_every_shared_request_at_the_head() {
     let mut m = LockManager::new();
-    m.request_lock(req(1, "a", "n", X), false, false).unwrap();
+    request(&mut m, 1, "a", "n", waits(X)).unwrap();
     for id in 2..=4 {
-        m.request_lock(req(id, "a", "n", S), false, false).unwrap();
+        request(&mut m, id, "a", "n", waits(S)).unwrap();
     }
-    m.request_lock(req(5, "a", "n", X), false, false).unwrap();
-    m.request_lock(req(6, "a", "n", S), false, false).unwrap();
+    request(&mut m, 5, "a", "n", waits(X)).unwrap();
+    request(&mut m, 6, "a", "n", waits(S)).unwrap();
     assert_eq!(
         m.release_lock(1),
         vec![
@@ -81,11 +99,11 @@ fn releasing_an_exclusive_grants_every_shared_request_at_the_head() {
 fn names_are_independent() {
     let mut m = LockManager::new();
     assert_eq!(
-        m.request_lock(req(1, "a", "n1", X), false, false).unwrap(),
+        request(&mut m, 1, "a", "n1", waits(X)).unwrap(),
         vec![Decision::Granted(1)]
     );
     assert_eq!(
-        m.request_lock(req(2, "a", "n2", X), false, false).unwrap(),
+        request(&mut m, 2, "a", "n2", waits(X)).unwrap(),
         vec![Decision::Granted(2)]
     );
 }
@@ -94,21 +112,21 @@ fn names_are_independent() {
 fn if_available_is_granted_when_free_and_not_available_when_held_or_queued() {
     let mut m = LockManager::new();
     assert_eq!(
-        m.request_lock(req(1, "a", "n", S), true, false).unwrap(),
+        request(&mut m, 1, "a", "n", if_available(S)).unwrap(),
         vec![Decision::Granted(1)]
     );
     assert_eq!(
-        m.request_lock(req(2, "a", "n", S), true, false).unwrap(),
+        request(&mut m, 2, "a", "n", if_available(S)).unwrap(),
         vec![Decision::Granted(2)]
     );
     assert_eq!(
-        m.request_lock(req(3, "a", "n", X), true, false).unwrap(),
+        request(&mut m, 3, "a", "n", if_available(X)).unwrap(),
         vec![Decision::NotAvailable(3)]
     );
-    m.request_lock(req(4, "a", "n", X), false, false).unwrap();
+    request(&mut m, 4, "a", "n", waits(X)).unwrap();
     // Shared would be compatible with the holders, but the queue is not empty.
     assert_eq!(
-        m.request_lock(req(5, "a", "n", S), true, false).unwrap(),
+        request(&mut m, 5, "a", "n", if_available(S)).unwrap(),
         vec![Decision::NotAvailable(5)]
     );
     assert!(!m.is_pending(3) && !m.is_pending(5));
@@ -117,8 +135,8 @@ fn if_available_is_granted_when_free_and_not_available_when_held_or_queued() {
 #[test]
 fn if_available_miss_leaves_no_trace() {
     let mut m = LockManager::new();
-    m.request_lock(req(1, "a", "n", X), false, false).unwrap();
-    m.request_lock(req(2, "a", "n", X), true, false).unwrap();
+    request(&mut m, 1, "a", "n", waits(X)).unwrap();
+    request(&mut m, 2, "a", "n", if_available(X)).unwrap();
     m.release_lock(1);
     assert!(m.is_idle());
     assert_eq!(m.snapshot_lock_state().held.len(), 0);
@@ -127,12 +145,11 @@ fn if_available_miss_leaves_no_trace() {
 #[test]
 fn steal_releases_every_holder_and_jumps_the_queue() {
     let mut m = LockManager::new();
-    m.request_lock(req(1, "a", "n", S), false, false).unwrap();
-    m.request_lock(req(2, "b", "n", S), false, false).unwrap();
-    m.request_lock(req(3, "c", "n", X), false, false).unwrap();
-    m.request_lock(req(9, "z", "other", X), false, false)
-        .unwrap();
-    let d = m.request_lock(req(4, "d", "n", X), false, true).unwrap();
+    request(&mut m, 1, "a", "n", waits(S)).unwrap();
+    request(&mut m, 2, "b", "n", waits(S)).unwrap();
+    request(&mut m, 3, "c", "n", waits(X)).unwrap();
+    request(&mut m, 9, "z", "other", waits(X)).unwrap();
+    let d = request(&mut m, 4, "d", "n", steals()).unwrap();
     assert_eq!(
         d,
         vec![
@@ -152,9 +169,9 @@ fn steal_releases_every_holder_and_jumps_the_queue() {
 #[test]
 fn abort_removes_a_pending_request_and_unblocks_followers() {
     let mut m = LockManager::new();
-    m.request_lock(req(1, "a", "n", S), false, false).unwrap();
-    m.request_lock(req(2, "a", "n", X), false, false).unwrap();
-    m.request_lock(req(3, "a", "n", S), false, false).unwrap();
+    request(&mut m, 1, "a", "n", waits(S)).unwrap();
+    request(&mut m, 2, "a", "n", waits(X)).unwrap();
+    request(&mut m, 3, "a", "n", waits(S)).unwrap();
     assert_eq!(m.abort_request(2), Some(vec![Decision::Granted(3)]));
     assert_eq!(m.abort_request(2), None, "a second abort finds nothing");
     assert_eq!(
@@ -167,11 +184,11 @@ fn abort_removes_a_pending_request_and_unblocks_followers() {
 #[test]
 fn snapshot_lists_pending_in_queue_map_order_and_held_in_grant_order() {
     let mut m = LockManager::new();
-    m.request_lock(req(1, "a", "n2", X), false, false).unwrap();
-    m.request_lock(req(2, "b", "n1", S), false, false).unwrap();
-    m.request_lock(req(3, "c", "n1", X), false, false).unwrap();
-    m.request_lock(req(4, "c", "n2", S), false, false).unwrap();
-    m.request_lock(req(5, "d", "n1", S), false, false).unwrap();
+    request(&mut m, 1, "a", "n2", waits(X)).unwrap();
+    request(&mut m, 2, "b", "n1", waits(S)).unwrap();
+    request(&mut m, 3, "c", "n1", waits(X)).unwrap();
+    request(&mut m, 4, "c", "n2", waits(S)).unwrap();
+    request(&mut m, 5, "d", "n1", waits(S)).unwrap();
     let s = m.snapshot_lock_state();
     let held: Vec<_> = s
         .held
@@ -193,12 +210,9 @@ fn snapshot_lists_pending_in_queue_map_order_and_held_in_grant_order() {
 #[test]
 fn terminate_client_aborts_its_requests_then_releases_its_locks() {
     let mut m = LockManager::new();
-    m.request_lock(req(1, "gone", "n", X), false, false)
-        .unwrap();
-    m.request_lock(req(2, "gone", "n", X), false, false)
-        .unwrap();
-    m.request_lock(req(3, "live", "n", X), false, false)
-        .unwrap();
+    request(&mut m, 1, "gone", "n", waits(X)).unwrap();
+    request(&mut m, 2, "gone", "n", waits(X)).unwrap();
+    request(&mut m, 3, "live", "n", waits(X)).unwrap();
     assert_eq!(m.terminate_client("gone"), vec![Decision::Granted(3)]);
     assert!(!m.is_pending(2));
 }
@@ -206,8 +220,8 @@ fn terminate_client_aborts_its_requests_then_releases_its_locks() {
 #[test]
 fn duplicate_ids_are_refused() {
     let mut m = LockManager::new();
-    m.request_lock(req(1, "a", "n", X), false, false).unwrap();
-    assert!(m.request_lock(req(1, "a", "m", X), false, false).is_err());
+    request(&mut m, 1, "a", "n", waits(X)).unwrap();
+    assert!(request(&mut m, 1, "a", "m", waits(X)).is_err());
 }
 
 // ---- properties over random programs ----
@@ -309,7 +323,7 @@ proptest! {
                     let blocked_before = !queue.is_empty() && queue[0] != id
                         || t.held.iter().any(|h| t.info[h].0 == name
                             && (mode == LockMode::Exclusive || t.info[h].1 == LockMode::Exclusive));
-                    let d = m.request_lock(req(id, client, &name, mode), if_available, steal).unwrap();
+                    let d = request(&mut m, id, client, &name, LockOptions { mode, if_available, steal }).unwrap();
                     if if_available && d == vec![Decision::NotAvailable(id)] {
                         prop_assert!(blocked_before, "ifAvailable refused a grantable request");
                         t.pending.get_mut(&name).unwrap().retain(|p| *p != id);

@@ -12,7 +12,9 @@
 
 use std::rc::Rc;
 
-use crate::scheduler::{Decision, LockManager, LockMode, LockRequest, RequestId, Snapshot};
+use crate::scheduler::{
+    Decision, LockManager, LockMode, LockOptions, LockRequest, RequestId, Snapshot,
+};
 use crate::sequence_map::SequenceMap;
 use crate::sorted_vec::{SortedMap, SortedSet};
 
@@ -263,13 +265,9 @@ impl Replica {
             // The others count only from an active member (not a stale incarnation, nor one that
             // joined before a partial replica, nor one still pending).
             _ if !active => {}
-            Body::Request {
-                id,
-                name,
-                mode,
-                if_available,
-                steal,
-            } => self.on_request(sender, *id, name, *mode, *if_available, *steal, out),
+            Body::Request { id, name, options } => {
+                self.on_request(sender, *id, name, *options, out)
+            }
             Body::Release { id } => self.on_release(sender, *id, out),
             Body::Abort { id } => self.on_abort(sender, *id, out),
             Body::Ping { target } => {
@@ -463,15 +461,12 @@ impl Replica {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn on_request(
         &mut self,
         sender: &MemberKey,
         local_id: u64,
         name: &Rc<str>,
-        mode: LockMode,
-        if_available: bool,
-        steal: bool,
+        options: LockOptions,
         out: &mut Vec<Outcome>,
     ) {
         let gid = self.next_gid;
@@ -482,15 +477,9 @@ impl Replica {
         gids.insert(local_id, gid);
         self.next_gid += 1;
         self.owners.insert(gid, (sender.clone(), local_id));
-        let request = LockRequest {
-            id: gid,
-            client_id: sender.client.clone(),
-            name: name.clone(),
-            mode,
-        };
         let decisions = self
             .manager
-            .request_lock(request, if_available, steal)
+            .request_lock(gid, sender.client.clone(), name.clone(), options)
             .expect("gids are fresh");
         self.report(decisions, out);
     }
@@ -706,13 +695,15 @@ impl Replica {
                     return None;
                 }
                 r.owners.insert(l.gid, (member.key.clone(), l.local_id));
-                let request = LockRequest {
-                    id: l.gid,
-                    client_id: member.key.client.clone(),
-                    name: l.name.clone(),
+                let options = LockOptions {
                     mode: l.mode,
+                    ..LockOptions::default()
                 };
-                let decisions = r.manager.request_lock(request, false, false).ok()?;
+                let client = member.key.client.clone();
+                let decisions = r
+                    .manager
+                    .request_lock(l.gid, client, l.name.clone(), options)
+                    .ok()?;
                 let granted = matches!(decisions[..], [Decision::Granted(g)] if g == l.gid);
                 if granted != must_grant || (!must_grant && !decisions.is_empty()) {
                     return None;

@@ -16,7 +16,7 @@
 
 use std::rc::Rc;
 
-use crate::scheduler::LockMode;
+use crate::scheduler::{LockMode, LockOptions};
 
 /// The first slot of every message.
 pub const MAGIC: &str = "weblocks";
@@ -209,9 +209,7 @@ pub enum Body {
     Request {
         id: u64,
         name: Rc<str>,
-        mode: LockMode,
-        if_available: bool,
-        steal: bool,
+        options: LockOptions,
     },
     /// Spec 4.2 for the sender's lock `id`.
     Release { id: u64 },
@@ -378,18 +376,12 @@ impl Encoder {
                 self.push(s.parts);
             }
             Body::StatePart(p) => self.locks(&p.held, &p.pending),
-            Body::Request {
-                id,
-                name,
-                mode,
-                if_available,
-                steal,
-            } => {
+            Body::Request { id, name, options } => {
                 self.push(*id);
                 self.push(&**name);
-                self.push(mode_code(*mode));
-                self.push(*if_available);
-                self.push(*steal);
+                self.push(mode_code(options.mode));
+                self.push(options.if_available);
+                self.push(options.steal);
             }
             Body::Release { id } | Body::Abort { id } => self.push(*id),
             Body::Ping { target } => self.member(target),
@@ -797,18 +789,14 @@ pub fn decode_versioned(values: &[Value], version: u32) -> Option<Decoded> {
         KIND_REQUEST => {
             let id = c.u64();
             let name = c.name();
-            let mode = c.mode();
-            let if_available = c.bool();
-            let steal = c.bool();
+            let options = LockOptions {
+                mode: c.mode(),
+                if_available: c.bool(),
+                steal: c.bool(),
+            };
             // request() rejects this combination; no honest peer sends it
-            c.bad |= if_available && steal;
-            Body::Request {
-                id,
-                name,
-                mode,
-                if_available,
-                steal,
-            }
+            c.bad |= options.if_available && options.steal;
+            Body::Request { id, name, options }
         }
         KIND_RELEASE => Body::Release { id: c.u64() },
         KIND_ABORT => Body::Abort { id: c.u64() },
@@ -922,16 +910,20 @@ mod tests {
             Body::Request {
                 id: 5,
                 name: "resource ✓".into(),
-                mode: LockMode::Shared,
-                if_available: true,
-                steal: false,
+                options: LockOptions {
+                    mode: LockMode::Shared,
+                    if_available: true,
+                    steal: false,
+                },
             },
             Body::Request {
                 id: 6,
                 name: "".into(),
-                mode: LockMode::Exclusive,
-                if_available: false,
-                steal: true,
+                options: LockOptions {
+                    mode: LockMode::Exclusive,
+                    if_available: false,
+                    steal: true,
+                },
             },
             Body::Release { id: 7 },
             Body::Abort { id: 8 },
@@ -973,6 +965,47 @@ mod tests {
         }
     }
 
+    /// A request's slots, as every version of this protocol in the origin reads them: the header, then
+    /// id, name, mode (0 exclusive, 1 shared), ifAvailable and steal (0 or 1).
+    #[test]
+    fn a_request_is_encoded_in_its_fixed_slots() {
+        let (s, n) = (|x: &str| Value::Str(x.into()), Value::Num);
+        let (version, kind) = (f64::from(PROTOCOL_VERSION), f64::from(KIND_REQUEST));
+        let header = [
+            s(MAGIC),
+            n(version),
+            n(kind),
+            s("client-a"),
+            n(3.0),
+            n(17.0),
+        ];
+        let shared_if_available = Body::Request {
+            id: 5,
+            name: "x".into(),
+            options: LockOptions {
+                mode: LockMode::Shared,
+                if_available: true,
+                steal: false,
+            },
+        };
+        let body = [n(5.0), s("x"), n(1.0), n(1.0), n(0.0)];
+        assert_eq!(
+            encode(&msg(shared_if_available)),
+            [&header[..], &body].concat()
+        );
+        let exclusive_steal = Body::Request {
+            id: 6,
+            name: "y".into(),
+            options: LockOptions {
+                mode: LockMode::Exclusive,
+                if_available: false,
+                steal: true,
+            },
+        };
+        let body = [n(6.0), s("y"), n(0.0), n(0.0), n(1.0)];
+        assert_eq!(encode(&msg(exclusive_steal)), [&header[..], &body].concat());
+    }
+
     #[test]
     fn only_a_state_is_longer_than_the_plain_bound() {
         for body in sample_bodies() {
@@ -992,9 +1025,7 @@ mod tests {
             body: Body::Request {
                 id,
                 name: format!("n{}", id % 50).into(),
-                mode: LockMode::Exclusive,
-                if_available: false,
-                steal: false,
+                options: LockOptions::default(),
             },
         };
         let short: Vec<Message> = (1..=100).map(request).collect();
@@ -1155,9 +1186,11 @@ mod tests {
         let good = encode(&msg(Body::Request {
             id: 5,
             name: "n".into(),
-            mode: LockMode::Shared,
-            if_available: false,
-            steal: false,
+            options: LockOptions {
+                mode: LockMode::Shared,
+                if_available: false,
+                steal: false,
+            },
         }));
         let s = |x: &str| Value::Str(x.into());
         let n = Value::Num;

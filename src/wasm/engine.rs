@@ -5,13 +5,14 @@ use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "coordination")]
 use crate::protocol::{Config, Participant, Transport, Wake};
-use crate::scheduler::{LockManager, LockMode, LockRequest};
+use crate::scheduler::{LockManager, LockOptions};
 
 #[cfg(feature = "coordination")]
 use super::coordination::Coordination;
 #[cfg(feature = "coordination")]
 use super::evidence::Evidence;
 use super::refusal::Refusal;
+use super::request_options::RequestOptions;
 use super::sink::{EFFECT_SNAPSHOT, deliver, notify, refuse, snapshot_to_js};
 
 /// What wakes a context over the log, as the engine's `wake` argument numbers it (the `WAKE_*` of
@@ -126,39 +127,25 @@ impl Engine {
         }
     }
 
-    /// Request a lock (spec 4.1 step 3). `id` is new: JS allocates ids from a counter and never reuses
-    /// one (docs/ARCHITECTURE.md), so the manager's refusal of a duplicate id cannot happen (it would
-    /// decide nothing).
-    pub fn request(
-        &mut self,
-        id: f64,
-        name: String,
-        exclusive: bool,
-        if_available: bool,
-        steal: bool,
-    ) {
+    /// Request a lock (spec 4.1 step 3) with `options`, request()'s converted `LockOptions`. `id` is
+    /// new: JS allocates ids from a counter and never reuses one (docs/ARCHITECTURE.md), so the
+    /// manager's refusal of a duplicate id cannot happen (it would decide nothing).
+    pub fn request(&mut self, id: f64, name: String, options: &RequestOptions) {
         if let Some(refusal) = self.refusal() {
             refuse(&self.sink, id as u64, refusal);
             return;
         }
-        let mode = if exclusive {
-            LockMode::Exclusive
-        } else {
-            LockMode::Shared
-        };
+        let options = LockOptions::from(options);
         match &mut self.backend {
             #[cfg(feature = "coordination")]
-            Backend::Origin(c) => c.with_participant(|p, t| {
-                p.handle_request(t, id as u64, &name, mode, if_available, steal)
-            }),
+            Backend::Origin(c) => {
+                c.with_participant(|p, t| p.handle_request(t, id as u64, &name, options))
+            }
             Backend::Alone(manager) => {
-                let request = LockRequest {
-                    id: id as u64,
-                    client_id: self.client_id.clone(),
-                    name: name.into(),
-                    mode,
-                };
-                if let Ok(decisions) = manager.request_lock(request, if_available, steal) {
+                let client_id = self.client_id.clone();
+                if let Ok(decisions) =
+                    manager.request_lock(id as u64, client_id, name.into(), options)
+                {
                     deliver(&self.sink, &decisions);
                 }
             }

@@ -16,6 +16,8 @@ mod js_call;
 mod lease_operation;
 pub mod refusal;
 #[cfg(target_arch = "wasm32")]
+mod request_options;
+#[cfg(target_arch = "wasm32")]
 mod sink;
 pub mod snapshot_transfer;
 

@@ -106,3 +106,19 @@ for (const set of EVENT_SETS) {
     if (set.js === 'js/log_channel.js') assert.ok(!seen.has('m'), "no log event starts with the letter of 'message'");
   });
 }
+
+// A request's options cross as the LockOptions dictionary that `lockOptions` in js/lock_api.js converted,
+// and the engine reads its members by name (src/wasm/request_options.rs): a member renamed on one side only
+// would read as undefined, that is false, and the mode's enum values as an unknown mode.
+test('the engine reads each member of the converted LockOptions but signal, by the name js/lock_api.js gives it', () => {
+  const rust = read('src/wasm/request_options.rs');
+  const getters = [...rust.matchAll(/#\[wasm_bindgen\(method, getter(?:, js_name = (\w+))?\)\]\s*fn (\w+)/g)].map(([, jsName, name]) => jsName ?? name);
+  const literal = read('js/lock_api.js').match(/const converted = \{ ([^}]*) \};/);
+  assert.ok(literal, 'lockOptions makes the converted dictionary as one object literal');
+  const members = literal[1].split(',').map((member) => member.split(':')[0].trim());
+  assert.deepEqual(getters.sort(), members.filter((m) => m !== 'signal').sort());
+  const modes = [...rust.matchAll(/^\s*\w+ = "(\w+)",$/gm)].map((m) => m[1]);
+  const accepted = [...new Set([...read('js/lock_api.js').matchAll(/mode !== '(\w+)'/g)].map((m) => m[1]))];
+  assert.ok(modes.length > 0, 'src/wasm/request_options.rs names the values of LockMode');
+  assert.deepEqual(modes.sort(), accepted.sort(), 'the LockMode values lockOptions accepts');
+});

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use weblocks::protocol::wire::Body;
 use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason};
-use weblocks::scheduler::LockMode;
+use weblocks::scheduler::{LockMode, LockOptions};
 
 use super::world::{Action, Delivery, Env, Fault, ReqState, Status, World};
 
@@ -413,7 +413,7 @@ fn an_if_available_request_against_a_lock_held_here_misses_without_a_message() {
 fn direct_request(w: &mut World, context: usize, id: u64) -> Vec<Effect> {
     let now = w.now;
     let n = &mut w.contexts[context].participant;
-    n.handle_request(now, id, "x", LockMode::Exclusive, false, false);
+    n.handle_request(now, id, "x", LockOptions::default());
     n.handle_flush();
     std::iter::from_fn(|| n.poll_effect()).collect()
 }

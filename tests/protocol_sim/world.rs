@@ -33,7 +33,7 @@ use std::rc::Rc;
 use weblocks::protocol::replica::Replica;
 use weblocks::protocol::wire::{self, MemberKey, Message, Value};
 use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason, Participant, Transport, Wake};
-use weblocks::scheduler::{LockMode, Snapshot};
+use weblocks::scheduler::{LockMode, LockOptions, Snapshot};
 
 use super::rng::Rng;
 
@@ -932,14 +932,14 @@ impl World {
                     },
                 );
                 self.note(|| format!("ctx{i} request #{id} {name} {mode:?} ifAvailable={if_available} steal={steal}"));
-                self.contexts[i].participant.handle_request(
-                    now,
-                    id,
-                    &name,
+                let options = LockOptions {
                     mode,
                     if_available,
                     steal,
-                );
+                };
+                self.contexts[i]
+                    .participant
+                    .handle_request(now, id, &name, options);
                 if let Some(after) = abort_after {
                     self.schedule(now + after, i, Ev::Client(Action::Abort(id)));
                 }

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use crate::protocol::replica::Outcome;
 use crate::protocol::storage_hint;
 use crate::protocol::wire::{self, Body, MemberKey, Message};
-use crate::scheduler::{LockInfo, LockMode, Snapshot};
+use crate::scheduler::{LockInfo, LockMode, LockOptions, Snapshot};
 use crate::sequence_map::SequenceMap;
 
 use super::config::Config;
@@ -28,9 +28,7 @@ pub(super) enum RequestState {
 #[derive(Clone, Debug)]
 pub(super) struct LocalRequest {
     pub name: Rc<str>,
-    pub mode: LockMode,
-    pub if_available: bool,
-    pub steal: bool,
+    pub options: LockOptions,
     pub state: RequestState,
     /// Its place among this context's calls (a query sees the requests made before it).
     pub call: u64,
@@ -271,23 +269,14 @@ impl Core {
     }
 
     /// Keeps new request `id` (a new call), queued until sent.
-    pub fn add_request(
-        &mut self,
-        id: u64,
-        name: &str,
-        mode: LockMode,
-        if_available: bool,
-        steal: bool,
-    ) {
+    pub fn add_request(&mut self, id: u64, name: &str, options: LockOptions) {
         debug_assert!(!self.requests.contains_key(&id), "request {id} again");
         let call = self.next_call();
         self.requests.insert(
             id,
             LocalRequest {
                 name: name.into(),
-                mode,
-                if_available,
-                steal,
+                options,
                 state: RequestState::Queued,
                 call,
             },
@@ -309,9 +298,7 @@ impl Core {
         Some(Body::Request {
             id,
             name: r.name.clone(),
-            mode: r.mode,
-            if_available: r.if_available,
-            steal: r.steal,
+            options: r.options,
         })
     }
 
@@ -329,7 +316,7 @@ impl Core {
 
     /// A retired context grants nothing: every `ifAvailable` request it still has is not available.
     pub fn refuse_if_available(&mut self) {
-        for id in self.request_ids(|r| r.if_available) {
+        for id in self.request_ids(|r| r.options.if_available) {
             self.requests.remove(&id);
             self.emit(Effect::NotAvailable(id));
         }
@@ -520,7 +507,7 @@ impl Core {
         self.requests.values().any(|r| {
             r.state == RequestState::Held
                 && *r.name == *name
-                && (r.mode == LockMode::Exclusive || mode == LockMode::Exclusive)
+                && (r.options.mode == LockMode::Exclusive || mode == LockMode::Exclusive)
         })
     }
 
@@ -631,7 +618,7 @@ impl Core {
         for r in self.requests.values() {
             let info = LockInfo {
                 name: r.name.clone(),
-                mode: r.mode,
+                mode: r.options.mode,
                 client_id: self.client.clone(),
             };
             match r.state {

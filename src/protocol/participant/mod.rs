@@ -61,11 +61,11 @@
 //! ```
 //! use std::collections::VecDeque;
 //! use weblocks::protocol::{Config, Effect, Participant, wire};
-//! use weblocks::scheduler::LockMode;
+//! use weblocks::scheduler::LockOptions;
 //!
 //! let config = Config { evidence: true, ..Config::default() };
 //! let mut p = Participant::new("tab", config);
-//! p.handle_request(0, 1, "x", LockMode::Exclusive, false, false);
+//! p.handle_request(0, 1, "x", LockOptions::default());
 //! // What the edge will feed it next: the answers its effects get, in the order they come.
 //! let mut inputs: VecDeque<Box<dyn FnOnce(&mut Participant)>> = VecDeque::new();
 //! let mut granted = false;
@@ -113,7 +113,7 @@ use crate::protocol::wire::{
     self, Body, Decoded, KIND_JOIN, MemberKey, Message, MessageId, PROTOCOL_VERSION, Value,
     decode_versioned, split_batch,
 };
-use crate::scheduler::LockMode;
+use crate::scheduler::LockOptions;
 
 use self::core::{Core, RequestState, earliest};
 use joining::{Joined, Joining};
@@ -204,15 +204,7 @@ impl Participant {
     // ---- the Engine contract ----------------------------------------------------------------------
 
     /// Spec 4.1 step 3 for request `id` (ids are never reused by a context).
-    pub fn handle_request(
-        &mut self,
-        now: u64,
-        id: u64,
-        name: &str,
-        mode: LockMode,
-        if_available: bool,
-        steal: bool,
-    ) {
+    pub fn handle_request(&mut self, now: u64, id: u64, name: &str, options: LockOptions) {
         let core = &mut self.core;
         if core.request_state(id).is_some()
             || matches!(self.phase.lifecycle(), Lifecycle::Gone | Lifecycle::Hidden)
@@ -221,14 +213,14 @@ impl Participant {
         }
         // A retired context grants nothing. A local miss (docs/PROTOCOL.md §5) is decided here,
         // without the order's round trip.
-        if if_available
+        if options.if_available
             && (self.phase.lifecycle() == Lifecycle::Retired
-                || (!steal && core.holds_conflicting(name, mode)))
+                || (!options.steal && core.holds_conflicting(name, options.mode)))
         {
             core.emit(Effect::NotAvailable(id));
             return;
         }
-        core.add_request(id, name, mode, if_available, steal);
+        core.add_request(id, name, options);
         self.attach();
         // Earlier queued requests exist only while this context is not an active member, and then
         // nothing is sent: sending just this one keeps call order and a bulk of calls linear.

@@ -65,9 +65,10 @@ impl Feed {
             Body::Request {
                 id,
                 name: name.into(),
-                mode,
-                if_available: false,
-                steal: false,
+                options: LockOptions {
+                    mode,
+                    ..LockOptions::default()
+                },
             },
         )
     }
@@ -180,9 +181,10 @@ fn if_available_and_steal_decide_at_their_place_in_the_sequence() {
         Body::Request {
             id: 1,
             name: "x".into(),
-            mode: LockMode::Exclusive,
-            if_available: true,
-            steal: false,
+            options: LockOptions {
+                if_available: true,
+                ..LockOptions::default()
+            },
         },
     );
     assert_eq!(
@@ -197,9 +199,10 @@ fn if_available_and_steal_decide_at_their_place_in_the_sequence() {
         Body::Request {
             id: 2,
             name: "x".into(),
-            mode: LockMode::Exclusive,
-            if_available: false,
-            steal: true,
+            options: LockOptions {
+                steal: true,
+                ..LockOptions::default()
+            },
         },
     );
     assert_eq!(
