@@ -272,3 +272,6 @@ fn arm_timer<H: Host>(host: &mut H) {
         host.state().timer.set(Some(at));
     }
 }
+
+#[cfg(test)]
+mod tests;
