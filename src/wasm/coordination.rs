@@ -467,105 +467,127 @@ impl Coordination {
 
 /// The browser's primitives for the edge loop. The sink's calls hold no borrow: the sink may call back
 /// into the Engine, which runs the loop again. The others call only browser functions, which run no
-/// script of ours before they return.
+/// script of ours before they return. Each is inlined into the loop's one copy
+/// ([`edge::carry_out`]), as the arms of one `match` would be, rather than kept as a function of its
+/// own (a call and a function each, in the classic script's wasm).
 impl Host for &Coordination {
     type DeputyChannel = Channel;
 
+    #[inline(always)]
     fn participant<R>(&mut self, f: impl FnOnce(&mut Participant) -> R) -> R {
         f(&mut self.participant.borrow_mut())
     }
 
+    #[inline(always)]
     fn state(&self) -> &EdgeState<Channel> {
         &self.edge
     }
 
+    #[inline(always)]
     fn now(&self) -> u64 {
         now()
     }
 
+    #[inline(always)]
     fn transmit(&mut self, _messages: &[Message], data: Vec<Value>) {
         if let Some(channels) = &*self.channels.borrow() {
             let _ = channels.tx.post_message(&values_to_js(&data));
         }
     }
 
+    #[inline(always)]
     fn open_channels(&mut self) {
         Coordination::open_channels(self);
     }
 
+    #[inline(always)]
     fn close_channels(&mut self) {
         Coordination::close_channels(self);
     }
 
+    #[inline(always)]
     fn arm_farewell(&mut self, farewell: Option<Message>) {
         Coordination::arm_farewell(self, farewell);
     }
 
+    #[inline(always)]
     fn brief_deputy(&mut self, announcement: &Message) {
         Coordination::brief_deputy(self, announcement);
     }
 
+    #[inline(always)]
     fn open_deputy(&mut self, client: &str) -> Option<Channel> {
         let channel = BroadcastChannel::new(&self.deputy_channel_name(client)).ok()?;
         Some(channel.unchecked_into())
     }
 
+    #[inline(always)]
     fn post_deputy(&mut self, channel: &Channel, vouch: &Message) {
         let _ = channel.post_message(&message_to_js(vouch));
     }
 
+    #[inline(always)]
     fn close_deputy(&mut self, channel: Channel) {
         channel.close();
     }
 
+    #[inline(always)]
     fn read_log(&mut self, after: u64) {
         if let Some(channels) = &*self.channels.borrow() {
             channels.rx.read(after as f64);
         }
     }
 
+    #[inline(always)]
     fn trim_log(&mut self, upto: u64) {
         if let Some(channels) = &*self.channels.borrow() {
             channels.rx.trim(upto as f64);
         }
     }
 
+    #[inline(always)]
     fn open_alive(&mut self) {
         if let Some(e) = &self.evidence {
             e.open(&self.client_id);
         }
     }
 
+    #[inline(always)]
     fn close_alive(&mut self) {
         if let Some(e) = &self.evidence {
             e.close();
         }
     }
 
+    #[inline(always)]
     fn census(&mut self) {
         if let Some(e) = &self.evidence {
             e.census();
         }
     }
 
+    #[inline(always)]
     fn watch(&mut self, client: Rc<str>, watch: u64) {
         if let Some(e) = &self.evidence {
             e.watch(&client, watch as f64);
         }
     }
 
+    #[inline(always)]
     fn write_storage(&mut self, value: String) {
         if let Some(storage) = &self.storage {
             let _ = storage.set_item(&self.storage_key, &value);
         }
     }
 
+    #[inline(always)]
     fn remove_storage(&mut self) {
         if let Some(storage) = &self.storage {
             let _ = storage.remove_item(&self.storage_key);
         }
     }
 
+    #[inline(always)]
     fn arm_timer(&mut self, at: u64) -> bool {
         let Some(set_timeout) = &self.set_timeout else {
             return false;
@@ -582,6 +604,7 @@ impl Host for &Coordination {
         }
     }
 
+    #[inline(always)]
     fn cancel_timer(&mut self) {
         if let (Some(handle), Some(clear)) = (self.timer.take(), &self.clear_timeout) {
             let u = &JsValue::UNDEFINED;
@@ -589,6 +612,7 @@ impl Host for &Coordination {
         }
     }
 
+    #[inline(always)]
     fn queue_microtask(&mut self) -> bool {
         self.queue_microtask.as_ref().is_some_and(|queue| {
             let u = &JsValue::UNDEFINED;
@@ -596,18 +620,22 @@ impl Host for &Coordination {
         })
     }
 
+    #[inline(always)]
     fn granted(&mut self, id: u64) {
         notify(&self.sink, EFFECT_GRANTED, id, &JsValue::UNDEFINED);
     }
 
+    #[inline(always)]
     fn not_available(&mut self, id: u64) {
         notify(&self.sink, EFFECT_NOT_AVAILABLE, id, &JsValue::UNDEFINED);
     }
 
+    #[inline(always)]
     fn stolen(&mut self, id: u64, reason: LossReason) {
         notify(&self.sink, EFFECT_STOLEN, id, &loss_reason(reason).into());
     }
 
+    #[inline(always)]
     fn snapshot(&mut self, query: u64, snapshot: Snapshot) {
         notify(
             &self.sink,
@@ -617,6 +645,7 @@ impl Host for &Coordination {
         );
     }
 
+    #[inline(always)]
     fn incompatible(&mut self, version: u32) {
         // The number written by the storage hint's formatter: no formatting machinery.
         let message = "weblocks: another context of this origin runs protocol version ".to_owned()
