@@ -1,7 +1,8 @@
-//! The I/O edge of the coordination protocol: carries a [`Participant`]'s effects out over the channel
-//! (BroadcastChannel, or the log in IndexedDB), localStorage and timers, and feeds it the events of this
-//! global scope (messages, timer, storage changes, page lifecycle). It decides nothing; every handler is
-//! written so that nothing it receives can throw out of it.
+//! The I/O edge of the coordination protocol: the browser's [`Host`] of the edge loop, which carries a
+//! [`Participant`]'s effects out over the channel (BroadcastChannel, or the log in IndexedDB),
+//! localStorage and timers; and the listeners that feed it the events of this global scope (messages,
+//! timer, storage changes, page lifecycle). It decides nothing (the loop's policies are in
+//! [`crate::protocol::edge`]); every handler is written so that nothing it receives can throw out of it.
 
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
@@ -10,8 +11,10 @@ use js_sys::{Array, Function, Reflect};
 use wasm_bindgen::prelude::*;
 use web_sys::{BroadcastChannel, EventTarget, MessageEvent, Storage, StorageEvent};
 
-use crate::protocol::wire::{self, Message};
-use crate::protocol::{Effect, LIVE_KEY, LossReason, Participant, storage_hint};
+use crate::protocol::edge::{self, EdgeState, Host};
+use crate::protocol::wire::{self, Message, Value};
+use crate::protocol::{LIVE_KEY, LossReason, Participant, storage_hint};
+use crate::scheduler::Snapshot;
 
 use super::channel::{Channel, Channels, decode_values, message_to_js, values_to_js};
 use super::evidence::{self, Evidence};
@@ -88,8 +91,8 @@ pub(super) struct Coordination {
     storage: Option<Storage>,
     storage_key: String,
     sink: Function,
-    /// The armed timer: its handle and when it fires.
-    timer: Cell<Option<(JsValue, u64)>>,
+    /// The armed timer's handle.
+    timer: Cell<Option<JsValue>>,
     timer_callback: Callback,
     /// The global's `setTimeout` and `clearTimeout`, looked up once.
     set_timeout: Option<Function>,
@@ -101,18 +104,15 @@ pub(super) struct Coordination {
     /// The global object where it has page lifecycle events (a Window): workers have no `pagehide`,
     /// and there the farewell is never armed.
     page: Option<EventTarget>,
-    warned: Cell<bool>,
     /// The channel's name: a deputy listens on this name, `#`, and its page's client id.
     channel: String,
     /// Hands a message to this page's deputy (`js/deputy.js`), which posts it on the channel and then
     /// relays every message of its own channel there; `undefined` ends it. None where the JS side
     /// made no deputy (workers).
     deputy: Option<Function>,
-    /// Channels to other pages' deputies, most recently used last (a few: pings go to blockers).
-    /// (BroadcastChannels, used as `Channel`s: one set of postMessage and close bindings for both.)
-    deputies: RefCell<Vec<(Rc<str>, Channel)>>,
-    /// The microtask hops left before the participant's queued messages go (`Effect::FlushSoon`).
-    flush_hops: Cell<u32>,
+    /// The edge loop's state; its channels to other pages' deputies are BroadcastChannels, used as
+    /// `Channel`s (one set of postMessage and close bindings for both).
+    edge: EdgeState<Channel>,
     flush_callback: Callback,
     /// The global's `queueMicrotask`, looked up once (every flush takes a few hops through it); engines
     /// before it (Chrome 71, Safari 12.1) flush at once.
@@ -142,13 +142,6 @@ const CARRIED: u8 = b'c';
 const POKE: u8 = b'p';
 const GAP: u8 = b'g';
 const FAIL: u8 = b'f';
-
-/// How many microtask hops a flush waits: enough for a release and the request a loop makes right
-/// after it (a few promise reactions apart) to go as one message.
-const FLUSH_HOPS: u32 = 4;
-
-/// How many channels to other pages' deputies stay open.
-const DEPUTY_CHANNELS: usize = 4;
 
 impl Coordination {
     /// Starts coordinating over the channels `open_channel(name)` makes, or where it is `None`, over
@@ -191,7 +184,7 @@ impl Coordination {
             clear_timeout: global_function(&global, "clearTimeout"),
             timer_callback: callback(weak.clone(), |this, _| {
                 this.timer.set(None);
-                this.with_participant(|p, t| p.handle_timeout(t));
+                edge::timeout(&mut &*this);
             }),
             listeners: RefCell::new(Vec::new()),
             on_message: callback(weak.clone(), |this, event| this.on_message(event)),
@@ -199,13 +192,11 @@ impl Coordination {
             page: Reflect::has(&global, &"onpagehide".into())
                 .unwrap_or(false)
                 .then(|| global.clone().unchecked_into()),
-            warned: Cell::new(false),
             channel,
             deputy,
-            deputies: RefCell::new(Vec::new()),
-            flush_hops: Cell::new(0),
+            edge: EdgeState::default(),
             queue_microtask: global_function(&global, "queueMicrotask"),
-            flush_callback: callback(weak.clone(), |this, _| this.flush_later()),
+            flush_callback: callback(weak.clone(), |this, _| edge::microtask(&mut &*this)),
             global,
             refusal: Cell::new(None),
             evidence,
@@ -391,132 +382,9 @@ impl Coordination {
         }
     }
 
-    /// Runs one event through the participant, then carries out its effects.
+    /// Runs one event through the participant, then carries out its effects (the edge loop).
     pub(super) fn with_participant<R>(&self, f: impl FnOnce(&mut Participant, u64) -> R) -> R {
-        let result = f(&mut self.participant.borrow_mut(), now());
-        self.carry_out_effects();
-        result
-    }
-
-    /// Carries out the participant's effects in order, each with the participant released: the sink
-    /// may call back into the engine, whose call adds its effects behind these. Kept out of line, so
-    /// that the dozen event handlers share one copy.
-    #[inline(never)]
-    fn carry_out_effects(&self) {
-        loop {
-            let effect = self.participant.borrow_mut().poll_effect();
-            match effect {
-                Some(effect) => self.carry_out(effect),
-                None => return,
-            }
-        }
-    }
-
-    fn carry_out(&self, effect: Effect) {
-        match effect {
-            Effect::FlushSoon => {
-                self.flush_hops.set(FLUSH_HOPS);
-                if !self.queue_flush() {
-                    self.participant.borrow_mut().handle_flush();
-                }
-            }
-            Effect::Transmit(messages) => {
-                let version = self.participant.borrow().version();
-                let data = values_to_js(&wire::encode_transmit(&messages, version));
-                if let Some(channels) = &*self.channels.borrow() {
-                    let _ = channels.tx.post_message(&data);
-                }
-            }
-            Effect::OpenChannels => self.open_channels(),
-            Effect::CloseChannels => self.close_channels(),
-            Effect::OpenAlive => {
-                if let Some(e) = &self.evidence {
-                    e.open(&self.client_id);
-                }
-            }
-            Effect::CloseAlive => {
-                if let Some(e) = &self.evidence {
-                    e.close();
-                }
-            }
-            Effect::Census => {
-                if let Some(e) = &self.evidence {
-                    e.census();
-                }
-            }
-            Effect::Watch { client, watch } => {
-                if let Some(e) = &self.evidence {
-                    e.watch(&client, watch as f64);
-                }
-            }
-            Effect::ArmFarewell(farewell) => self.arm_farewell(farewell),
-            Effect::Announce(vouch) => self.brief_deputy(&vouch),
-            Effect::WakeDeputy(vouch) => self.wake_deputy(&vouch),
-            Effect::ReadLog { after } => {
-                if let Some(channels) = &*self.channels.borrow() {
-                    channels.rx.read(after as f64);
-                }
-            }
-            Effect::TrimLog { upto } => {
-                if let Some(channels) = &*self.channels.borrow() {
-                    channels.rx.trim(upto as f64);
-                }
-            }
-            Effect::StorageWrite { value } => {
-                if let Some(storage) = &self.storage {
-                    let _ = storage.set_item(&self.storage_key, &value);
-                }
-            }
-            Effect::StorageRemove => {
-                if let Some(storage) = &self.storage {
-                    let _ = storage.remove_item(&self.storage_key);
-                }
-            }
-            Effect::SetTimer { at } => self.set_timer(at),
-            Effect::ClearTimer => self.clear_timer(),
-            Effect::Granted(id) => notify(&self.sink, EFFECT_GRANTED, id, &JsValue::UNDEFINED),
-            Effect::NotAvailable(id) => {
-                notify(&self.sink, EFFECT_NOT_AVAILABLE, id, &JsValue::UNDEFINED)
-            }
-            Effect::Stolen { id, reason } => {
-                notify(&self.sink, EFFECT_STOLEN, id, &loss_reason(reason).into())
-            }
-            Effect::Snapshot { query, snapshot } => notify(
-                &self.sink,
-                EFFECT_SNAPSHOT,
-                query,
-                &snapshot_to_js(&snapshot),
-            ),
-            Effect::Incompatible { version } => {
-                if !self.warned.replace(true) {
-                    // The number written by the storage hint's formatter: no formatting machinery.
-                    let message = "weblocks: another context of this origin runs protocol version "
-                        .to_owned()
-                        + &storage_hint::format(version.into())
-                        + ", newer than this one's; this context gave up its locks and grants nothing \
-                           more. Reload it.";
-                    web_sys::console::warn_1(&message.into());
-                }
-            }
-        }
-    }
-
-    /// Queues the next hop of a flush's wait; false where no microtask can be queued.
-    fn queue_flush(&self) -> bool {
-        self.queue_microtask.as_ref().is_some_and(|queue| {
-            let u = &JsValue::UNDEFINED;
-            call(queue, &JsValue::NULL, self.flush_callback.as_ref(), u, u).is_ok()
-        })
-    }
-
-    /// A hop of a flush's wait: still within the task that queued the messages (nothing of another
-    /// task can run first), so they go in order, after whatever that task still sends.
-    fn flush_later(&self) {
-        let hops = self.flush_hops.get().saturating_sub(1);
-        self.flush_hops.set(hops);
-        if hops == 0 || !self.queue_flush() {
-            self.with_participant(|p, _| p.handle_flush());
-        }
+        edge::input(&mut &*self, f)
     }
 
     /// Keeps the farewell ready as a `pagehide` listener. Firefox may stop a closing tab's `pagehide`
@@ -578,69 +446,11 @@ impl Coordination {
         self.channel.clone() + "#" + client
     }
 
-    /// Asks the deputy of the page of `vouch.sender` to post `vouch`, on that deputy's channel.
-    fn wake_deputy(&self, vouch: &Message) {
-        let mut deputies = self.deputies.borrow_mut();
-        let client = &vouch.sender.client;
-        let channel = match deputies.iter().position(|(c, _)| c == client) {
-            Some(k) => deputies.remove(k).1,
-            None => match BroadcastChannel::new(&self.deputy_channel_name(client)) {
-                Ok(channel) => channel.unchecked_into::<Channel>(),
-                Err(_) => return,
-            },
-        };
-        let _ = channel.post_message(&message_to_js(vouch));
-        deputies.push((client.clone(), channel));
-        if deputies.len() > DEPUTY_CHANNELS {
-            deputies.remove(0).1.close();
-        }
-    }
-
-    /// Arms the timer for `at`. A timer already armed to fire no later is kept: firing early only makes
-    /// the participant look at its deadlines once more (and arm the next), and a waiting context, whose
-    /// ping deadline moves later with every message of the member it waits for, saves a clearTimeout
-    /// and a setTimeout per message.
-    fn set_timer(&self, at: u64) {
-        match self.timer.take() {
-            Some(armed) if armed.1 <= at => {
-                self.timer.set(Some(armed));
-                return;
-            }
-            Some((handle, _)) => self.cancel_timer(&handle),
-            None => {}
-        }
-        let Some(set_timeout) = &self.set_timeout else {
-            return;
-        };
-        let delay = at.saturating_sub(now()) as f64;
-        let callback: &JsValue = self.timer_callback.as_ref();
-        let u = &JsValue::UNDEFINED;
-        if let Ok(handle) = call(set_timeout, &JsValue::NULL, callback, &delay.into(), u) {
-            self.timer.set(Some((handle, at)));
-        }
-    }
-
-    fn clear_timer(&self) {
-        if let Some((handle, _)) = self.timer.take() {
-            self.cancel_timer(&handle);
-        }
-    }
-
-    fn cancel_timer(&self, handle: &JsValue) {
-        if let Some(clear) = &self.clear_timeout {
-            let u = &JsValue::UNDEFINED;
-            let _ = call(clear, &JsValue::NULL, handle, u, u);
-        }
-    }
-
     /// The context is going away for good (the Engine is freed): the participant leaves (its `Leave`
     /// goes out, its channels close, its timer and farewell go); the deputies and listeners go here.
     pub(super) fn close(&self) {
         self.with_participant(|p, t| p.handle_close(t));
-        // Popped (the order does not matter), not drained: no Drain code for these vectors.
-        while let Some((_, channel)) = self.deputies.borrow_mut().pop() {
-            channel.close();
-        }
+        edge::close_deputies(&mut &*self);
         if let Some(deputy) = &self.deputy {
             let u = &JsValue::UNDEFINED;
             let _ = call(deputy, &JsValue::NULL, u, u, u);
@@ -652,6 +462,197 @@ impl Coordination {
                 captures(kind),
             );
         }
+    }
+}
+
+/// The browser's primitives for the edge loop. The sink's calls hold no borrow: the sink may call back
+/// into the Engine, which runs the loop again. The others call only browser functions, which run no
+/// script of ours before they return. Each is inlined into the loop's one copy
+/// ([`edge::carry_out`]), as the arms of one `match` would be, rather than kept as a function of its
+/// own (a call and a function each, in the classic script's wasm).
+impl Host for &Coordination {
+    type DeputyChannel = Channel;
+
+    #[inline(always)]
+    fn participant<R>(&mut self, f: impl FnOnce(&mut Participant) -> R) -> R {
+        f(&mut self.participant.borrow_mut())
+    }
+
+    #[inline(always)]
+    fn state(&self) -> &EdgeState<Channel> {
+        &self.edge
+    }
+
+    #[inline(always)]
+    fn now(&self) -> u64 {
+        now()
+    }
+
+    #[inline(always)]
+    fn transmit(&mut self, _messages: &[Message], data: Vec<Value>) {
+        if let Some(channels) = &*self.channels.borrow() {
+            let _ = channels.tx.post_message(&values_to_js(&data));
+        }
+    }
+
+    #[inline(always)]
+    fn open_channels(&mut self) {
+        Coordination::open_channels(self);
+    }
+
+    #[inline(always)]
+    fn close_channels(&mut self) {
+        Coordination::close_channels(self);
+    }
+
+    #[inline(always)]
+    fn arm_farewell(&mut self, farewell: Option<Message>) {
+        Coordination::arm_farewell(self, farewell);
+    }
+
+    #[inline(always)]
+    fn brief_deputy(&mut self, announcement: &Message) {
+        Coordination::brief_deputy(self, announcement);
+    }
+
+    #[inline(always)]
+    fn open_deputy(&mut self, client: &str) -> Option<Channel> {
+        let channel = BroadcastChannel::new(&self.deputy_channel_name(client)).ok()?;
+        Some(channel.unchecked_into())
+    }
+
+    #[inline(always)]
+    fn post_deputy(&mut self, channel: &Channel, vouch: &Message) {
+        let _ = channel.post_message(&message_to_js(vouch));
+    }
+
+    #[inline(always)]
+    fn close_deputy(&mut self, channel: Channel) {
+        channel.close();
+    }
+
+    #[inline(always)]
+    fn read_log(&mut self, after: u64) {
+        if let Some(channels) = &*self.channels.borrow() {
+            channels.rx.read(after as f64);
+        }
+    }
+
+    #[inline(always)]
+    fn trim_log(&mut self, upto: u64) {
+        if let Some(channels) = &*self.channels.borrow() {
+            channels.rx.trim(upto as f64);
+        }
+    }
+
+    #[inline(always)]
+    fn open_alive(&mut self) {
+        if let Some(e) = &self.evidence {
+            e.open(&self.client_id);
+        }
+    }
+
+    #[inline(always)]
+    fn close_alive(&mut self) {
+        if let Some(e) = &self.evidence {
+            e.close();
+        }
+    }
+
+    #[inline(always)]
+    fn census(&mut self) {
+        if let Some(e) = &self.evidence {
+            e.census();
+        }
+    }
+
+    #[inline(always)]
+    fn watch(&mut self, client: Rc<str>, watch: u64) {
+        if let Some(e) = &self.evidence {
+            e.watch(&client, watch as f64);
+        }
+    }
+
+    #[inline(always)]
+    fn write_storage(&mut self, value: String) {
+        if let Some(storage) = &self.storage {
+            let _ = storage.set_item(&self.storage_key, &value);
+        }
+    }
+
+    #[inline(always)]
+    fn remove_storage(&mut self) {
+        if let Some(storage) = &self.storage {
+            let _ = storage.remove_item(&self.storage_key);
+        }
+    }
+
+    #[inline(always)]
+    fn arm_timer(&mut self, at: u64) -> bool {
+        let Some(set_timeout) = &self.set_timeout else {
+            return false;
+        };
+        let delay = at.saturating_sub(now()) as f64;
+        let callback: &JsValue = self.timer_callback.as_ref();
+        let u = &JsValue::UNDEFINED;
+        match call(set_timeout, &JsValue::NULL, callback, &delay.into(), u) {
+            Ok(handle) => {
+                self.timer.set(Some(handle));
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    #[inline(always)]
+    fn cancel_timer(&mut self) {
+        if let (Some(handle), Some(clear)) = (self.timer.take(), &self.clear_timeout) {
+            let u = &JsValue::UNDEFINED;
+            let _ = call(clear, &JsValue::NULL, &handle, u, u);
+        }
+    }
+
+    #[inline(always)]
+    fn queue_microtask(&mut self) -> bool {
+        self.queue_microtask.as_ref().is_some_and(|queue| {
+            let u = &JsValue::UNDEFINED;
+            call(queue, &JsValue::NULL, self.flush_callback.as_ref(), u, u).is_ok()
+        })
+    }
+
+    #[inline(always)]
+    fn granted(&mut self, id: u64) {
+        notify(&self.sink, EFFECT_GRANTED, id, &JsValue::UNDEFINED);
+    }
+
+    #[inline(always)]
+    fn not_available(&mut self, id: u64) {
+        notify(&self.sink, EFFECT_NOT_AVAILABLE, id, &JsValue::UNDEFINED);
+    }
+
+    #[inline(always)]
+    fn stolen(&mut self, id: u64, reason: LossReason) {
+        notify(&self.sink, EFFECT_STOLEN, id, &loss_reason(reason).into());
+    }
+
+    #[inline(always)]
+    fn snapshot(&mut self, query: u64, snapshot: Snapshot) {
+        notify(
+            &self.sink,
+            EFFECT_SNAPSHOT,
+            query,
+            &snapshot_to_js(&snapshot),
+        );
+    }
+
+    #[inline(always)]
+    fn incompatible(&mut self, version: u32) {
+        // The number written by the storage hint's formatter: no formatting machinery.
+        let message = "weblocks: another context of this origin runs protocol version ".to_owned()
+            + &storage_hint::format(version.into())
+            + ", newer than this one's; this context gave up its locks and grants nothing more. \
+               Reload it.";
+        web_sys::console::warn_1(&message.into());
     }
 }
 

@@ -111,7 +111,8 @@ fn a_first_request_joins_waits_for_an_answer_then_starts_a_history_and_is_grante
     w.pump();
     // The Join came back: a timer for the join wait.
     let at = w.now + config().join_wait;
-    assert!(w.contexts[0].recorded.contains(&Effect::SetTimer { at }));
+    assert_eq!(w.contexts[0].participant.poll_timeout(), Some(at));
+    assert_eq!(w.contexts[0].edge.timer(), Some(at), "the edge armed it");
     w.advance(config().join_wait - 1);
     assert!(
         !posts(&w.contexts[0].recorded).contains(&Body::Genesis),
@@ -562,7 +563,11 @@ fn the_back_forward_cache_gives_up_locks_and_requests_again_on_return() {
         id: 1,
         reason: LossReason::Hidden
     }));
-    assert!(fx.contains(&Effect::ClearTimer));
+    assert_eq!(
+        w.contexts[0].edge.timer(),
+        None,
+        "the edge cancelled its timer"
+    );
     assert!(fx.ends_with(&[Effect::ArmFarewell(None)]), "{fx:?}");
     assert!(
         fx.iter().position(|e| matches!(e, Effect::Transmit(_)))

@@ -21,15 +21,18 @@
 //! Storage writes reach the authoritative store after a delay and every other context's cache after
 //! a further, per-context delay (storage events).
 //!
-//! This module holds the types, the contexts and the per-event dispatch; each part of the origin has a
-//! module of its own: `network` (the channel and its delivery models), `indexed_log` (the log in
-//! IndexedDB), `local_storage`, `liveness_db` (evidence), `observers` (the reference the checks use),
-//! `lifecycle` (faults and the page lifecycle) and `event_queue` (simulated time).
+//! This module holds the types, the contexts and the per-event dispatch; each context's effects are
+//! carried out by the production edge loop (`weblocks::protocol::edge`), whose host the world is
+//! (`host`). Each part of the origin has a module of its own: `network` (the channel and its delivery
+//! models), `indexed_log` (the log in IndexedDB), `local_storage`, `liveness_db` (evidence),
+//! `observers` (the reference the checks use), `lifecycle` (faults and the page lifecycle) and
+//! `event_queue` (simulated time).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::rc::Rc;
 
+use weblocks::protocol::edge::EdgeState;
 use weblocks::protocol::replica::Replica;
 use weblocks::protocol::wire::{self, MemberKey, Message, Value};
 use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason, Participant, Transport, Wake};
@@ -38,6 +41,7 @@ use weblocks::scheduler::{LockMode, LockOptions, Snapshot};
 use super::rng::Rng;
 
 mod event_queue;
+mod host;
 mod indexed_log;
 mod lifecycle;
 mod liveness_db;
@@ -46,6 +50,7 @@ mod network;
 mod observers;
 
 use event_queue::Scheduled;
+use host::Entry;
 use liveness_db::AliveDb;
 use network::{Payload, edge_decodes, entry_data};
 
@@ -341,8 +346,10 @@ pub struct SimContext {
     /// Its channels are open (`Effect::OpenChannels` .. `Effect::CloseChannels`): it receives what the
     /// channel delivers.
     connected: bool,
-    /// It queued messages in this event (`Effect::FlushSoon`): they go out at its end.
-    flush_due: bool,
+    /// The edge loop's state (its timer, flush hops and channels to deputies, by context index).
+    pub edge: EdgeState<usize>,
+    /// Microtasks the edge loop queued in this event (a flush's hops): they run at its end.
+    microtasks: u32,
     /// Requests of `Action::Loop`, by id: the name and how many cycles are left after this one.
     loops: BTreeMap<u64, (Rc<str>, u64)>,
     /// Every effect it carried out, in order, where the world records them (`World::recording`).
@@ -401,7 +408,7 @@ pub struct World {
     /// Each context keeps every effect it carries out (`SimContext::recorded`): for the participants'
     /// tests.
     pub recording: bool,
-    /// Inside an `Action::Batch`: the flush waits for the task's end.
+    /// Inside an `Action::Batch`: the microtasks (a flush's hops) wait for the task's end.
     in_task: bool,
     /// Beliefs that the origin's history no longer gives their context (a steal, an eviction, a reset
     /// took them): since when. See [`World::check_stale_beliefs`].
@@ -607,7 +614,8 @@ impl World {
             },
             farewell: None,
             connected: false,
-            flush_due: false,
+            edge: EdgeState::default(),
+            microtasks: 0,
             loops: BTreeMap::new(),
             recorded: Vec::new(),
         });
@@ -700,11 +708,13 @@ impl World {
                 Status::Running => self.run(i, ev),
                 Status::Stalled | Status::Frozen => self.contexts[i].deferred.push_back(ev),
                 Status::Hidden => match ev {
-                    // A page in the back/forward cache runs no task: its calls and the answers of
-                    // IndexedDB wait for it to be shown again.
-                    Ev::Client(_) | Ev::AliveOpened { .. } | Ev::Census(_) | Ev::Gone { .. } => {
-                        self.contexts[i].deferred.push_back(ev)
-                    }
+                    // A page in the back/forward cache runs no task: its calls, its timer and the
+                    // answers of IndexedDB wait for it to be shown again.
+                    Ev::Client(_)
+                    | Ev::Timer { .. }
+                    | Ev::AliveOpened { .. }
+                    | Ev::Census(_)
+                    | Ev::Gone { .. } => self.contexts[i].deferred.push_back(ev),
                     Ev::StorageEvent { key, value } => self.cache_set(i, key, value),
                     _ => {}
                 },
@@ -836,8 +846,7 @@ impl World {
             Ev::Timer { generation } => {
                 if generation == self.contexts[i].timer_generation {
                     self.note(|| format!("ctx{i} timer"));
-                    self.contexts[i].participant.handle_timeout(now);
-                    self.effects(i);
+                    self.edge(i, Entry::Timeout);
                 }
             }
             Ev::StorageEvent { key, value } => {
@@ -1021,114 +1030,6 @@ impl World {
                 self.contexts[i].participant.handle_query(now, q);
                 self.effects(i);
             }
-        }
-    }
-
-    /// Carries out context `i`'s effects, in order. The messages it queued in this event go out together
-    /// at its end, as one channel message: an event is one task of the context.
-    fn effects(&mut self, i: usize) {
-        loop {
-            self.carry_out_effects(i);
-            if self.in_task || !std::mem::take(&mut self.contexts[i].flush_due) {
-                return;
-            }
-            self.contexts[i].participant.handle_flush();
-        }
-    }
-
-    fn carry_out_effects(&mut self, i: usize) {
-        let now = self.now;
-        let mut decided = Vec::new();
-        for m in self.contexts[i].participant.poll_decided() {
-            decided.extend(self.observe_decided(i, &m));
-        }
-        while let Some(e) = self.contexts[i].participant.poll_effect() {
-            if self.recording {
-                self.contexts[i].recorded.push(e.clone());
-            }
-            match e {
-                Effect::FlushSoon => self.contexts[i].flush_due = true,
-                Effect::Transmit(messages) => self.transmit(i, messages),
-                Effect::OpenChannels => {
-                    let n = &mut self.contexts[i];
-                    n.connected = true;
-                    n.epoch += 1;
-                    if self.over_log() {
-                        // The start read sees the log as it is now: the context's next appends come
-                        // after it. While a deletion is under way, the open waits for it.
-                        let log = self.log_generation + usize::from(self.deleting.is_some());
-                        self.contexts[i].conn_log = log;
-                        // (Over a deletion, the log it opens is the new one, made empty.)
-                        let last = if log == self.log_generation {
-                            self.log_len() + self.floor
-                        } else {
-                            0
-                        };
-                        let delay = self.rng.range(0, 2);
-                        self.schedule(now + delay, i, Ev::LogStarted { log, last });
-                    }
-                }
-                Effect::CloseChannels => {
-                    let n = &mut self.contexts[i];
-                    n.connected = false;
-                    n.epoch += 1;
-                }
-                Effect::ArmFarewell(farewell) => self.contexts[i].farewell = farewell,
-                Effect::Announce(vouch) => {
-                    if self.contexts[i].deputy {
-                        self.deputy_post(i, &vouch, 0);
-                    }
-                }
-                Effect::StorageWrite { value } => {
-                    self.write_storage(i, LIVE_KEY.to_owned(), Some(value));
-                }
-                Effect::StorageRemove => self.write_storage(i, LIVE_KEY.to_owned(), None),
-                Effect::SetTimer { at } => {
-                    let lateness = self.rng.range(0, self.contexts[i].timer_lateness);
-                    let n = &mut self.contexts[i];
-                    n.timer_generation += 1;
-                    let generation = n.timer_generation;
-                    self.schedule(at.max(now) + lateness, i, Ev::Timer { generation });
-                }
-                Effect::ClearTimer => self.contexts[i].timer_generation += 1,
-                Effect::Granted(id) => self.on_granted(i, id),
-                Effect::NotAvailable(id) => self.on_not_available(i, id),
-                Effect::Stolen { id, reason } => self.on_stolen(i, id, reason),
-                Effect::Snapshot { query, snapshot } => self.on_snapshot(i, query, snapshot),
-                Effect::Incompatible { version } => {
-                    self.note(|| format!("ctx{i} incompatible with v{version}"));
-                    self.contexts[i].retired = true;
-                }
-                Effect::WakeDeputy(vouch) => self.wake_deputy(vouch),
-                Effect::ReadLog { after } => {
-                    let delay = self.rng.range(0, 3);
-                    let log = self.contexts[i].conn_log;
-                    self.schedule(now + delay, i, Ev::LogRead { log, after });
-                }
-                Effect::OpenAlive => self.open_alive(i),
-                Effect::CloseAlive => self.close_alive(i),
-                Effect::Census => {
-                    let listed: Vec<(Rc<str>, u64)> = self.alive.keys().cloned().collect();
-                    let own = self.contexts[i].participant.client_id().to_owned();
-                    for (client, watch) in &listed {
-                        if **client != *own {
-                            self.watch_alive(i, client.clone(), *watch);
-                        }
-                    }
-                    let delay = self.rng.range(0, 3);
-                    self.schedule(now + delay, i, Ev::Census(listed));
-                }
-                Effect::Watch { client, watch } => self.watch_alive(i, client, watch),
-                Effect::TrimLog { upto } => {
-                    // js/log_channel.js deletes in a transaction of its own; a floor only rises.
-                    if self.contexts[i].conn_log == self.log_generation {
-                        self.floor = self.floor.max(upto.min(self.log_len() + self.floor));
-                    }
-                }
-            }
-        }
-        for (inc, id, expect) in decided {
-            self.confirm(i, inc, id, expect, None);
         }
     }
 

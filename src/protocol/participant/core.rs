@@ -82,7 +82,7 @@ pub(super) struct Core {
     /// Messages queued since the last `Transmit`.
     outbox: Vec<Message>,
     out: VecDeque<Effect>,
-    /// The deadline of the armed timer.
+    /// The next deadline: when the participant wants [`super::Participant::handle_timeout`].
     timer: Option<u64>,
     /// The key of this context's open liveness database (`Config::evidence`), 0 while it has none.
     watch: u64,
@@ -463,16 +463,13 @@ impl Core {
         }
     }
 
-    /// Arms the timer for `at` (`None`: no timer), if that changes it.
+    /// The next deadline is `at` (`None`: none): see [`super::Participant::poll_timeout`].
     pub fn set_timer(&mut self, at: Option<u64>) {
-        if at == self.timer {
-            return;
-        }
         self.timer = at;
-        self.emit(match at {
-            Some(at) => Effect::SetTimer { at },
-            None => Effect::ClearTimer,
-        });
+    }
+
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.timer
     }
 
     pub fn timer_fired(&mut self) {

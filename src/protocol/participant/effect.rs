@@ -1,4 +1,6 @@
-//! What a participant asks its edge to do, in the order the edge must do it.
+//! What a participant asks its edge to do, in the order the edge must do it. The timer is not an
+//! effect: the edge asks [`super::Participant::poll_timeout`] once the effects are carried out (the edge
+//! loop, [`crate::protocol::edge`], does both).
 
 use crate::protocol::replica::RevokeReason;
 use crate::protocol::wire::Message;
@@ -10,8 +12,9 @@ use crate::scheduler::Snapshot;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
     /// A message was queued for the channel, the first since the last `Transmit`: call
-    /// [`super::Participant::handle_flush`] before the current task ends (after a few microtask hops,
-    /// so that the messages this task still posts go with it).
+    /// [`super::Participant::handle_flush`] before the current task ends (the edge loop waits
+    /// [`crate::protocol::edge::FLUSH_HOPS`] microtask hops, so that the messages this task still posts
+    /// go with it).
     FlushSoon,
     /// Send these messages of this context, in order, as one channel message (one append over the
     /// log): `wire::encode` for one, `wire::encode_batch` for several. Each receiver applies them in
@@ -68,11 +71,6 @@ pub enum Effect {
     StorageWrite { value: String },
     /// Remove the storage hint from `localStorage` (ignore failures).
     StorageRemove,
-    /// Call [`super::Participant::handle_timeout`] at (or after) wall-clock time `at`; replaces any
-    /// earlier timer.
-    SetTimer { at: u64 },
-    /// Forget the timer.
-    ClearTimer,
     /// Engine sink 1: request `id` was granted.
     Granted(u64),
     /// Engine sink 2: `ifAvailable` request `id` was not grantable.

@@ -3,13 +3,14 @@
 //! wall-clock time in ms (`Date.now()`); what the edge must do comes out of
 //! [`Participant::poll_effect`], in the order it must be done.
 //!
-//! What the caller does:
+//! What the caller does (the edge loop, [`crate::protocol::edge`], does it for every edge):
 //! - After every `handle_*` call, carry out every effect [`Participant::poll_effect`] returns, in order,
 //!   until it returns `None` (an effect may be carried out later only where its doc says so: a
-//!   `FlushSoon` asks for [`Participant::handle_flush`] before the task ends, a `SetTimer` for
-//!   [`Participant::handle_timeout`] at its time, `OpenChannels` over the log and `ReadLog` for their
-//!   answers). Effects that call back into JS (the Engine's sink) may cause more calls; those are fine
-//!   between two effects.
+//!   `FlushSoon` asks for [`Participant::handle_flush`] before the task ends, `OpenChannels` over the log
+//!   and `ReadLog` for their answers). Effects that call back into JS (the Engine's sink) may cause more
+//!   calls; those are fine between two effects.
+//! - Then ask [`Participant::poll_timeout`] for its next deadline, and have
+//!   [`Participant::handle_timeout`] called at (or after) it; `None`: no timer.
 //! - Feed it everything that happens: the local calls of the Engine contract (`handle_request`,
 //!   `handle_release`, `handle_abort`, `handle_query`), what the transport delivers (`handle_message`
 //!   on the broadcast transport; `handle_log_*` and `handle_carried` over the log), the timer, the storage
@@ -54,9 +55,9 @@
 //!
 //! # The edge loop
 //!
-//! A lone context with evidence, driven by hand as the edge drives it (`src/wasm/coordination.rs` in a
-//! browser, `tests/protocol_sim/world.rs` in the simulation): each input, then every effect in order, each
-//! answered by a later input. `cargo test` runs it, so it follows the code.
+//! A lone context with evidence, driven by hand as the edge loop ([`crate::protocol::edge`]) drives it
+//! in a browser and in the simulation: each input, then every effect in order, each answered by a later
+//! input, then its next deadline. `cargo test` runs it, so it follows the code.
 //!
 //! ```
 //! use std::collections::VecDeque;
@@ -83,10 +84,12 @@
 //!             // The census, once its Join came back: no other context lives.
 //!             Effect::Census => inputs.push_back(Box::new(|p| p.handle_census(3, Vec::new()))),
 //!             Effect::Granted(id) => granted = id == 1,
-//!             // OpenChannels, ArmFarewell, SetTimer...: carried out by a real edge.
+//!             // OpenChannels, ArmFarewell...: carried out by a real edge.
 //!             _ => {}
 //!         }
 //!     }
+//!     // Its next deadline: the edge's timer calls `handle_timeout` then (none is needed here).
+//!     let _deadline: Option<u64> = p.poll_timeout();
 //!     match inputs.pop_front() {
 //!         Some(input) => input(&mut p),
 //!         None => break,
@@ -157,6 +160,13 @@ impl Participant {
     /// The next effect to carry out, in order; `None` once there is none.
     pub fn poll_effect(&mut self) -> Option<Effect> {
         self.core.next_effect()
+    }
+
+    /// When [`Participant::handle_timeout`] is due: the earliest deadline of its policies, as of the last
+    /// `handle_*` call (`None`: none). Calling it earlier does no harm (it looks at its deadlines and
+    /// gives the next); later delays what it waits for.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.core.next_deadline()
     }
 
     /// From now on, keep every message this context decides alone without sending it (see
@@ -390,7 +400,7 @@ impl Participant {
         self.after(now);
     }
 
-    /// The timer set by [`Effect::SetTimer`] fired.
+    /// The deadline [`Participant::poll_timeout`] gave has come.
     pub fn handle_timeout(&mut self, now: u64) {
         self.core.timer_fired();
         self.after(now);

@@ -149,7 +149,9 @@ impl World {
         if self.over_log() {
             self.farewell_relay(i);
         } else if let Some(m) = self.contexts[i].farewell.clone() {
-            self.transmit(i, vec![m]);
+            let version = self.contexts[i].participant.version();
+            let data = wire::encode_transmit(std::slice::from_ref(&m), version);
+            self.transmit(i, &[m], data);
         }
     }
 

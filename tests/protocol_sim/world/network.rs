@@ -182,21 +182,6 @@ impl World {
         }
     }
 
-    /// A pinger asks the deputy of `vouch.sender`'s page to post `vouch`: it does after a hop to it
-    /// and its sending delay, if the page has a deputy that runs by then.
-    pub(super) fn wake_deputy(&mut self, vouch: Message) {
-        let Some(j) = self
-            .context_of(&vouch.sender)
-            .filter(|&j| j < self.contexts.len())
-        else {
-            return;
-        };
-        if self.contexts[j].deputy {
-            let hop = self.rng.range(0, self.env.delivery_max);
-            self.deputy_post(j, &vouch, hop);
-        }
-    }
-
     /// Context `i`'s deputy posts `vouch` after `delay` and its sending delay.
     pub(super) fn deputy_post(&mut self, i: usize, vouch: &Message, delay: u64) {
         let version = self.contexts[i].participant.version();
@@ -207,9 +192,9 @@ impl World {
 
     /// Context `i` sends `messages` on the transport, as one channel message or log entry: messages of
     /// its own, and others' it appends for them (a relayed farewell, over the log).
-    pub(super) fn transmit(&mut self, i: usize, messages: Vec<Message>) {
+    pub(super) fn transmit(&mut self, i: usize, messages: &[Message], msg: Vec<Value>) {
         let now = self.now;
-        for m in &messages {
+        for m in messages {
             let own = *m.sender.client == *self.contexts[i].participant.client_id();
             if own {
                 self.contexts[i].posted_seq = self.contexts[i].posted_seq.max(m.seq);
@@ -237,8 +222,7 @@ impl World {
             });
         }
         self.bump("transmits");
-        let version = self.contexts[i].participant.version();
-        let msg = Rc::new(wire::encode_transmit(&messages, version));
+        let msg = Rc::new(msg);
         if !self.over_log() {
             self.channel_post(i, Payload::Message { msg, idx: None });
             return;

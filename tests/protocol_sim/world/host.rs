@@ -1,0 +1,241 @@
+//! The simulated origin as the [`Host`] of the production edge loop (`weblocks::protocol::edge`): each
+//! context's effects are carried out by the same loop as in a browser, with its flush hops, its timer
+//! rule and its channels to deputies; this module gives it the simulated primitives. A microtask is a
+//! per-context count, run at the end of the current event before any other event
+//! ([`World::effects`]); the timer fires late by up to the context's `timer_lateness`; a channel to a
+//! deputy is the index of the deputy's context.
+
+use std::rc::Rc;
+
+use weblocks::protocol::edge::{self, EdgeState, Host};
+use weblocks::protocol::wire::{Message, Value};
+use weblocks::protocol::{Effect, LIVE_KEY, LossReason, Participant};
+use weblocks::scheduler::Snapshot;
+
+use super::{Ev, World};
+
+/// Context `i` of the world, as the host of its edge loop.
+pub(super) struct SimHost<'w> {
+    world: &'w mut World,
+    i: usize,
+}
+
+/// Where the world enters a context's edge loop.
+#[derive(Clone, Copy)]
+pub(super) enum Entry {
+    /// After an input: carry out the effects ([`edge::carry_out`]).
+    Effects,
+    /// The timer fired ([`edge::timeout`]).
+    Timeout,
+    /// A microtask ran ([`edge::microtask`]).
+    Microtask,
+}
+
+impl World {
+    /// Carries out context `i`'s effects through the edge loop, then (at the end of the event, but
+    /// inside an `Action::Batch`) the microtasks it queued: the flush's hops.
+    pub(super) fn effects(&mut self, i: usize) {
+        self.edge(i, Entry::Effects);
+    }
+
+    /// Runs `entry` of the edge loop for context `i`, then, unless inside an `Action::Batch`, every
+    /// microtask the context queued. Observes first what the participant decided alone.
+    pub(super) fn edge(&mut self, i: usize, entry: Entry) {
+        self.edge_entry(i, entry);
+        if self.in_task {
+            return;
+        }
+        while self.contexts[i].microtasks > 0 {
+            self.contexts[i].microtasks -= 1;
+            self.edge_entry(i, Entry::Microtask);
+        }
+    }
+
+    fn edge_entry(&mut self, i: usize, entry: Entry) {
+        let mut decided = Vec::new();
+        for m in self.contexts[i].participant.poll_decided() {
+            decided.extend(self.observe_decided(i, &m));
+        }
+        let host = &mut SimHost { world: self, i };
+        match entry {
+            Entry::Effects => edge::carry_out(host),
+            Entry::Timeout => edge::timeout(host),
+            Entry::Microtask => edge::microtask(host),
+        }
+        for (inc, id, expect) in decided {
+            self.confirm(i, inc, id, expect, None);
+        }
+    }
+}
+
+impl Host for SimHost<'_> {
+    type DeputyChannel = usize;
+
+    fn participant<R>(&mut self, f: impl FnOnce(&mut Participant) -> R) -> R {
+        f(&mut self.world.contexts[self.i].participant)
+    }
+
+    fn state(&self) -> &EdgeState<usize> {
+        &self.world.contexts[self.i].edge
+    }
+
+    fn now(&self) -> u64 {
+        self.world.now
+    }
+
+    fn carrying_out(&mut self, effect: &Effect) {
+        if self.world.recording {
+            self.world.contexts[self.i].recorded.push(effect.clone());
+        }
+    }
+
+    fn transmit(&mut self, messages: &[Message], data: Vec<Value>) {
+        self.world.transmit(self.i, messages, data);
+    }
+
+    fn open_channels(&mut self) {
+        let (w, i) = (&mut *self.world, self.i);
+        let n = &mut w.contexts[i];
+        n.connected = true;
+        n.epoch += 1;
+        if w.over_log() {
+            // The start read sees the log as it is now: the context's next appends come after it.
+            // While a deletion is under way, the open waits for it.
+            let log = w.log_generation + usize::from(w.deleting.is_some());
+            w.contexts[i].conn_log = log;
+            // (Over a deletion, the log it opens is the new one, made empty.)
+            let last = if log == w.log_generation {
+                w.log_len() + w.floor
+            } else {
+                0
+            };
+            let delay = w.rng.range(0, 2);
+            w.schedule(w.now + delay, i, Ev::LogStarted { log, last });
+        }
+    }
+
+    fn close_channels(&mut self) {
+        let n = &mut self.world.contexts[self.i];
+        n.connected = false;
+        n.epoch += 1;
+    }
+
+    fn arm_farewell(&mut self, farewell: Option<Message>) {
+        self.world.contexts[self.i].farewell = farewell;
+    }
+
+    fn brief_deputy(&mut self, announcement: &Message) {
+        if self.world.contexts[self.i].deputy {
+            self.world.deputy_post(self.i, announcement, 0);
+        }
+    }
+
+    fn open_deputy(&mut self, client: &str) -> Option<usize> {
+        let j: usize = client.strip_prefix("ctx")?.parse().ok()?;
+        (j < self.world.contexts.len()).then_some(j)?;
+        self.world.bump("deputy channels opened");
+        Some(j)
+    }
+
+    /// The deputy of context `j`'s page, if it has one, posts `vouch` after a hop to it and its sending
+    /// delay (if its page still runs by then).
+    fn post_deputy(&mut self, &j: &usize, vouch: &Message) {
+        if self.world.contexts[j].deputy {
+            let hop = self.world.rng.range(0, self.world.env.delivery_max);
+            self.world.deputy_post(j, vouch, hop);
+        }
+    }
+
+    fn close_deputy(&mut self, _channel: usize) {}
+
+    fn read_log(&mut self, after: u64) {
+        let w = &mut *self.world;
+        let delay = w.rng.range(0, 3);
+        let log = w.contexts[self.i].conn_log;
+        w.schedule(w.now + delay, self.i, Ev::LogRead { log, after });
+    }
+
+    fn trim_log(&mut self, upto: u64) {
+        // js/log_channel.js deletes in a transaction of its own; a floor only rises.
+        let w = &mut *self.world;
+        if w.contexts[self.i].conn_log == w.log_generation {
+            w.floor = w.floor.max(upto.min(w.log_len() + w.floor));
+        }
+    }
+
+    fn open_alive(&mut self) {
+        self.world.open_alive(self.i);
+    }
+
+    fn close_alive(&mut self) {
+        self.world.close_alive(self.i);
+    }
+
+    fn census(&mut self) {
+        let (w, i) = (&mut *self.world, self.i);
+        let listed: Vec<(Rc<str>, u64)> = w.alive.keys().cloned().collect();
+        let own = w.contexts[i].participant.client_id().to_owned();
+        for (client, watch) in &listed {
+            if **client != *own {
+                w.watch_alive(i, client.clone(), *watch);
+            }
+        }
+        let delay = w.rng.range(0, 3);
+        w.schedule(w.now + delay, i, Ev::Census(listed));
+    }
+
+    fn watch(&mut self, client: Rc<str>, watch: u64) {
+        self.world.watch_alive(self.i, client, watch);
+    }
+
+    fn write_storage(&mut self, value: String) {
+        self.world
+            .write_storage(self.i, LIVE_KEY.to_owned(), Some(value));
+    }
+
+    fn remove_storage(&mut self) {
+        self.world.write_storage(self.i, LIVE_KEY.to_owned(), None);
+    }
+
+    fn arm_timer(&mut self, at: u64) -> bool {
+        let (w, i) = (&mut *self.world, self.i);
+        let lateness = w.rng.range(0, w.contexts[i].timer_lateness);
+        let n = &mut w.contexts[i];
+        n.timer_generation += 1;
+        let generation = n.timer_generation;
+        w.schedule(at.max(w.now) + lateness, i, Ev::Timer { generation });
+        true
+    }
+
+    fn cancel_timer(&mut self) {
+        self.world.contexts[self.i].timer_generation += 1;
+    }
+
+    fn queue_microtask(&mut self) -> bool {
+        self.world.contexts[self.i].microtasks += 1;
+        true
+    }
+
+    fn granted(&mut self, id: u64) {
+        self.world.on_granted(self.i, id);
+    }
+
+    fn not_available(&mut self, id: u64) {
+        self.world.on_not_available(self.i, id);
+    }
+
+    fn stolen(&mut self, id: u64, reason: LossReason) {
+        self.world.on_stolen(self.i, id, reason);
+    }
+
+    fn snapshot(&mut self, query: u64, snapshot: Snapshot) {
+        self.world.on_snapshot(self.i, query, snapshot);
+    }
+
+    fn incompatible(&mut self, version: u32) {
+        let i = self.i;
+        self.world
+            .note(|| format!("ctx{i} incompatible with v{version}"));
+        self.world.contexts[i].retired = true;
+    }
+}
