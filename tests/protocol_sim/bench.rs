@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use weblocks::protocol::Config;
-use weblocks::scheduler::LockMode;
+use weblocks::scheduler::LockOptions;
 
 use super::world::{Action, World};
 
@@ -30,9 +30,10 @@ fn warm(count: usize) -> World {
 fn request(name: &str, hold: u64, if_available: bool) -> Action {
     Action::Request {
         name: Rc::from(name),
-        mode: LockMode::Exclusive,
-        if_available,
-        steal: false,
+        options: LockOptions {
+            if_available,
+            ..LockOptions::default()
+        },
         hold,
         abort_after: None,
     }

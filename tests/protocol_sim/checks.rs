@@ -20,7 +20,7 @@ use std::rc::Rc;
 
 use weblocks::protocol::wire::{self, Decoded, MemberKey};
 use weblocks::protocol::{LossReason, Transport, Wake};
-use weblocks::scheduler::{LockMode, Snapshot};
+use weblocks::scheduler::{LockMode, LockOptions, Snapshot};
 
 use super::world::{Action, Delivery, Expect, ReqRecord, ReqState, Status, World};
 
@@ -52,12 +52,12 @@ impl World {
         let Some(r) = self.contexts[i].requests.get_mut(&id) else {
             return self.violation(format!("ctx{i}: not-available of unknown #{id}"));
         };
-        if r.state != ReqState::Pending || !r.if_available {
+        if r.state != ReqState::Pending || !r.options.if_available {
             let state = r.state;
             return self.violation(format!("ctx{i}: not-available of #{id} in state {state:?}"));
         }
         r.state = ReqState::NotAvailable;
-        let (name, mode, never_sent) = (r.name.clone(), r.mode, r.posted_as.is_none());
+        let (name, mode, never_sent) = (r.name.clone(), r.options.mode, r.posted_as.is_none());
         self.bump("not available");
         self.note_trace(|| format!("ctx{i} NOT AVAILABLE #{id}"));
         if self.contexts[i].retired {
@@ -69,7 +69,7 @@ impl World {
             let conflicting = self.contexts[i].requests.values().any(|h| {
                 h.state == ReqState::Held
                     && h.name == name
-                    && (h.mode == LockMode::Exclusive || mode == LockMode::Exclusive)
+                    && (h.options.mode == LockMode::Exclusive || mode == LockMode::Exclusive)
             });
             if !conflicting {
                 self.violation(format!(
@@ -96,10 +96,11 @@ impl World {
         self.beliefs.remove(&(i, id));
         self.note_trace(|| format!("ctx{i} STOLEN #{id} ({reason:?})"));
         let justified = match reason {
-            LossReason::Stolen => self
-                .contexts
-                .iter()
-                .any(|n| n.requests.values().any(|r| r.steal && r.name == name)),
+            LossReason::Stolen => self.contexts.iter().any(|n| {
+                n.requests
+                    .values()
+                    .any(|r| r.options.steal && r.name == name)
+            }),
             // With evidence, only a context that is gone loses its membership to the others: one that
             // still runs (busy, stalled, frozen) never does.
             LossReason::Evicted if self.env.config.evidence => false,
@@ -184,7 +185,7 @@ impl World {
         let (mut held, mut before, mut all, mut ended): (Counts, Counts, Counts, Counts) =
             Default::default();
         for (id, r) in &self.contexts[i].requests {
-            let key = (r.name.clone(), r.mode == LockMode::Shared);
+            let key = (r.name.clone(), r.options.mode == LockMode::Shared);
             match r.state {
                 ReqState::Held => *held.entry(key).or_default() += 1,
                 ReqState::Pending => {
@@ -360,7 +361,7 @@ impl World {
                 by_name
                     .entry(r.name.clone())
                     .or_default()
-                    .push((i, id, r.mode));
+                    .push((i, id, r.options.mode));
             }
         }
         let now = self.now;
@@ -538,9 +539,7 @@ impl World {
                 prober,
                 Action::Request {
                     name: name.clone(),
-                    mode: LockMode::Exclusive,
-                    if_available: false,
-                    steal: false,
+                    options: LockOptions::default(),
                     hold: 0,
                     abort_after: None,
                 },

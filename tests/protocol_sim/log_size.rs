@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use weblocks::protocol::wire::PROTOCOL_VERSION;
 use weblocks::protocol::{Config, Transport, Wake};
-use weblocks::scheduler::LockMode;
+use weblocks::scheduler::LockOptions;
 
 use super::world::{Action, Delivery, Env, World};
 
@@ -40,9 +40,7 @@ fn world(seed: u64, keep: u64) -> World {
 fn request(hold: u64) -> Action {
     Action::Request {
         name: Rc::from("x"),
-        mode: LockMode::Exclusive,
-        if_available: false,
-        steal: false,
+        options: LockOptions::default(),
         hold,
         abort_after: None,
     }

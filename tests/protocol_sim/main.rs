@@ -18,7 +18,7 @@ use std::rc::Rc;
 
 use rng::Rng;
 use weblocks::protocol::{Config, Transport, Wake};
-use weblocks::scheduler::LockMode;
+use weblocks::scheduler::{LockMode, LockOptions};
 use world::{Action, Delivery, Env, Fault, World};
 
 /// What a family of random runs may contain.
@@ -319,15 +319,20 @@ fn build_as(seed: u64, family: Family) -> (World, u64) {
             } else {
                 let if_available = rng.chance(0.15);
                 let steal = !if_available && rng.chance(0.05);
+                // Drawn in this order (name, mode, then the hold): a seed's run depends on it.
+                let name = rng.pick(&names).clone();
+                let mode = if rng.chance(0.35) {
+                    LockMode::Shared
+                } else {
+                    LockMode::Exclusive
+                };
                 Action::Request {
-                    name: rng.pick(&names).clone(),
-                    mode: if rng.chance(0.35) {
-                        LockMode::Shared
-                    } else {
-                        LockMode::Exclusive
+                    name,
+                    options: LockOptions {
+                        mode,
+                        if_available,
+                        steal,
                     },
-                    if_available,
-                    steal,
                     hold: if rng.chance(0.2) {
                         0
                     } else if family.lone && i == 0 {

@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use weblocks::protocol::wire::PROTOCOL_VERSION;
 use weblocks::protocol::{Config, Transport, Wake};
-use weblocks::scheduler::LockMode;
+use weblocks::scheduler::{LockMode, LockOptions};
 
 use super::world::{Action, Delivery, Env, Fault, ReqState, World};
 
@@ -76,9 +76,11 @@ fn requests_made_in_one_task_beyond_the_cap_go_in_several_posts_and_all_settle()
         let mut bulk: Vec<Action> = (0..9_000)
             .map(|_| Action::Request {
                 name: Rc::from("x"),
-                mode: LockMode::Shared,
-                if_available: true,
-                steal: false,
+                options: LockOptions {
+                    mode: LockMode::Shared,
+                    if_available: true,
+                    ..LockOptions::default()
+                },
                 hold: 0,
                 abort_after: None,
             })
@@ -111,9 +113,10 @@ fn a_state_transfer_beyond_the_cap_goes_in_parts_and_admits_the_joiner() {
         let queued = (0..21_000)
             .map(|_| Action::Request {
                 name: Rc::from("x"),
-                mode: LockMode::Shared,
-                if_available: false,
-                steal: false,
+                options: LockOptions {
+                    mode: LockMode::Shared,
+                    ..LockOptions::default()
+                },
                 hold: 0,
                 abort_after: None,
             })
@@ -125,9 +128,10 @@ fn a_state_transfer_beyond_the_cap_goes_in_parts_and_admits_the_joiner() {
             late,
             Action::Request {
                 name: Rc::from("x"),
-                mode: LockMode::Exclusive,
-                if_available: true,
-                steal: false,
+                options: LockOptions {
+                    if_available: true,
+                    ..LockOptions::default()
+                },
                 hold: 0,
                 abort_after: None,
             },

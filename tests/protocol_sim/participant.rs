@@ -10,7 +10,7 @@ use weblocks::protocol::wire::{
     encode_versioned,
 };
 use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason, Participant, Transport, Wake};
-use weblocks::scheduler::LockMode;
+use weblocks::scheduler::{LockMode, LockOptions};
 
 use super::world::{Action, Fault, ReqState, World};
 
@@ -22,9 +22,7 @@ fn config() -> Config {
 fn request(name: &str) -> Action {
     Action::Request {
         name: Rc::from(name),
-        mode: LockMode::Exclusive,
-        if_available: false,
-        steal: false,
+        options: LockOptions::default(),
         hold: u64::MAX,
         abort_after: None,
     }
@@ -33,9 +31,10 @@ fn request(name: &str) -> Action {
 fn if_available(name: &str) -> Action {
     Action::Request {
         name: Rc::from(name),
-        mode: LockMode::Exclusive,
-        if_available: true,
-        steal: false,
+        options: LockOptions {
+            if_available: true,
+            ..LockOptions::default()
+        },
         hold: u64::MAX,
         abort_after: None,
     }
@@ -145,9 +144,10 @@ fn a_lone_member_decides_alone_and_its_decisions_are_seen_by_the_observer() {
         0,
         Action::Request {
             name: Rc::from("y"),
-            mode: LockMode::Shared,
-            if_available: false,
-            steal: false,
+            options: LockOptions {
+                mode: LockMode::Shared,
+                ..LockOptions::default()
+            },
             hold: u64::MAX,
             abort_after: None,
         },

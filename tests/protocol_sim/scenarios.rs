@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use weblocks::protocol::wire::Body;
 use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason};
-use weblocks::scheduler::LockMode;
+use weblocks::scheduler::{LockMode, LockOptions};
 
 use super::world::{Action, Delivery, Env, Fault, ReqState, Status, World};
 
@@ -383,9 +383,11 @@ fn an_if_available_request_against_a_lock_held_here_misses_without_a_message() {
     assert_eq!(record(&w, 0, 1).0, ReqState::Held);
     let if_available = |name: &str, mode| Action::Request {
         name: Rc::from(name),
-        mode,
-        if_available: true,
-        steal: false,
+        options: LockOptions {
+            mode,
+            if_available: true,
+            steal: false,
+        },
         hold: 10,
         abort_after: None,
     };

@@ -36,7 +36,7 @@ use weblocks::protocol::edge::EdgeState;
 use weblocks::protocol::replica::Replica;
 use weblocks::protocol::wire::{self, MemberKey, Message, Value};
 use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason, Participant, Transport, Wake};
-use weblocks::scheduler::{LockMode, LockOptions, Snapshot};
+use weblocks::scheduler::{LockOptions, Snapshot};
 
 use super::rng::Rng;
 
@@ -87,9 +87,7 @@ pub enum Delivery {
 pub enum Action {
     Request {
         name: Rc<str>,
-        mode: LockMode,
-        if_available: bool,
-        steal: bool,
+        options: LockOptions,
         hold: u64,
         abort_after: Option<u64>,
     },
@@ -110,9 +108,7 @@ impl Action {
     pub fn exclusive(name: &str, hold: u64) -> Action {
         Action::Request {
             name: Rc::from(name),
-            mode: LockMode::Exclusive,
-            if_available: false,
-            steal: false,
+            options: LockOptions::default(),
             hold,
             abort_after: None,
         }
@@ -273,9 +269,7 @@ pub enum ReqState {
 #[derive(Clone, Debug)]
 pub struct ReqRecord {
     pub name: Rc<str>,
-    pub mode: LockMode,
-    pub if_available: bool,
-    pub steal: bool,
+    pub options: LockOptions,
     pub hold: u64,
     pub state: ReqState,
     /// Incarnation under which the participant last sent it.
@@ -916,9 +910,7 @@ impl World {
         match action {
             Action::Request {
                 name,
-                mode,
-                if_available,
-                steal,
+                options,
                 hold,
                 abort_after,
             } => {
@@ -929,9 +921,7 @@ impl World {
                     id,
                     ReqRecord {
                         name: name.clone(),
-                        mode,
-                        if_available,
-                        steal,
+                        options,
                         hold,
                         state: ReqState::Pending,
                         posted_as: None,
@@ -940,12 +930,7 @@ impl World {
                         granted_at: None,
                     },
                 );
-                self.note(|| format!("ctx{i} request #{id} {name} {mode:?} ifAvailable={if_available} steal={steal}"));
-                let options = LockOptions {
-                    mode,
-                    if_available,
-                    steal,
-                };
+                self.note(|| format!("ctx{i} request #{id} {name} {options:?}"));
                 self.contexts[i]
                     .participant
                     .handle_request(now, id, &name, options);
@@ -991,9 +976,7 @@ impl World {
                     i,
                     Action::Request {
                         name,
-                        mode: LockMode::Exclusive,
-                        if_available: false,
-                        steal: false,
+                        options: LockOptions::default(),
                         hold: 0,
                         abort_after: None,
                     },
