@@ -883,3 +883,43 @@ fn over_a_transport_read_on_demand_a_query_waits_for_an_alive_of_its_own_to_come
     );
     ok(&w);
 }
+
+#[test]
+fn over_the_carried_log_a_query_waits_for_an_alive_of_its_own_to_come_back() {
+    let mut w = World::ideal(
+        2,
+        Config {
+            transport: Transport::Log(Wake::Carrier),
+            ..config()
+        },
+    );
+    w.act(0, request("x"));
+    settle(&mut w);
+    w.act(1, Action::Query);
+    settle(&mut w);
+    // Context 0 takes another lock: its Request is in the log, but the carrier's frame of it never
+    // leaves context 0 (as when a page ends between its append and its post).
+    w.contexts[0].loses_next_post = true;
+    w.act(0, request("y"));
+    w.advance(5);
+    assert_eq!(w.contexts[0].requests[&2].state, ReqState::Held);
+    assert!(!w.contexts[0].loses_next_post, "the frame was lost");
+    let fx = w.act(1, Action::Query);
+    assert_eq!(posts(&fx), [Body::Alive]);
+    assert!(
+        engine_effects(&fx).is_empty(),
+        "not answered from what it has heard so far"
+    );
+    settle(&mut w);
+    let held: Vec<String> = w.contexts[1].queries_answered[1]
+        .held
+        .iter()
+        .map(|l| l.name.to_string())
+        .collect();
+    assert_eq!(
+        held,
+        ["x", "y"],
+        "the answer includes what the origin did before the call"
+    );
+    ok(&w);
+}

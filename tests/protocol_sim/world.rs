@@ -314,6 +314,9 @@ pub struct SimContext {
     abort_next_append: bool,
     /// Over the log: its next read fails (`Fault::ReadFails`).
     fail_next_read: bool,
+    /// Its next channel post never leaves it, as when the context ends between an append and the
+    /// carrier's frame of it (set by tests).
+    pub loses_next_post: bool,
     /// Over the log: the generation of the log its connection is to (`World::log_generation`, or the
     /// next one while a deletion is under way).
     conn_log: usize,
@@ -594,6 +597,7 @@ impl World {
             gap_floor: 0,
             abort_next_append: false,
             fail_next_read: false,
+            loses_next_post: false,
             conn_log: 0,
             retired: false,
             expected: VecDeque::new(),

@@ -276,9 +276,12 @@ impl Participant {
             core.answer_locally(query);
             return;
         }
-        // Where the context reads the log only when poked or polled, the answer must include what the
-        // origin did before the call: it waits for an `Alive` of its own to come back.
-        if !core.config().transport.prompt() && self.is_active_member() {
+        // Over the log, the answer must include what the origin did before the call, and an entry may be
+        // in the log unheard of here: where the context reads only when poked or polled, and also over
+        // the carrier, whose frame of an entry is lost when its writer ends between the append and the
+        // post. So the context waits for an `Alive` of its own to come back: its key comes after every
+        // entry appended before the call, and the context applies the log in key order.
+        if matches!(core.config().transport, Transport::Log(_)) && self.is_active_member() {
             self.core.send(Body::Alive);
         }
         self.core.add_query(now, query);

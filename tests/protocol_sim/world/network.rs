@@ -81,6 +81,9 @@ impl World {
     /// The channel's dispatcher handles a post of context `i`: a message of the broadcast transport
     /// joins the sequence; every receiver not served already gets it as the delivery model says.
     pub(super) fn channel_dispatch(&mut self, i: usize, payload: Payload, life: u32) {
+        if std::mem::take(&mut self.contexts[i].loses_next_post) {
+            return;
+        }
         if life != self.contexts[i].life && self.rng.chance(0.5) {
             return; // the sender crashed before this message left it
         }
