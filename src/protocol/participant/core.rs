@@ -83,7 +83,7 @@ pub(super) struct Core {
     outbox: Vec<Message>,
     out: VecDeque<Effect>,
     /// The next deadline: when the participant wants [`super::Participant::handle_timeout`].
-    timer: Option<u64>,
+    deadline: Option<u64>,
     /// The key of this context's open liveness database (`Config::evidence`), 0 while it has none.
     watch: u64,
     /// An `Effect::OpenAlive` is under way.
@@ -109,7 +109,7 @@ impl Core {
             decided: None,
             outbox: Vec::new(),
             out: VecDeque::new(),
-            timer: None,
+            deadline: None,
             watch: 0,
             opening_alive: false,
         }
@@ -464,21 +464,21 @@ impl Core {
     }
 
     /// The next deadline is `at` (`None`: none): see [`super::Participant::poll_timeout`].
-    pub fn set_timer(&mut self, at: Option<u64>) {
-        self.timer = at;
+    pub fn set_deadline(&mut self, at: Option<u64>) {
+        self.deadline = at;
     }
 
     pub fn next_deadline(&self) -> Option<u64> {
-        self.timer
+        self.deadline
     }
 
-    pub fn timer_fired(&mut self) {
-        self.timer = None;
+    pub fn deadline_reached(&mut self) {
+        self.deadline = None;
     }
 
-    /// Nothing held, pending, queued or queried here, and no timer set.
+    /// Nothing held, pending, queued or queried here, and no deadline set.
     pub fn is_quiet(&self) -> bool {
-        self.requests.is_empty() && self.queries.is_empty() && self.timer.is_none()
+        self.requests.is_empty() && self.queries.is_empty() && self.deadline.is_none()
     }
 
     pub fn has_interest(&self) -> bool {

@@ -206,7 +206,7 @@ impl Participant {
         self.log.position()
     }
 
-    /// True while nothing is held, pending, queued or queried here and no timer is set (for tests).
+    /// True while nothing is held, pending, queued or queried here and no deadline is set (for tests).
     pub fn is_quiet(&self) -> bool {
         self.core.is_quiet()
     }
@@ -405,7 +405,7 @@ impl Participant {
 
     /// The deadline [`Participant::poll_timeout`] gave has come.
     pub fn handle_timeout(&mut self, now: u64) {
-        self.core.timer_fired();
+        self.core.deadline_reached();
         self.after(now);
     }
 
@@ -524,7 +524,7 @@ impl Participant {
         }
         self.step_out(LossReason::Hidden);
         self.phase.move_to_hidden();
-        self.core.set_timer(None);
+        self.core.set_deadline(None);
         self.sync_farewell();
     }
 
@@ -570,7 +570,7 @@ impl Participant {
             self.leave();
         }
         self.phase.move_to_gone();
-        self.core.set_timer(None);
+        self.core.set_deadline(None);
         self.sync_farewell();
     }
 
@@ -646,7 +646,7 @@ impl Participant {
         self.phase.move_to_detached();
         self.phase.move_to_retired();
         self.core.answer_all_locally();
-        self.core.set_timer(None);
+        self.core.set_deadline(None);
         self.sync_farewell();
     }
 
@@ -753,12 +753,12 @@ impl Participant {
     }
 
     /// Runs after every event: the state's policies (which may send), the queries, the storage hint,
-    /// the log, and the timer for the earliest next deadline; then what the edge keeps for this
-    /// membership (the farewell, the deputy's announcement).
+    /// the log, and the earliest next deadline ([`Participant::poll_timeout`]); then what the edge
+    /// keeps for this membership (the farewell, the deputy's announcement).
     fn after(&mut self, now: u64) {
         if self.phase.lifecycle() != Lifecycle::Running {
             if !self.phase.lives() {
-                self.core.set_timer(None);
+                self.core.set_deadline(None);
             }
             self.sync_farewell();
             return;
@@ -773,7 +773,7 @@ impl Participant {
             next = earliest(next, s.live_policy(core, now));
         }
         next = earliest(next, self.log_policy(now));
-        self.core.set_timer(next);
+        self.core.set_deadline(next);
         self.sync_farewell();
         self.sync_announcement();
     }
