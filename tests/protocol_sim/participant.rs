@@ -890,6 +890,27 @@ fn over_the_carried_log_a_query_waits_for_an_alive_of_its_own_to_come_back() {
     a_query_waits_for_an_alive_of_its_own(&mut w);
 }
 
+#[test]
+fn over_the_carried_log_the_sole_member_answers_a_query_at_once() {
+    let mut w = World::ideal(
+        1,
+        Config {
+            transport: Transport::Log(Wake::Carrier),
+            ..config()
+        },
+    );
+    w.act(0, request("x"));
+    settle(&mut w);
+    let fx = w.act(0, Action::Query);
+    assert!(posts(&fx).is_empty(), "{fx:?}");
+    let answered: Vec<Effect> = engine_effects(&fx);
+    assert!(
+        matches!(answered.as_slice(), [Effect::Snapshot { snapshot, .. }] if snapshot.held.len() == 1),
+        "{answered:?}"
+    );
+    ok(&w);
+}
+
 /// Context 1, asked for `query()` while it has not heard of context 0's lock on "y" (context 0 also
 /// holds "x"): it posts an `Alive`, answers only once that has come back, and the answer shows both.
 fn a_query_waits_for_an_alive_of_its_own(w: &mut World) {

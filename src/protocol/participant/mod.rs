@@ -280,8 +280,13 @@ impl Participant {
         // in the log unheard of here: where the context reads only when poked or polled, and also over
         // the carrier, whose frame of an entry is lost when its writer ends between the append and the
         // post. So the context waits for an `Alive` of its own to come back: its key comes after every
-        // entry appended before the call, and the context applies the log in key order.
-        if matches!(core.config().transport, Transport::Log(_)) && self.is_active_member() {
+        // entry appended before the call, and the context applies the log in key order. Except the sole
+        // member over the carrier: no other member can have locked or requested anything, and a
+        // joiner's requests wait for this context's `State`.
+        let transport = core.config().transport;
+        let sole =
+            transport.prompt() && self.phase.synced().is_some_and(|s| s.is_sole_member(core));
+        if matches!(transport, Transport::Log(_)) && self.is_active_member() && !sole {
             self.core.send(Body::Alive);
         }
         self.core.add_query(now, query);

@@ -368,6 +368,11 @@ impl Synced {
         }
     }
 
+    /// Whether this context is the only member of its history, as its replica has it.
+    pub fn is_sole_member(&self, core: &Core) -> bool {
+        self.replica.is_sole_member(&core.member_key())
+    }
+
     /// How the lone member takes `body`, one of its own messages: while this context is the only member
     /// of the history, active, with nobody pending, over a transport that tells it everything within a
     /// hop, its own `Request`, `Release` and `Abort` are applied as it sends them, provided every message
@@ -377,7 +382,7 @@ impl Synced {
             && core.config().transport.prompt()
             && self.active
             && core.echoed_seq().max(self.applied_ahead) == core.seq()
-            && self.replica.is_sole_member(&core.member_key());
+            && self.is_sole_member(core);
         match (lone, core.all_echoed()) {
             (false, _) => Alone::No,
             (true, true) => Alone::Unsent,
