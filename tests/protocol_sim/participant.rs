@@ -846,17 +846,7 @@ fn a_vouch_takes_no_position_and_anchors_no_state_transfer() {
 
 #[test]
 fn over_a_transport_read_on_demand_a_query_waits_for_an_alive_of_its_own_to_come_back() {
-    let mut w = World::ideal(
-        2,
-        Config {
-            transport: Transport::Log(Wake::Pokes),
-            ..config()
-        },
-    );
-    w.act(0, request("x"));
-    settle(&mut w);
-    w.act(1, Action::Query);
-    settle(&mut w);
+    let mut w = queried_over_the_log(Wake::Pokes);
     // From now on no storage event wakes context 1: it reads the log only when it needs to.
     w.env.storage = false;
     // Context 0 takes another lock (its Request is in the log); context 1 has not read it yet when it
@@ -869,17 +859,7 @@ fn over_a_transport_read_on_demand_a_query_waits_for_an_alive_of_its_own_to_come
 
 #[test]
 fn over_the_carried_log_a_query_waits_for_an_alive_of_its_own_to_come_back() {
-    let mut w = World::ideal(
-        2,
-        Config {
-            transport: Transport::Log(Wake::Carrier),
-            ..config()
-        },
-    );
-    w.act(0, request("x"));
-    settle(&mut w);
-    w.act(1, Action::Query);
-    settle(&mut w);
+    let mut w = queried_over_the_log(Wake::Carrier);
     // Context 0 takes another lock: its Request is in the log, but the carrier's frame of it never
     // leaves context 0 (as when a page ends between its append and its post).
     w.contexts[0].loses_next_post = true;
@@ -909,6 +889,23 @@ fn over_the_carried_log_the_sole_member_answers_a_query_at_once() {
         "{answered:?}"
     );
     ok(&w);
+}
+
+/// Two contexts over the log woken by `wake`: context 0 holds "x", and context 1 has asked `query()`
+/// once and been answered.
+fn queried_over_the_log(wake: Wake) -> World {
+    let mut w = World::ideal(
+        2,
+        Config {
+            transport: Transport::Log(wake),
+            ..config()
+        },
+    );
+    w.act(0, request("x"));
+    settle(&mut w);
+    w.act(1, Action::Query);
+    settle(&mut w);
+    w
 }
 
 /// Context 1, asked for `query()` while it has not heard of context 0's lock on "y" (context 0 also
