@@ -19,8 +19,9 @@
 // member that joined before it. (`indexedDB.databases()` would list the names too, but a page script can
 // delete it from its realm, and engines before Chrome 71, Firefox 126 and Safari 14 lack it.)
 //
-// The edge talks to one object per context: `listen(handler)` once, then `open(clientId)`, `close()`,
-// `census()`, `watch(clientId, key)`. Events `{ type, key, data }` reach the handler, each in a task or
+// The edge talks to one object per context: `prepare(clientId)` as soon as the context exists (the
+// work that needs no engine, done while the engine loads), `listen(handler)` once, then `open(clientId)`,
+// `close()`, `census()`, `watch(clientId, key)`. Events `{ type, key, data }` reach the handler, each in a task or
 // microtask of its own, never within the call that caused it: `alive` (this context's database is open;
 // `key` its key), `lost` (the browser closed it), `known` (`data`: client id and key of each database
 // listed), `dead` (`data`: the client id and key of a database that lost its last connection), `fail` (this
@@ -103,66 +104,96 @@ export function makeEvidence(globalObject = theGlobal, scope) {
       // Left for a later census to collect.
     }
   };
+  // This context's database opened ahead of the participant's `open` (`prepare`), not yet in the register:
+  // nobody watches it, so it keeps nobody waiting.
+  let spare = null;
   const closeOwn = () => {
-    if (own !== null) {
-      own.db.close();
-      remove(own.name);
-      own = null;
+    for (const opened of [own, spare]) {
+      if (opened !== null) {
+        opened.db.close();
+        remove(opened.name);
+      }
     }
+    own = spare = null;
   };
-  // The client id this context opens its databases under, while an open is under way (else null).
+  // The client id this context opens its databases under, while a database is being opened (else null),
+  // and whether the participant asked for it (`open`): only then does it go in the register.
   let ownClient = null;
   let opening = null;
-  const open = (clientId, attempt = 0) => {
-    ownClient = clientId;
+  let wanted = false;
+  // Whether an open completed while the page was in the back/forward cache, and must be made again.
+  let reopen = false;
+  // In the register before the context says it joins (the participant posts its Join on `alive`).
+  const enter = ({ db, name, key }, attempt) =>
+    register(
+      'readwrite',
+      (store) => store.put(1, name),
+      (ok) => {
+        if (!ok) {
+          db.close();
+          remove(name);
+          return again(attempt);
+        }
+        opening = null;
+        own = { db, name };
+        emit('alive', key);
+      },
+    );
+  const again = (attempt) => {
+    if (attempt < OPEN_BACKOFF_MS.length - 1) {
+      setTimeout(() => openNew(ownClient, attempt + 1), OPEN_BACKOFF_MS[attempt + 1]);
+    } else {
+      opening = null;
+      // Before the participant asked, its own `open` tries again.
+      if (wanted) emit('fail');
+    }
+  };
+  const openNew = (clientId, attempt) => {
+    ownClient = opening = clientId;
     const key = 1 + Math.floor(Math.random() * 2 ** 52);
     const name = prefix + clientId + ':' + key;
-    const again = () => {
-      if (attempt < OPEN_BACKOFF_MS.length - 1) setTimeout(() => open(clientId, attempt + 1), OPEN_BACKOFF_MS[attempt + 1]);
-      else emit('fail');
-    };
     let request;
     try {
       request = indexedDB.open(name, 1);
     } catch (e) {
-      return again();
+      return again(attempt);
     }
-    opening = clientId;
     // The register opens alongside.
     openRegister(() => {});
-    request.onerror = again;
+    request.onerror = () => again(attempt);
     request.onsuccess = () => {
       const db = request.result;
       if (hidden) {
         // Opened while the page went into the back/forward cache: one made when it is shown again.
         db.close();
         remove(name);
+        reopen = true;
         return;
       }
+      const opened = { db, name, key };
       // Another context's open at version 2 waits for this connection: that is what it is for.
       db.onversionchange = () => {};
       db.onclose = () => {
+        if (spare === opened) spare = null;
         if (own !== null && own.db === db) {
           own = null;
           emit('lost');
         }
       };
-      // In the register before the context says it joins (the participant posts its Join on `alive`).
-      register(
-        'readwrite',
-        (store) => store.put(1, name),
-        (ok) => {
-          if (!ok) {
-            db.close();
-            remove(name);
-            return again();
-          }
-          opening = null;
-          own = { db, name };
-          emit('alive', key);
-        },
-      );
+      if (wanted) return enter(opened, attempt);
+      opening = null;
+      spare = opened;
     };
+  };
+  const open = (clientId) => {
+    wanted = true;
+    if (spare !== null) {
+      const opened = spare;
+      spare = null;
+      enter(opened, 0);
+    } else if (opening === null) {
+      openNew(clientId, 0);
+    }
   };
   const watch = (clientId, key) => {
     const name = prefix + clientId + ':' + key;
@@ -199,8 +230,8 @@ export function makeEvidence(globalObject = theGlobal, scope) {
     request.onerror = () => upgraded || retry();
   };
   // A page entering the back/forward cache closes its database from a listener of its own, which runs
-  // even where the participant's `pagehide` is cut short; shown again, it opens a new one if it was
-  // opening one.
+  // even where the participant's `pagehide` is cut short; shown again, it opens a new one if an open
+  // completed while it was hidden.
   if (typeof globalObject.addEventListener === 'function') {
     globalObject.addEventListener(
       'pagehide',
@@ -214,46 +245,65 @@ export function makeEvidence(globalObject = theGlobal, scope) {
     );
     globalObject.addEventListener('pageshow', () => {
       hidden = false;
-      if (opening !== null) open(opening);
+      if (reopen) {
+        reopen = false;
+        openNew(ownClient, 0);
+      }
     });
   }
+  // Reads the register, watches each database it lists but this context's own, and calls `done(data)`
+  // with their client ids and keys one after the other; nothing where it cannot be read (the
+  // participant asks again later).
+  const readRegister = (done) => {
+    let names;
+    register(
+      'readonly',
+      (store) => {
+        // A cursor rather than `getAllKeys()`, which engines before IndexedDB 2.0 lack.
+        names = [];
+        const request = store.openCursor();
+        request.onsuccess = () => {
+          const cursor = request.result;
+          if (cursor) {
+            names.push(cursor.key);
+            cursor.continue();
+          }
+        };
+      },
+      (ok) => {
+        if (!ok || !Array.isArray(names)) return;
+        const data = [];
+        for (const name of names) {
+          const parts = typeof name === 'string' && name.startsWith(prefix) ? name.slice(prefix.length).split(':') : [];
+          const key = Number(parts[1]);
+          if (parts.length === 2 && key > 0 && Number.isSafeInteger(key)) {
+            data.push(parts[0], key);
+            if (parts[0] !== ownClient) watch(parts[0], key);
+          }
+        }
+        done(data);
+      },
+    );
+  };
   return {
     listen(listener) {
       handler = listener;
     },
-    open: (clientId) => open(clientId),
-    close: closeOwn,
-    census() {
-      let names;
-      register(
-        'readonly',
-        (store) => {
-          // A cursor rather than `getAllKeys()`, which engines before IndexedDB 2.0 lack.
-          names = [];
-          const request = store.openCursor();
-          request.onsuccess = () => {
-            const cursor = request.result;
-            if (cursor) {
-              names.push(cursor.key);
-              cursor.continue();
-            }
-          };
-        },
-        (ok) => {
-          if (!ok || !Array.isArray(names)) return; // no census: the participant asks again later
-          const data = [];
-          for (const name of names) {
-            const parts = typeof name === 'string' && name.startsWith(prefix) ? name.slice(prefix.length).split(':') : [];
-            const key = Number(parts[1]);
-            if (parts.length === 2 && key > 0 && Number.isSafeInteger(key)) {
-              data.push(parts[0], key);
-              if (parts[0] !== ownClient) watch(parts[0], key);
-            }
-          }
-          emit('known', 0, data);
-        },
-      );
+    /**
+     * Ahead of `open`, while the engine loads: opens this context's database (outside the register until
+     * `open`), opens the register, and watches every database it lists, so that a joiner's census finds
+     * the contexts that are gone already known.
+     */
+    prepare(clientId) {
+      if (opening === null && spare === null && own === null) openNew(clientId, 0);
+      readRegister(() => {});
     },
+    open: (clientId) => open(clientId),
+    close() {
+      wanted = false;
+      closeOwn();
+    },
+    census: () => readRegister((data) => emit('known', 0, data)),
     watch,
   };
 }

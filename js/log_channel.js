@@ -152,7 +152,9 @@ function openDatabase(globalObject) {
         };
         request.onerror = retry;
       };
-      retry();
+      // The first wait is none: opened within the call, a timer's turn sooner.
+      attempt = 1;
+      open();
       databases.set(name, entry);
     }
     return databases.get(name);

@@ -28,6 +28,10 @@ let initialized = null;
 export function createWasmLockApi(wasmSource = defaultWasmSource, globalObject = theGlobal) {
   const api = createLockApi(async (clientId, sink) => {
     if (initialized === null) initialized = init(wasmSource === undefined ? undefined : { module_or_path: wasmSource });
+    // The evidence's first steps need no engine, and its storage works while the wasm is decoded and
+    // compiled: started now, they are off the path to the first grant.
+    const evidence = makeEvidence(globalObject);
+    if (evidence !== undefined) evidence.prepare(clientId);
     // The transport is agreed with the origin's other contexts before this one can first join
     // (js/transport_choice.js): a number is a refusal, now or once the origin's record changed under it.
     let engine = null;
@@ -36,15 +40,23 @@ export function createWasmLockApi(wasmSource = defaultWasmSource, globalObject =
       refusedLater = refusal;
       if (engine !== null) engine.refuse(refusal);
     };
-    const transport = (await Promise.all([agreeOnTransport(globalObject, undefined, onChange), initialized]))[0];
+    let transport;
+    try {
+      transport = (await Promise.all([agreeOnTransport(globalObject, undefined, onChange), initialized]))[0];
+    } catch (error) {
+      // No engine: the database opened ahead goes.
+      if (evidence !== undefined) evidence.close();
+      throw error;
+    }
     const refusal = typeof transport === 'number' ? transport : undefined;
     const openLog = refusal !== undefined || transport === BROADCAST ? undefined : makeLogChannelFactory(globalObject, transport === LOG);
     // Evidence of life and death (js/liveness.js) wherever the context coordinates with others; where there
     // is none (no `indexedDB.databases()`), the deputy answers for a busy page, and it speaks on
     // BroadcastChannel: only where the others hear it (the broadcast transport, the carrier).
-    const evidence = refusal === undefined && transport !== ALONE ? makeEvidence(globalObject) : undefined;
-    const deputy = evidence === undefined && (transport === BROADCAST || transport === LOG) ? makeDeputy(globalObject) : undefined;
-    engine = new Engine(clientId, sink, undefined, deputy, openLog, globalObject, openLog && openLog.wake, refusal, evidence);
+    const evidenceUsed = refusal === undefined && transport !== ALONE ? evidence : undefined;
+    if (evidence !== undefined && evidenceUsed === undefined) evidence.close();
+    const deputy = evidenceUsed === undefined && (transport === BROADCAST || transport === LOG) ? makeDeputy(globalObject) : undefined;
+    engine = new Engine(clientId, sink, undefined, deputy, openLog, globalObject, openLog && openLog.wake, refusal, evidenceUsed);
     if (refusedLater !== undefined) engine.refuse(refusedLater);
     return engine;
   }, globalObject.document);
