@@ -107,12 +107,15 @@ export function makeEvidence(globalObject = theGlobal, scope) {
   // This context's database opened ahead of the participant's `open` (`prepare`), not yet in the register:
   // nobody watches it, so it keeps nobody waiting.
   let spare = null;
+  // Bumped by `close`: a database still being opened or entered then is dropped once it is.
+  let generation = 0;
+  const drop = (db, name) => {
+    db.close();
+    remove(name);
+  };
   const closeOwn = () => {
     for (const opened of [own, spare]) {
-      if (opened !== null) {
-        opened.db.close();
-        remove(opened.name);
-      }
+      if (opened !== null) drop(opened.db, opened.name);
     }
     own = spare = null;
   };
@@ -124,24 +127,24 @@ export function makeEvidence(globalObject = theGlobal, scope) {
   // Whether an open completed while the page was in the back/forward cache, and must be made again.
   let reopen = false;
   // In the register before the context says it joins (the participant posts its Join on `alive`).
-  const enter = ({ db, name, key }, attempt) =>
+  const enter = ({ db, name, key }, attempt, mine) =>
     register(
       'readwrite',
       (store) => store.put(1, name),
       (ok) => {
+        if (mine !== generation) return drop(db, name);
         if (!ok) {
-          db.close();
-          remove(name);
-          return again(attempt);
+          drop(db, name);
+          return again(attempt, mine);
         }
         opening = null;
         own = { db, name };
         emit('alive', key);
       },
     );
-  const again = (attempt) => {
+  const again = (attempt, mine) => {
     if (attempt < OPEN_BACKOFF_MS.length - 1) {
-      setTimeout(() => openNew(ownClient, attempt + 1), OPEN_BACKOFF_MS[attempt + 1]);
+      setTimeout(() => mine === generation && openNew(ownClient, attempt + 1), OPEN_BACKOFF_MS[attempt + 1]);
     } else {
       opening = null;
       // Before the participant asked, its own `open` tries again.
@@ -149,6 +152,7 @@ export function makeEvidence(globalObject = theGlobal, scope) {
     }
   };
   const openNew = (clientId, attempt) => {
+    const mine = generation;
     ownClient = opening = clientId;
     const key = 1 + Math.floor(Math.random() * 2 ** 52);
     const name = prefix + clientId + ':' + key;
@@ -156,17 +160,17 @@ export function makeEvidence(globalObject = theGlobal, scope) {
     try {
       request = indexedDB.open(name, 1);
     } catch (e) {
-      return again(attempt);
+      return again(attempt, mine);
     }
     // The register opens alongside.
     openRegister(() => {});
-    request.onerror = () => again(attempt);
+    request.onerror = () => again(attempt, mine);
     request.onsuccess = () => {
       const db = request.result;
+      if (mine !== generation) return drop(db, name);
       if (hidden) {
         // Opened while the page went into the back/forward cache: one made when it is shown again.
-        db.close();
-        remove(name);
+        drop(db, name);
         reopen = true;
         return;
       }
@@ -180,7 +184,7 @@ export function makeEvidence(globalObject = theGlobal, scope) {
           emit('lost');
         }
       };
-      if (wanted) return enter(opened, attempt);
+      if (wanted) return enter(opened, attempt, mine);
       opening = null;
       spare = opened;
     };
@@ -190,7 +194,7 @@ export function makeEvidence(globalObject = theGlobal, scope) {
     if (spare !== null) {
       const opened = spare;
       spare = null;
-      enter(opened, 0);
+      enter(opened, 0, generation);
     } else if (opening === null) {
       openNew(clientId, 0);
     }
@@ -239,6 +243,10 @@ export function makeEvidence(globalObject = theGlobal, scope) {
         if (event.persisted) {
           hidden = true;
           closeOwn();
+        } else if (spare !== null) {
+          // Going for good without having joined: its database, which no one watches, goes with it.
+          drop(spare.db, spare.name);
+          spare = null;
         }
       },
       true,
@@ -290,17 +298,21 @@ export function makeEvidence(globalObject = theGlobal, scope) {
       handler = listener;
     },
     /**
-     * Ahead of `open`, while the engine loads: opens this context's database (outside the register until
-     * `open`), opens the register, and watches every database it lists, so that a joiner's census finds
-     * the contexts that are gone already known.
+     * Ahead of `open`, while the engine loads: opens this context's database where it is a window
+     * (outside the register until `open`, and deleted on `pagehide` if it never got there), opens the
+     * register, and watches every database it lists, so that a joiner's census finds the contexts that are
+     * gone already known.
      */
     prepare(clientId) {
-      if (opening === null && spare === null && own === null) openNew(clientId, 0);
+      // Only a window's: it drops an unused one on `pagehide`, where a worker has no event to drop it on.
+      if (globalObject.document !== undefined && opening === null && spare === null && own === null) openNew(clientId, 0);
       readRegister(() => {});
     },
     open: (clientId) => open(clientId),
     close() {
+      generation++;
       wanted = false;
+      opening = null;
       closeOwn();
     },
     census: () => readRegister((data) => emit('known', 0, data)),

@@ -75,16 +75,18 @@ export function embeddedStream(bytes) {
 /**
  * The module that replaces the wasm file: its default export is a promise of the bytes (wasm-bindgen's
  * init awaits it), which rejects, and so fails the engine's load and not the script, if decoding throws.
- * The bytes are decoded in a microtask, once the script has run: the storage requests a context starts as
- * it is made (js/wasm_lock_api.js) are then under way while the decoder runs.
+ * The bytes are decoded (base64, then LZMA) in a microtask, once the script has run: the storage requests a
+ * context starts as it is made (js/wasm_lock_api.js) are then under way while the decoder runs.
  */
 function decodingModule(bytes) {
   const packed = embeddedStream(bytes).toString('base64');
   return `import { lzmaDecode } from './js/lzma_decoder.js';
-const text = atob(${JSON.stringify(packed)});
-const packed = new Uint8Array(text.length);
-for (let i = 0; i < text.length; i++) packed[i] = text.charCodeAt(i);
-export default Promise.resolve().then(() => lzmaDecode(packed, ${bytes.length}, ${LC}, ${LP}, ${PB}));
+export default Promise.resolve().then(() => {
+  const text = atob(${JSON.stringify(packed)});
+  const packed = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) packed[i] = text.charCodeAt(i);
+  return lzmaDecode(packed, ${bytes.length}, ${LC}, ${LP}, ${PB});
+});
 `;
 }
 

@@ -15,7 +15,9 @@
 // - Two pages on the log, and the log's database deleted from one of them while the other holds a lock: both
 //   lose what they held, rejoin the new log, and exclude each other again.
 // - The origin's transport record deleted (site data cleared) under a page that holds a lock (Chromium), then
-//   a page without BroadcastChannel: the holder writes its transport again at once, and the newcomer refuses.
+//   a page without BroadcastChannel: the holder writes its transport again at once, and the newcomer refuses,
+//   leaving no liveness database behind (its contexts open theirs while their wasm loads) and none in the
+//   register.
 //
 // Each browser keeps one profile across the file; every test starts with the origin's transport record
 // deleted, as on a new origin. Needs the build (`npm run build`).
@@ -88,6 +90,27 @@ const recordOf = (tab) =>
           read.onsuccess = () => {
             open.result.close();
             resolve(read.result);
+          };
+        };
+      }),
+  );
+
+/**
+ * The liveness databases of the origin, read in the page `tab`: the names the register lists, and those
+ * `indexedDB.databases()` lists (Chromium), each sorted.
+ */
+const livenessOf = (tab) =>
+  tab.evaluate(
+    () =>
+      new Promise((resolve, reject) => {
+        const open = indexedDB.open('weblocks-alive:', 1);
+        open.onerror = () => reject(open.error);
+        open.onsuccess = () => {
+          const read = open.result.transaction(['alive']).objectStore('alive').getAllKeys();
+          read.onsuccess = async () => {
+            open.result.close();
+            const databases = (await indexedDB.databases()).map((d) => d.name).filter((n) => n.startsWith('weblocks-alive:') && n !== 'weblocks-alive:');
+            resolve({ register: read.result.slice().sort(), databases: databases.sort() });
           };
         };
       }),
@@ -235,11 +258,26 @@ test('Chromium: the origin\'s record deleted under a page that holds a lock, the
       assert.equal(await run(holder, 'page', 'hold', name), 'held');
       // Site data cleared: the record goes, and the running contexts write theirs again at once.
       await forgetTransportOf(browser);
+      // Every context of the holder's page joins first, so that their databases are all in `before`.
+      for (const where of CONTEXTS) assert.equal(await run(holder, where, 'probe', `${name}-joined`), 'free');
+      const before = await livenessOf(holder);
       await withPages(browser, [{ bc: 'none' }], async ([newcomer]) => {
         assert.equal(await run(newcomer, 'page', 'hold', name), 'OperationError', 'the newcomer on another transport refuses');
         assert.equal(await run(newcomer, 'worker', 'probe', name), 'OperationError');
         assert.deepEqual(await run(holder, 'page', 'lost'), [], 'the holder kept its lock');
         assert.equal(await run(holder, 'worker', 'probe', name), 'taken');
+        // Its contexts opened their liveness databases while their wasm loaded; refusing, they deleted
+        // them, and never entered the register.
+        // (Some of `before` may go meanwhile: the page that deleted the record dropped its own on closing.)
+        let now;
+        const within = (names, of) => names.every((n) => of.includes(n));
+        await eventually(
+          async () => {
+            now = await livenessOf(holder);
+            return within(now.register, before.register) && within(now.databases, before.databases);
+          },
+          'the refusing contexts left no liveness database',
+        ).catch((error) => assert.fail(`${error.message}: before ${JSON.stringify(before)}, now ${JSON.stringify(now)}`));
       });
       assert.equal(await run(holder, 'page', 'release', name), true);
     });
