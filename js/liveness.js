@@ -19,7 +19,7 @@
 // member that joined before it. (`indexedDB.databases()` would list the names too, but a page script can
 // delete it from its realm, and engines before Chrome 71, Firefox 126 and Safari 14 lack it.)
 //
-// The edge talks to one object per context: `prepare(clientId)` as soon as the context exists (the
+// The edge talks to one object per context: `prepare(clientId, openOwn)` as soon as it exists (the
 // work that needs no engine, done while the engine loads), `listen(handler)` once, then `open(clientId)`,
 // `close()`, `census()`, `watch(clientId, key)`. Events `{ type, key, data }` reach the handler, each in a task or
 // microtask of its own, never within the call that caused it: `alive` (this context's database is open;
@@ -298,14 +298,13 @@ export function makeEvidence(globalObject = theGlobal, scope) {
       handler = listener;
     },
     /**
-     * Ahead of `open`, while the engine loads: opens this context's database where it is a window
-     * (outside the register until `open`, and deleted on `pagehide` if it never got there), opens the
-     * register, and watches every database it lists, so that a joiner's census finds the contexts that are
-     * gone already known.
+     * Ahead of `open`, while the engine loads: with `openOwn`, opens this context's database (outside
+     * the register until `open`, and deleted on `pagehide` if it never got there: only a window has that
+     * event); then opens the register, and watches every database it lists, so that a joiner's census
+     * finds the contexts that are gone already known.
      */
-    prepare(clientId) {
-      // Only a window's: it drops an unused one on `pagehide`, where a worker has no event to drop it on.
-      if (globalObject.document !== undefined && opening === null && spare === null && own === null) openNew(clientId, 0);
+    prepare(clientId, openOwn) {
+      if (openOwn && opening === null && spare === null && own === null) openNew(clientId, 0);
       readRegister(() => {});
     },
     open: (clientId) => open(clientId),

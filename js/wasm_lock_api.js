@@ -29,9 +29,12 @@ export function createWasmLockApi(wasmSource = defaultWasmSource, globalObject =
   const api = createLockApi(async (clientId, sink) => {
     if (initialized === null) initialized = init(wasmSource === undefined ? undefined : { module_or_path: wasmSource });
     // The evidence's first steps need no engine, and its storage works while the wasm is decoded and
-    // compiled: started now, they are off the path to the first grant.
+    // compiled: started now, they are off the path to the first grant. The context's own database is
+    // opened ahead only for the window that loaded the script, which drops it on `pagehide` unless it
+    // joined: not for a worker (no such event), nor for each same-origin frame the page makes (most
+    // never lock).
     const evidence = makeEvidence(globalObject);
-    if (evidence !== undefined) evidence.prepare(clientId);
+    if (evidence !== undefined) evidence.prepare(clientId, globalObject === theGlobal && globalObject.document !== undefined);
     // The transport is agreed with the origin's other contexts before this one can first join
     // (js/transport_choice.js): a number is a refusal, now or once the origin's record changed under it.
     let engine = null;
