@@ -6,7 +6,6 @@ import { createLockApi, installLockApi } from './lock_api.js';
 import init, { Engine } from '../pkg/weblocks.js';
 import { makeLogChannelFactory } from './log_channel.js';
 import { agreeOnTransport, ALONE, BROADCAST, LOG } from './transport_choice.js';
-import { makeDeputy } from './deputy.js';
 import { makeEvidence } from './liveness.js';
 import { theGlobal } from './global_object.js';
 
@@ -39,12 +38,10 @@ export function createWasmLockApi(wasmSource = defaultWasmSource, globalObject =
     const transport = (await Promise.all([agreeOnTransport(globalObject, undefined, onChange), initialized]))[0];
     const refusal = typeof transport === 'number' ? transport : undefined;
     const openLog = refusal !== undefined || transport === BROADCAST ? undefined : makeLogChannelFactory(globalObject, transport === LOG);
-    // Evidence of life and death (js/liveness.js) wherever the context coordinates with others; where there
-    // is none (no `indexedDB.databases()`), the deputy answers for a busy page, and it speaks on
-    // BroadcastChannel: only where the others hear it (the broadcast transport, the carrier).
+    // Evidence of life and death (js/liveness.js) wherever the context coordinates with others: an engine
+    // that could reach them without it refuses.
     const evidence = refusal === undefined && transport !== ALONE ? makeEvidence(globalObject) : undefined;
-    const deputy = evidence === undefined && (transport === BROADCAST || transport === LOG) ? makeDeputy(globalObject) : undefined;
-    engine = new Engine(clientId, sink, undefined, deputy, openLog, globalObject, openLog && openLog.wake, refusal, evidence);
+    engine = new Engine(clientId, sink, undefined, openLog, globalObject, openLog && openLog.wake, refusal, evidence);
     if (refusedLater !== undefined) engine.refuse(refusedLater);
     return engine;
   }, globalObject.document);
