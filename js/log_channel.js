@@ -33,7 +33,7 @@
 // appends, `onmessage` receives events `{ type, key, data }`: `entry`, `start` (the last key before this
 // object's first read), `read` (a read ended; `key` is the floor), `identity` (before `start` and `read`:
 // `key` is the identity that read found), `carried` (a message on the carrier: a frame of an entry, or
-// another context's farewell or deputy's vouch, for the participant to append), `poke`, `gap`, `fail`. Each
+// another context's farewell, for the participant to append), `poke`, `gap`, `fail`. Each
 // comes in a microtask of its own, never within the call that caused it.
 //
 // Written as closures rather than classes: their variables minify to one letter (the classic script's

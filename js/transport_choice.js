@@ -74,8 +74,7 @@ function serverRuntime(globalObject) {
 /**
  * Whether this is Blink or Gecko, the engines in which the test command checks what the protocol relies on
  * beyond the specifications: that BroadcastChannel delivers every message of an origin in one order to
- * every context (assumption A1, tests/e2e/total_order*.test.mjs; WebKit and Node.js do not give it), and
- * that a worker's channel posts while its page's main thread is busy (the deputy, js/deputy.js). Servo
+ * every context (assumption A1, tests/e2e/total_order*.test.mjs; WebKit and Node.js do not give it). Servo
  * (SpiderMonkey too) is left out by its user agent string; a page that hides it there can only make this
  * context's preference differ from its workers', which the record turns into one transport or a refusal.
  */

@@ -6,7 +6,6 @@ import { createLockApi, installLockApi } from './lock_api.js';
 import init, { Engine } from '../pkg/weblocks.js';
 import { makeLogChannelFactory } from './log_channel.js';
 import { agreeOnTransport, ALONE, BROADCAST, LOG } from './transport_choice.js';
-import { makeDeputy } from './deputy.js';
 import { makeEvidence } from './liveness.js';
 import { theGlobal } from './global_object.js';
 
@@ -53,13 +52,11 @@ export function createWasmLockApi(wasmSource = defaultWasmSource, globalObject =
     }
     const refusal = typeof transport === 'number' ? transport : undefined;
     const openLog = refusal !== undefined || transport === BROADCAST ? undefined : makeLogChannelFactory(globalObject, transport === LOG);
-    // Evidence of life and death (js/liveness.js) wherever the context coordinates with others; where there
-    // is none (no `indexedDB.databases()`), the deputy answers for a busy page, and it speaks on
-    // BroadcastChannel: only where the others hear it (the broadcast transport, the carrier).
+    // Evidence of life and death (js/liveness.js) wherever the context coordinates with others: an engine
+    // that could reach them without it refuses.
     const evidenceUsed = refusal === undefined && transport !== ALONE ? evidence : undefined;
     if (evidence !== undefined && evidenceUsed === undefined) evidence.close();
-    const deputy = evidenceUsed === undefined && (transport === BROADCAST || transport === LOG) ? makeDeputy(globalObject) : undefined;
-    engine = new Engine(clientId, sink, undefined, deputy, openLog, globalObject, openLog && openLog.wake, refusal, evidenceUsed);
+    engine = new Engine(clientId, sink, undefined, openLog, globalObject, openLog && openLog.wake, refusal, evidenceUsed);
     if (refusedLater !== undefined) engine.refuse(refusedLater);
     return engine;
   }, globalObject.document);

@@ -20,25 +20,34 @@ extern "C" {
     static CREATE_LOCK_API: Function;
 }
 
+// The evidence of life and death every coordinating engine needs. js/liveness.js imports
+// js/global_object.js; importing that module here too puts it beside the snippet, where the import finds
+// it.
+#[wasm_bindgen(module = "/js/liveness.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = makeEvidence)]
+    fn make_evidence(global: &JsValue, scope: &str) -> JsValue;
+}
+
+#[wasm_bindgen(module = "/js/global_object.js")]
+extern "C" {
+    #[wasm_bindgen(thread_local_v2, js_name = theGlobal)]
+    static THE_GLOBAL: JsValue;
+}
+
 /// The `env` every case receives: `{ createLockApi, makeEngine, makeRefusingEngine }`, where
 /// `makeEngine(clientId, sink)` builds the real wasm engine, and `makeRefusingEngine` one that refuses.
 fn env() -> JsValue {
     let make_engine =
         Closure::<dyn Fn(String, Function) -> JsValue>::new(|client_id: String, sink: Function| {
-            // Each api gets its own channel scope: the cases stay isolated from one another while every
-            // call still goes through the origin protocol (BroadcastChannel, join, echo) as in production.
-            // No deputy worker per case (the e2e tests cover it).
+            // Each api gets its own channel scope (and liveness databases of that scope): the cases stay
+            // isolated from one another while every call still goes through the origin protocol
+            // (BroadcastChannel, liveness database, join, echo, census) as in production.
+            let global = THE_GLOBAL.with(JsValue::clone);
+            let evidence = make_evidence(&global, &client_id);
             let scope = Some(client_id.clone());
             JsValue::from(Engine::new(
-                client_id,
-                sink,
-                scope,
-                None,
-                None,
-                js_sys::global().into(),
-                None,
-                None,
-                JsValue::UNDEFINED,
+                client_id, sink, scope, None, global, None, None, evidence,
             ))
         });
     // An engine that refuses from the start, as where its origin's transport cannot be reached.
@@ -47,7 +56,6 @@ fn env() -> JsValue {
             JsValue::from(Engine::new(
                 client_id,
                 sink,
-                None,
                 None,
                 None,
                 js_sys::global().into(),

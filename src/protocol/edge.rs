@@ -4,18 +4,14 @@
 //!
 //! After every input ([`input`]), the loop carries out the participant's effects in order until there
 //! are none, then arms the host's timer for the participant's next deadline
-//! ([`Participant::poll_timeout`]). Three policies live here, not in the participant, because they are
+//! ([`Participant::poll_timeout`]). Two policies live here, not in the participant, because they are
 //! about the host's primitives rather than the protocol:
 //! - **Flush hops**: a [`Effect::FlushSoon`] waits [`FLUSH_HOPS`] microtask hops before
 //!   [`Participant::handle_flush`], so that the messages the current task still queues go in the same
 //!   channel message; where the host can queue no microtask it flushes at once.
 //! - **Keep an earlier timer**: a timer already armed to fire no later than the participant's next
 //!   deadline is kept. Firing early only makes the participant look at its deadlines once more (and the
-//!   loop arm the next one); a waiting context, whose ping deadline moves later with every message of
-//!   the member it waits for, saves a cancel and an arm per message.
-//! - **Deputy channels**: [`Effect::WakeDeputy`] posts on a channel to the pinged page's deputy; the
-//!   [`DEPUTY_CHANNELS`] most recently used stay open (pings go to the few contexts that block this
-//!   one).
+//!   loop arm the next one), and saves a cancel and an arm each time a deadline moves later.
 //!
 //! # Re-entrancy
 //!
@@ -26,7 +22,7 @@
 //! carries out the effects the inner input made, in order after those the outer run already carried
 //! out, and arms the timer; the outer run then finds no effect left and arms the same timer.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::rc::Rc;
 
 use super::participant::{Effect, LossReason, Participant};
@@ -37,20 +33,14 @@ use crate::scheduler::Snapshot;
 /// after it (a few promise reactions apart) to go as one message.
 pub const FLUSH_HOPS: u32 = 4;
 
-/// How many channels to other pages' deputies stay open.
-pub const DEPUTY_CHANNELS: usize = 4;
-
 /// What an edge gives the loop: its participant, the clock, and one method per primitive the effects
 /// need. Each primitive is carried out as the effect's doc ([`Effect`]) says; the loop decides when.
 pub trait Host {
-    /// The host's handle of a channel to another page's deputy.
-    type DeputyChannel;
-
     /// Runs `f` on the participant. Called for one participant call at a time, never across a host
     /// call, so that a host call may itself run an input through the loop.
     fn participant<R>(&mut self, f: impl FnOnce(&mut Participant) -> R) -> R;
     /// The loop's own state, which the host keeps (beside its participant).
-    fn state(&self) -> &EdgeState<Self::DeputyChannel>;
+    fn state(&self) -> &EdgeState;
     /// The wall-clock time in ms (`Date.now()`).
     fn now(&self) -> u64;
 
@@ -66,14 +56,6 @@ pub trait Host {
     fn close_channels(&mut self);
     /// [`Effect::ArmFarewell`].
     fn arm_farewell(&mut self, farewell: Option<Message>);
-    /// [`Effect::Announce`]: hand the announcement to this page's deputy, if it has one.
-    fn brief_deputy(&mut self, announcement: &Message);
-    /// Opens a channel to the deputy of the page of `client` (`None`: it cannot).
-    fn open_deputy(&mut self, client: &str) -> Option<Self::DeputyChannel>;
-    /// Posts `vouch` on a channel to a deputy.
-    fn post_deputy(&mut self, channel: &Self::DeputyChannel, vouch: &Message);
-    /// Closes a channel to a deputy.
-    fn close_deputy(&mut self, channel: Self::DeputyChannel);
     /// [`Effect::ReadLog`].
     fn read_log(&mut self, after: u64);
     /// [`Effect::TrimLog`].
@@ -86,10 +68,6 @@ pub trait Host {
     fn census(&mut self);
     /// [`Effect::Watch`].
     fn watch(&mut self, client: Rc<str>, watch: u64);
-    /// [`Effect::StorageWrite`].
-    fn write_storage(&mut self, value: String);
-    /// [`Effect::StorageRemove`].
-    fn remove_storage(&mut self);
     /// Arms the host's timer to call [`timeout`] at (or after) `at` (the loop cancels an armed one
     /// first); false where it cannot.
     fn arm_timer(&mut self, at: u64) -> bool;
@@ -110,37 +88,20 @@ pub trait Host {
 }
 
 /// The loop's state, kept by the host. In cells: see "Re-entrancy" in the module docs.
-pub struct EdgeState<C> {
+#[derive(Default)]
+pub struct EdgeState {
     /// The microtask hops left before the participant's queued messages go.
     flush_hops: Cell<u32>,
     /// When the armed timer fires (as asked; the host may fire it later).
     timer: Cell<Option<u64>>,
-    /// Channels to other pages' deputies by client id, most recently used last.
-    deputies: RefCell<Vec<(Rc<str>, C)>>,
     /// The incompatibility was told.
     warned: Cell<bool>,
 }
 
-impl<C> Default for EdgeState<C> {
-    fn default() -> Self {
-        EdgeState {
-            flush_hops: Cell::new(0),
-            timer: Cell::new(None),
-            deputies: RefCell::new(Vec::new()),
-            warned: Cell::new(false),
-        }
-    }
-}
-
-impl<C> EdgeState<C> {
+impl EdgeState {
     /// When the armed timer fires (as asked), if one is armed.
     pub fn timer(&self) -> Option<u64> {
         self.timer.get()
-    }
-
-    /// How many channels to deputies are open.
-    pub fn deputy_channels(&self) -> usize {
-        self.deputies.borrow().len()
     }
 }
 
@@ -166,18 +127,6 @@ pub fn microtask<H: Host>(host: &mut H) {
     host.state().flush_hops.set(hops);
     if hops == 0 || !host.queue_microtask() {
         input(host, |p, _| p.handle_flush());
-    }
-}
-
-/// Closes every channel to a deputy (the context goes away).
-pub fn close_deputies<H: Host>(host: &mut H) {
-    // Popped one at a time: no borrow of the state across the host call.
-    loop {
-        let popped = host.state().deputies.borrow_mut().pop();
-        let Some((_, channel)) = popped else {
-            return;
-        };
-        host.close_deputy(channel);
     }
 }
 
@@ -208,16 +157,12 @@ fn carry_out_one<H: Host>(host: &mut H, effect: Effect) {
         Effect::OpenChannels => host.open_channels(),
         Effect::CloseChannels => host.close_channels(),
         Effect::ArmFarewell(farewell) => host.arm_farewell(farewell),
-        Effect::Announce(announcement) => host.brief_deputy(&announcement),
-        Effect::WakeDeputy(vouch) => wake_deputy(host, &vouch),
         Effect::ReadLog { after } => host.read_log(after),
         Effect::TrimLog { upto } => host.trim_log(upto),
         Effect::OpenAlive => host.open_alive(),
         Effect::CloseAlive => host.close_alive(),
         Effect::Census => host.census(),
         Effect::Watch { client, watch } => host.watch(client, watch),
-        Effect::StorageWrite { value } => host.write_storage(value),
-        Effect::StorageRemove => host.remove_storage(),
         Effect::Granted(id) => host.granted(id),
         Effect::NotAvailable(id) => host.not_available(id),
         Effect::Stolen { id, reason } => host.stolen(id, reason),
@@ -227,29 +172,6 @@ fn carry_out_one<H: Host>(host: &mut H, effect: Effect) {
                 host.incompatible(version);
             }
         }
-    }
-}
-
-/// Asks the deputy of the page of `vouch.sender` to post `vouch`, on that deputy's channel, kept open
-/// among the most recently used.
-fn wake_deputy<H: Host>(host: &mut H, vouch: &Message) {
-    let client = &vouch.sender.client;
-    let cached = {
-        let mut deputies = host.state().deputies.borrow_mut();
-        let k = deputies.iter().position(|(c, _)| c == client);
-        k.map(|k| deputies.remove(k).1)
-    };
-    let Some(channel) = cached.or_else(|| host.open_deputy(client)) else {
-        return;
-    };
-    host.post_deputy(&channel, vouch);
-    let evicted = {
-        let mut deputies = host.state().deputies.borrow_mut();
-        deputies.push((client.clone(), channel));
-        (deputies.len() > DEPUTY_CHANNELS).then(|| deputies.remove(0).1)
-    };
-    if let Some(channel) = evicted {
-        host.close_deputy(channel);
     }
 }
 

@@ -1,17 +1,16 @@
 //! The coordination protocol that gives every context of an origin one lock manager, as a sans-I/O state
 //! machine: a [`Participant`] per JS context takes events (local calls, delivered messages and log
-//! entries, timers, storage changes, lifecycle) with the time passed in, and gives [`Effect`]s (send
-//! messages, open or close channels, write a storage key, grant or reject locally) and its next
-//! deadline. The design, its assumptions and the safety argument are in docs/PROTOCOL.md.
+//! entries, timers, evidence of life and death, lifecycle) with the time passed in, and gives
+//! [`Effect`]s (send messages, open or close channels and liveness databases, grant or reject locally)
+//! and its next deadline. The design, its assumptions and the safety argument are in docs/PROTOCOL.md.
 //!
 //! - [`wire`]: the versioned messages and their JS-friendly wire form (an array of numbers/strings).
 //! - [`replica`]: the replicated lock state every context derives from the order of messages.
-//! - [`participant`]: one context: joining, the local requests, liveness checks, the storage hint;
+//! - [`participant`]: one context: joining, the local requests, the evidence of life and death;
 //!   what the caller does after each call is in its module docs.
 //! - [`edge`]: the edge loop that does it, generic over its host (the browser, the simulated origin):
 //!   it carries out the participant's effects, arms its timer, and runs the edge's policies (flush
-//!   hops, keeping an earlier timer, the channels to deputies).
-//! - [`storage_hint`]: the localStorage key by which busy members tell joiners they are around.
+//!   hops, keeping an earlier timer).
 //! - `log_order`: the order of the log transport, restored from entries that arrive in any order.
 
 pub mod replica;
@@ -20,7 +19,5 @@ pub mod wire;
 pub mod edge;
 mod log_order;
 pub mod participant;
-pub mod storage_hint;
 
 pub use participant::{Config, Effect, LossReason, Participant, TRIM_STEP, Transport, Wake};
-pub use storage_hint::LIVE_KEY;

@@ -28,8 +28,7 @@ use super::wire::{
 pub enum RevokeReason {
     /// Another request used `steal`.
     Stolen,
-    /// The owner was found gone (its liveness database lost its last connection) or, for a context
-    /// that keeps none, presumed dead (silent after a ping) and evicted.
+    /// The owner was found gone: its liveness database lost its last connection.
     Evicted,
     /// A new history began (a Genesis from a context that found no live one).
     Reset,
@@ -61,14 +60,9 @@ pub struct Member {
     pub join_pos: u64,
     pub pending: bool,
     pub tainted: bool,
-    pub frozen_until: Option<u64>,
-    /// The ping left unanswered since this member's last message.
-    pub silent: Option<MessageId>,
-    /// The member's deputy has spoken for it (pingers may then wait less before evicting it).
-    pub deputy: bool,
-    /// The key of the liveness database the member keeps open (its `Join`'s), 0 for none. A member
-    /// with one is removed only by its own `Leave` or on evidence that the database lost its last
-    /// connection (`Gone`), never on silence.
+    /// The key of the liveness database the member keeps open (its `Join`'s), 0 for none. A member is
+    /// removed only by its own `Leave` or on evidence that that database lost its last connection
+    /// (`Gone`), never on silence.
     pub watch: u64,
     /// The member's own request ids → their ids in the lock manager ("gids"). Per member, so that a
     /// member's requests go with it, and a map of the same type as the scheduler's (one instantiation).
@@ -212,7 +206,7 @@ impl Replica {
     }
 
     /// Applies one message of our version. Outcomes for every member's requests are appended to `out`.
-    /// A message of sequence number 0 (a deputy's `Vouch`, a farewell `Leave`) takes no position: all
+    /// A message of sequence number 0 (a farewell `Leave`) takes no position: all
     /// of a member's share one id, so none may be the "as of" of a state transfer (a joiner would find
     /// the wrong one), and a joiner that replays one its state already includes changes nothing (a
     /// `Leave` of a member already gone is void).
@@ -228,29 +222,7 @@ impl Replica {
     /// [`Replica::count_echo`] advances when the message comes back.
     pub fn apply_ahead(&mut self, msg: &Message, out: &mut Vec<Outcome>) {
         let sender = &msg.sender;
-        let active = match self.members.get_mut(sender) {
-            Some(m) if !m.pending => {
-                if let Body::Vouch { ping } = &msg.body {
-                    // The deputy speaks for an active member (its page is alive): the ping it answers
-                    // (which came first: the pinger wakes the deputy once its ping has its place) ends
-                    // its silence. An announcement names no ping and only makes the deputy known.
-                    m.deputy = true;
-                    if m.silent.as_ref() == Some(ping) {
-                        m.silent = None;
-                    }
-                } else {
-                    // Any message shows its sender alive (and back from freezing, unless it says it
-                    // is being frozen).
-                    m.silent = None;
-                    m.frozen_until = match &msg.body {
-                        Body::Freeze { until } => Some(*until),
-                        _ => None,
-                    };
-                }
-                true
-            }
-            _ => false,
-        };
+        let active = self.members.get(sender).is_some_and(|m| !m.pending);
         match &msg.body {
             Body::Join { watch } => self.on_join(sender, *watch, out),
             Body::Genesis => self.on_genesis(msg, out),
@@ -270,28 +242,6 @@ impl Replica {
             }
             Body::Release { id } => self.on_release(sender, *id, out),
             Body::Abort { id } => self.on_abort(sender, *id, out),
-            Body::Ping { target } => {
-                if let Some(t) = self.members.get_mut(target)
-                    && !t.pending
-                    && t.silent.is_none()
-                {
-                    t.silent = Some(msg.id());
-                }
-            }
-            // Valid only on the strength of the very ping its sender waited on: a later ping (after
-            // the target spoke again) restarts the wait. Never against a member that keeps a liveness
-            // database: silence says nothing of whether it lives.
-            Body::Evict { target, ping, ts } => {
-                let valid = self.members.get(target).is_some_and(|t| {
-                    !t.pending
-                        && t.watch == 0
-                        && t.silent.as_ref() == Some(&**ping)
-                        && t.frozen_until.is_none_or(|f| *ts >= f)
-                });
-                if valid {
-                    self.remove_member(target, Some(RevokeReason::Evicted), out);
-                }
-            }
             // Evidence, not a guess: the context's liveness database has no connection left, which the
             // storage backend allows only once that context closed it or is gone (docs/PROTOCOL.md §2,
             // A5). Valid for the membership that announced that very database.
@@ -306,8 +256,7 @@ impl Replica {
                     self.remove_member(&target, Some(RevokeReason::Evicted), out);
                 }
             }
-            // Recorded above, with the sender's liveness.
-            Body::Freeze { .. } | Body::Alive | Body::Vouch { .. } => {}
+            Body::Alive => {}
         }
     }
 
@@ -625,9 +574,6 @@ impl Replica {
                 join_pos: m.join_pos,
                 pending: m.pending,
                 tainted: m.tainted,
-                frozen_until: m.frozen_until,
-                silent: m.silent.clone(),
-                deputy: m.deputy,
                 watch: m.watch,
             });
         }
@@ -656,9 +602,6 @@ impl Replica {
                 join_pos: m.join_pos,
                 pending: m.pending,
                 tainted: m.tainted,
-                frozen_until: m.frozen_until,
-                silent: m.silent.clone(),
-                deputy: m.deputy,
                 watch: m.watch,
                 gids: SequenceMap::new(),
             };

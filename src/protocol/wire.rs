@@ -23,7 +23,7 @@ pub const MAGIC: &str = "weblocks";
 /// The protocol version this build speaks. Contexts of two versions never share a history
 /// (docs/PROTOCOL.md §9); a change to what any message means, or to where it takes effect, is a new
 /// version.
-pub const PROTOCOL_VERSION: u32 = 7;
+pub const PROTOCOL_VERSION: u32 = 8;
 
 /// Frozen across versions (see the module docs).
 pub const KIND_JOIN: u32 = 1;
@@ -33,12 +33,11 @@ const KIND_STATE: u32 = 3;
 const KIND_REQUEST: u32 = 4;
 const KIND_RELEASE: u32 = 5;
 const KIND_ABORT: u32 = 6;
-const KIND_PING: u32 = 7;
+// 7 (`Ping`), 9 (`Evict`), 10 (`Freeze`) and 12 (`Vouch`) were kinds of versions before 8, which
+// presumed a silent member dead: never used again, so that no version reads another's message as its
+// own kind.
 const KIND_ALIVE: u32 = 8;
-const KIND_EVICT: u32 = 9;
-const KIND_FREEZE: u32 = 10;
 const KIND_LEAVE: u32 = 11;
-const KIND_VOUCH: u32 = 12;
 const KIND_BATCH: u32 = 13;
 /// A log entry on its carrier (docs/PROTOCOL.md §12): the writer's header, the entry's key in the
 /// `seq` slot, then the entry's slots (a message or a batch). Another version reads the header as a
@@ -61,9 +60,9 @@ const ENTRY_FRAME_SLOTS: usize = 7;
 /// of an honest context within it.
 pub const MAX_TRANSMIT_SLOTS: usize = MAX_SLOTS - ENTRY_FRAME_SLOTS;
 
-/// The most slots any message but a `State` takes (an `Evict`: the header, a member, a message id and a
-/// time): what lets [`split_transmit`] count instead of measure.
-const MAX_PLAIN_SLOTS: usize = 12;
+/// The most slots any message but a `State` takes (a `Request`: the header and five slots): what lets
+/// [`split_transmit`] count instead of measure.
+const MAX_PLAIN_SLOTS: usize = 11;
 
 /// Largest integer a JS number holds exactly; every integer slot must be at most this.
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
@@ -145,13 +144,6 @@ pub struct MemberRecord {
     pub pending: bool,
     /// A Genesis or State message came after this pending member's Join: its own Genesis is void.
     pub tainted: bool,
-    /// Announced frozen until this time (wall clock, ms): not evicted before it.
-    pub frozen_until: Option<u64>,
-    /// The ping this member has left unanswered (it sent nothing since): it may be evicted on the
-    /// strength of that ping.
-    pub silent: Option<MessageId>,
-    /// A deputy (a worker of the member's page) spoke for it: its page is alive as long as it answers.
-    pub deputy: bool,
     /// The key of the member's liveness database (its `Join`'s `watch`), 0 for none.
     pub watch: u64,
 }
@@ -197,7 +189,8 @@ pub struct StatePart {
 pub enum Body {
     /// The sender joins (it becomes a pending member, admitted by a `State` or its own valid `Genesis`).
     /// `watch` names the liveness database the sender keeps open for as long as it lives
-    /// (docs/PROTOCOL.md §7, "evidence"); 0 where it keeps none, and may only be presumed dead by silence.
+    /// (docs/PROTOCOL.md §7, "evidence"). Every context of this version keeps one; a member announced
+    /// with 0 is removed only by its own `Leave`.
     Join { watch: u64 },
     /// The sender found no live history and starts a new, empty one (if valid: see the replica).
     Genesis,
@@ -215,27 +208,11 @@ pub enum Body {
     Release { id: u64 },
     /// Spec 4.3 for the sender's request `id` (releases it if it was granted meanwhile).
     Abort { id: u64 },
-    /// Asks `target` to show it is alive.
-    Ping { target: MemberKey },
-    /// The sender is alive (an answer to a ping, or a return from freezing).
+    /// Says nothing but that the sender is here: over the log, a query's marker (docs/PROTOCOL.md §12),
+    /// and the answer to an older version's `Join` (§9).
     Alive,
-    /// `target` left ping `ping` unanswered: remove it, taking its locks (`ts`: sender's wall clock).
-    /// The ping is boxed: the largest variant sets the size of every message moved around, and
-    /// evictions are rare.
-    Evict {
-        target: MemberKey,
-        ping: Box<MessageId>,
-        ts: u64,
-    },
-    /// The sender is being frozen; keep its locks until `until` (wall clock, ms).
-    Freeze { until: u64 },
     /// The sender leaves: release its locks, drop its requests.
     Leave,
-    /// Sent by the deputy of the member in the header (a worker of its page, which relays what the
-    /// page or a pinger prepared: docs/PROTOCOL.md, "the deputy"), with sequence number 0: the
-    /// member's page is alive. `ping` is the ping it answers (when it announces itself, an id of the
-    /// member's own with sequence number 0, which answers nothing).
-    Vouch { ping: MessageId },
     /// The liveness database `watch` of the context `client` lost its last connection: that context is
     /// gone (its process ended, or it closed the database on leaving). Remove the member it announced.
     Gone { client: Rc<str>, watch: u64 },
@@ -280,12 +257,8 @@ fn kind_of(body: &Body) -> u32 {
         Body::Request { .. } => KIND_REQUEST,
         Body::Release { .. } => KIND_RELEASE,
         Body::Abort { .. } => KIND_ABORT,
-        Body::Ping { .. } => KIND_PING,
         Body::Alive => KIND_ALIVE,
-        Body::Evict { .. } => KIND_EVICT,
-        Body::Freeze { .. } => KIND_FREEZE,
         Body::Leave => KIND_LEAVE,
-        Body::Vouch { .. } => KIND_VOUCH,
         Body::Gone { .. } => KIND_GONE,
     }
 }
@@ -314,13 +287,6 @@ impl Encoder {
     fn message_id(&mut self, id: &MessageId) {
         self.member(&id.sender);
         self.push(id.seq);
-    }
-
-    fn optional(&mut self, v: Option<u64>) {
-        match v {
-            Some(n) => self.push(n),
-            None => self.out.push(Value::Num(-1.0)),
-        }
     }
 
     fn lock(&mut self, l: &LockRecord) {
@@ -360,17 +326,8 @@ impl Encoder {
                 for m in &s.members {
                     self.member(&m.key);
                     self.push(m.join_pos);
-                    self.push(
-                        u32::from(m.pending)
-                            | u32::from(m.tainted) << 1
-                            | u32::from(m.silent.is_some()) << 2
-                            | u32::from(m.deputy) << 3,
-                    );
+                    self.push(u32::from(m.pending) | u32::from(m.tainted) << 1);
                     self.push(m.watch);
-                    self.optional(m.frozen_until);
-                    if let Some(ping) = &m.silent {
-                        self.message_id(ping);
-                    }
                 }
                 self.locks(&s.held, &s.pending);
                 self.push(s.parts);
@@ -384,14 +341,6 @@ impl Encoder {
                 self.push(options.steal);
             }
             Body::Release { id } | Body::Abort { id } => self.push(*id),
-            Body::Ping { target } => self.member(target),
-            Body::Evict { target, ping, ts } => {
-                self.member(target);
-                self.message_id(ping);
-                self.push(*ts);
-            }
-            Body::Freeze { until } => self.push(*until),
-            Body::Vouch { ping } => self.message_id(ping),
             Body::Gone { client, watch } => {
                 self.push(&**client);
                 self.push(*watch);
@@ -483,9 +432,9 @@ pub fn split_transmit(messages: Vec<Message>, version: u32) -> Vec<Vec<Message>>
 /// The slots of a lock record in a state transfer.
 const LOCK_SLOTS: usize = 5;
 
-/// The most slots of a member record in a state transfer (its key, join position, flags, liveness
-/// database, freeze and the ping it is silent on).
-const MEMBER_SLOTS: usize = 9;
+/// The slots of a member record in a state transfer (its key, join position, flags and liveness
+/// database).
+const MEMBER_SLOTS: usize = 5;
 
 /// The most slots one message of a state transfer may take: it must fit in a post by itself, as a batch
 /// of one (a header and its length) if need be.
@@ -632,14 +581,6 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    fn optional(&mut self) -> Option<u64> {
-        if self.values.get(self.at) == Some(&Value::Num(-1.0)) {
-            self.at += 1;
-            return None;
-        }
-        Some(self.u64())
-    }
-
     fn str(&mut self) -> &'a str {
         match self.next() {
             Some(Value::Str(s)) => s,
@@ -719,27 +660,21 @@ fn decode_state(c: &mut Cursor) -> StateTransfer {
     let as_of = c.message_id();
     let as_of_pos = c.u64();
     let next_gid = c.u64();
-    let n = c.count(6);
+    let n = c.count(5);
     let mut members = Vec::with_capacity(n);
     for _ in 0..n {
         let key = c.member();
         let join_pos = c.u64();
         let flags = c.u64();
-        if flags > 15 {
+        if flags > 3 {
             c.bad = true;
         }
-        let watch = c.u64();
-        let frozen_until = c.optional();
-        let silent = (flags & 4 != 0).then(|| c.message_id());
         members.push(MemberRecord {
             key,
             join_pos,
             pending: flags & 1 != 0,
             tainted: flags & 2 != 0,
-            frozen_until,
-            silent,
-            deputy: flags & 8 != 0,
-            watch,
+            watch: c.u64(),
         });
     }
     let held = c.locks();
@@ -800,22 +735,8 @@ pub fn decode_versioned(values: &[Value], version: u32) -> Option<Decoded> {
         }
         KIND_RELEASE => Body::Release { id: c.u64() },
         KIND_ABORT => Body::Abort { id: c.u64() },
-        KIND_PING => Body::Ping { target: c.member() },
         KIND_ALIVE => Body::Alive,
-        KIND_EVICT => {
-            let target = c.member();
-            let ping = Box::new(c.message_id());
-            Body::Evict {
-                target,
-                ping,
-                ts: c.u64(),
-            }
-        }
-        KIND_FREEZE => Body::Freeze { until: c.u64() },
         KIND_LEAVE => Body::Leave,
-        KIND_VOUCH => Body::Vouch {
-            ping: c.message_id(),
-        },
         KIND_GONE => Body::Gone {
             client: c.name(),
             watch: c.u64(),
@@ -877,12 +798,6 @@ mod tests {
                         join_pos: 0,
                         pending: false,
                         tainted: false,
-                        frozen_until: Some(1_700_000_000_000),
-                        silent: Some(MessageId {
-                            sender: member("b", 1),
-                            seq: 8,
-                        }),
-                        deputy: true,
                         watch: 0,
                     },
                     MemberRecord {
@@ -890,9 +805,6 @@ mod tests {
                         join_pos: 5,
                         pending: true,
                         tainted: true,
-                        frozen_until: None,
-                        silent: None,
-                        deputy: false,
                         watch: 4_294_967_297,
                     },
                 ],
@@ -927,28 +839,8 @@ mod tests {
             },
             Body::Release { id: 7 },
             Body::Abort { id: 8 },
-            Body::Ping {
-                target: member("b", 1),
-            },
             Body::Alive,
-            Body::Evict {
-                target: member("b", 1),
-                ping: Box::new(MessageId {
-                    sender: member("client-a", 3),
-                    seq: 16,
-                }),
-                ts: 1_700_000_000_123,
-            },
-            Body::Freeze {
-                until: 1_700_000_010_000,
-            },
             Body::Leave,
-            Body::Vouch {
-                ping: MessageId {
-                    sender: member("b", 1),
-                    seq: 12,
-                },
-            },
             Body::Join { watch: 12_345 },
             Body::Gone {
                 client: "client-a".into(),
@@ -1071,11 +963,6 @@ mod tests {
             mode: LockMode::Shared,
         };
         let mut st = *sample;
-        st.members[0].silent = Some(MessageId {
-            sender: member("c", 1),
-            seq: 9,
-        });
-        st.members[0].frozen_until = Some(1);
         st.held = (1..=12_000).map(record).collect();
         st.pending = (12_001..=45_000).map(record).collect();
         let messages = state_messages(st.clone());

@@ -1,7 +1,7 @@
 //! The I/O edge of the coordination protocol: the browser's [`Host`] of the edge loop, which carries a
-//! [`Participant`]'s effects out over the channel (BroadcastChannel, or the log in IndexedDB),
-//! localStorage and timers; and the listeners that feed it the events of this global scope (messages,
-//! timer, storage changes, page lifecycle). It decides nothing (the loop's policies are in
+//! [`Participant`]'s effects out over the channel (BroadcastChannel, or the log in IndexedDB), the
+//! evidence of life and death (`js/liveness.js`) and timers; and the listeners that feed it the events
+//! of this global scope (messages, timer, evidence, page lifecycle). It decides nothing (the loop's policies are in
 //! [`crate::protocol::edge`]); every handler is written so that nothing it receives can throw out of it.
 
 use std::cell::{Cell, RefCell};
@@ -9,14 +9,14 @@ use std::rc::{Rc, Weak};
 
 use js_sys::{Array, Function, Reflect};
 use wasm_bindgen::prelude::*;
-use web_sys::{BroadcastChannel, EventTarget, MessageEvent, Storage, StorageEvent};
+use web_sys::{EventTarget, MessageEvent};
 
 use crate::protocol::edge::{self, EdgeState, Host};
 use crate::protocol::wire::{self, Message, Value};
-use crate::protocol::{LIVE_KEY, LossReason, Participant, storage_hint};
+use crate::protocol::{LossReason, Participant};
 use crate::scheduler::Snapshot;
 
-use super::channel::{Channel, Channels, decode_values, message_to_js, values_to_js};
+use super::channel::{Channels, decode_values, message_to_js, values_to_js};
 use super::evidence::{self, Evidence};
 use super::js_call::call;
 use super::refusal::Refusal;
@@ -52,14 +52,6 @@ fn global_function(global: &JsValue, name: &str) -> Option<Function> {
     global_property(global, name)?.dyn_into().ok()
 }
 
-/// The global's localStorage, if it exists and can be read (it throws when storage is disabled).
-fn local_storage(global: &JsValue) -> Option<Storage> {
-    // Not checked to be a Storage: reading it throws if it is not, and so it is not used.
-    let storage: Storage = global_property(global, "localStorage")?.unchecked_into();
-    storage.get_item(LIVE_KEY).ok()?;
-    Some(storage)
-}
-
 /// A JS function that runs a handler on the coordination: see [`callback`].
 type Callback = Closure<dyn FnMut(web_sys::Event)>;
 
@@ -88,8 +80,6 @@ pub(super) struct Coordination {
     open_channel: Option<Function>,
     /// The first slots of this context's carrier frames (`wire::entry_header`), for `openChannel`.
     entry_header: Array,
-    storage: Option<Storage>,
-    storage_key: String,
     sink: Function,
     /// The armed timer's handle.
     timer: Cell<Option<JsValue>>,
@@ -104,15 +94,10 @@ pub(super) struct Coordination {
     /// The global object where it has page lifecycle events (a Window): workers have no `pagehide`,
     /// and there the farewell is never armed.
     page: Option<EventTarget>,
-    /// The channel's name: a deputy listens on this name, `#`, and its page's client id.
+    /// The channel's name.
     channel: String,
-    /// Hands a message to this page's deputy (`js/deputy.js`), which posts it on the channel and then
-    /// relays every message of its own channel there; `undefined` ends it. None where the JS side
-    /// made no deputy (workers).
-    deputy: Option<Function>,
-    /// The edge loop's state; its channels to other pages' deputies are BroadcastChannels, used as
-    /// `Channel`s (one set of postMessage and close bindings for both).
-    edge: EdgeState<Channel>,
+    /// The edge loop's state.
+    edge: EdgeState,
     flush_callback: Callback,
     /// The global's `queueMicrotask`, looked up once (every flush takes a few hops through it); engines
     /// before it (Chrome 71, Safari 12.1) flush at once.
@@ -121,9 +106,9 @@ pub(super) struct Coordination {
     global: JsValue,
     /// Set, for good, once the log cannot be reached (a `fail` event): the context decides nothing more.
     refusal: Cell<Option<Refusal>>,
-    /// The evidence object (`js/liveness.js`), where the context gives evidence of life; its events'
-    /// handler; and this context's client id, under which it opens its liveness databases.
-    evidence: Option<Evidence>,
+    /// The evidence object (`js/liveness.js`); its events' handler; and this context's client id,
+    /// under which it opens its liveness databases.
+    evidence: Evidence,
     on_evidence: Callback,
     client_id: String,
 }
@@ -145,16 +130,16 @@ const FAIL: u8 = b'f';
 
 impl Coordination {
     /// Starts coordinating over the channels `open_channel(name)` makes, or where it is `None`, over
-    /// BroadcastChannel; `None` where there is neither.
+    /// BroadcastChannel; `None` where there is neither. Where there is one but no `evidence` of life
+    /// and death, the context refuses (`Err`): only silence could then tell who is gone or alone.
     pub(super) fn start(
         participant: Participant,
         sink: Function,
         scope: Option<String>,
-        deputy: Option<Function>,
         open_channel: Option<Function>,
         global: JsValue,
         evidence: Option<Evidence>,
-    ) -> Option<Rc<Coordination>> {
+    ) -> Option<Result<Rc<Coordination>, Refusal>> {
         let client_id = participant.client_id().to_owned();
         let channel = match &scope {
             Some(s) => CHANNEL.to_owned() + ":" + s,
@@ -167,17 +152,14 @@ impl Coordination {
         // Opened only to learn that the global can: the participant is out of the protocol until it
         // first needs a lock, and opens them then (`Effect::OpenChannels`).
         Channels::open(&global, &channel, open_channel.as_ref(), &entry_header)?.close();
-        let storage_key = match &scope {
-            Some(s) => LIVE_KEY.to_owned() + ":" + s,
-            None => LIVE_KEY.to_owned(),
+        let Some(evidence) = evidence else {
+            return Some(Err(Refusal::Unreachable));
         };
         let this = Rc::new_cyclic(|weak: &Weak<Coordination>| Coordination {
             participant: RefCell::new(participant),
             channels: RefCell::new(None),
             open_channel,
             entry_header,
-            storage: local_storage(&global),
-            storage_key,
             sink,
             timer: Cell::new(None),
             set_timeout: global_function(&global, "setTimeout"),
@@ -193,7 +175,6 @@ impl Coordination {
                 .unwrap_or(false)
                 .then(|| global.clone().unchecked_into()),
             channel,
-            deputy,
             edge: EdgeState::default(),
             queue_microtask: global_function(&global, "queueMicrotask"),
             flush_callback: callback(weak.clone(), |this, _| edge::microtask(&mut &*this)),
@@ -203,15 +184,10 @@ impl Coordination {
             on_evidence: callback(weak.clone(), |this, event| this.on_evidence(event)),
             client_id,
         });
-        if let Some(e) = &this.evidence {
-            e.listen(this.on_evidence.as_ref().unchecked_ref());
-        }
+        this.evidence
+            .listen(this.on_evidence.as_ref().unchecked_ref());
         this.install_handlers();
-        if let Some(storage) = &this.storage {
-            let value = storage.get_item(&this.storage_key).ok().flatten();
-            this.with_participant(|p, t| p.handle_storage(t, LIVE_KEY, value.as_deref()));
-        }
-        Some(this)
+        Some(Ok(this))
     }
 
     /// A message of the BroadcastChannel, or an event of the log. Every event that carries data is
@@ -322,22 +298,6 @@ impl Coordination {
 
     fn install_handlers(self: &Rc<Self>) {
         let global: EventTarget = self.global.clone().unchecked_into();
-        if self.storage.is_some() {
-            self.listen(&global, "storage", |this, event| {
-                // Only a StorageEvent has a `key` (a page may dispatch another event named `storage`,
-                // which must not read as a cleared storage): a lookup, not an instanceof import.
-                if !Reflect::has(event, &"key".into()).unwrap_or(false) {
-                    return;
-                }
-                let event = event.unchecked_ref::<StorageEvent>();
-                let key = event.key();
-                // `key` is null when another context cleared the whole storage.
-                if key.is_none() || key.as_deref() == Some(this.storage_key.as_str()) {
-                    let value = event.new_value();
-                    this.with_participant(|p, t| p.handle_storage(t, LIVE_KEY, value.as_deref()));
-                }
-            });
-        }
         self.listen(&global, "pagehide", |this, event| {
             let persisted = persisted(event);
             this.with_participant(|p, t| p.handle_pagehide(t, persisted));
@@ -389,7 +349,7 @@ impl Coordination {
 
     /// Keeps the farewell ready as a `pagehide` listener. Firefox may stop a closing tab's `pagehide`
     /// listener as soon as it calls into wasm (the listeners after it still run), and then the
-    /// participant's own Leave never goes out and the others wait for eviction instead of 100 ms. On
+    /// participant's own Leave never goes out and the others wait for the evidence of its end. On
     /// the broadcast transport the farewell is `tx.postMessage` bound to the encoded Leave; over the
     /// log, the log object's own listener (`js/log_channel.js`): no script of ours runs to send it.
     fn arm_farewell(&self, farewell: Option<Message>) {
@@ -427,34 +387,10 @@ impl Coordination {
         }
     }
 
-    /// Gives this page's deputy the announcement of a new membership (docs/PROTOCOL.md, "the deputy"):
-    /// the deputy posts it, and from then on the others wait less before evicting this page.
-    fn brief_deputy(&self, announcement: &Message) {
-        if let Some(deputy) = &self.deputy {
-            let own = self.deputy_channel_name(&announcement.sender.client);
-            let _ = call(
-                deputy,
-                &JsValue::NULL,
-                &JsValue::from_str(&self.channel),
-                &JsValue::from_str(&own),
-                &message_to_js(announcement),
-            );
-        }
-    }
-
-    fn deputy_channel_name(&self, client: &str) -> String {
-        self.channel.clone() + "#" + client
-    }
-
     /// The context is going away for good (the Engine is freed): the participant leaves (its `Leave`
-    /// goes out, its channels close, its timer and farewell go); the deputies and listeners go here.
+    /// goes out, its channels close, its timer and farewell go); the listeners go here.
     pub(super) fn close(&self) {
         self.with_participant(|p, t| p.handle_close(t));
-        edge::close_deputies(&mut &*self);
-        if let Some(deputy) = &self.deputy {
-            let u = &JsValue::UNDEFINED;
-            let _ = call(deputy, &JsValue::NULL, u, u, u);
-        }
         while let Some((target, kind, closure)) = self.listeners.borrow_mut().pop() {
             let _ = target.remove_event_listener_with_callback_and_bool(
                 kind,
@@ -471,15 +407,13 @@ impl Coordination {
 /// ([`edge::carry_out`]), as the arms of one `match` would be, rather than kept as a function of its
 /// own (a call and a function each, in the classic script's wasm).
 impl Host for &Coordination {
-    type DeputyChannel = Channel;
-
     #[inline(always)]
     fn participant<R>(&mut self, f: impl FnOnce(&mut Participant) -> R) -> R {
         f(&mut self.participant.borrow_mut())
     }
 
     #[inline(always)]
-    fn state(&self) -> &EdgeState<Channel> {
+    fn state(&self) -> &EdgeState {
         &self.edge
     }
 
@@ -511,27 +445,6 @@ impl Host for &Coordination {
     }
 
     #[inline(always)]
-    fn brief_deputy(&mut self, announcement: &Message) {
-        Coordination::brief_deputy(self, announcement);
-    }
-
-    #[inline(always)]
-    fn open_deputy(&mut self, client: &str) -> Option<Channel> {
-        let channel = BroadcastChannel::new(&self.deputy_channel_name(client)).ok()?;
-        Some(channel.unchecked_into())
-    }
-
-    #[inline(always)]
-    fn post_deputy(&mut self, channel: &Channel, vouch: &Message) {
-        let _ = channel.post_message(&message_to_js(vouch));
-    }
-
-    #[inline(always)]
-    fn close_deputy(&mut self, channel: Channel) {
-        channel.close();
-    }
-
-    #[inline(always)]
     fn read_log(&mut self, after: u64) {
         if let Some(channels) = &*self.channels.borrow() {
             channels.rx.read(after as f64);
@@ -547,44 +460,22 @@ impl Host for &Coordination {
 
     #[inline(always)]
     fn open_alive(&mut self) {
-        if let Some(e) = &self.evidence {
-            e.open(&self.client_id);
-        }
+        self.evidence.open(&self.client_id);
     }
 
     #[inline(always)]
     fn close_alive(&mut self) {
-        if let Some(e) = &self.evidence {
-            e.close();
-        }
+        self.evidence.close();
     }
 
     #[inline(always)]
     fn census(&mut self) {
-        if let Some(e) = &self.evidence {
-            e.census();
-        }
+        self.evidence.census();
     }
 
     #[inline(always)]
     fn watch(&mut self, client: Rc<str>, watch: u64) {
-        if let Some(e) = &self.evidence {
-            e.watch(&client, watch as f64);
-        }
-    }
-
-    #[inline(always)]
-    fn write_storage(&mut self, value: String) {
-        if let Some(storage) = &self.storage {
-            let _ = storage.set_item(&self.storage_key, &value);
-        }
-    }
-
-    #[inline(always)]
-    fn remove_storage(&mut self) {
-        if let Some(storage) = &self.storage {
-            let _ = storage.remove_item(&self.storage_key);
-        }
+        self.evidence.watch(&client, watch as f64);
     }
 
     #[inline(always)]
@@ -647,9 +538,8 @@ impl Host for &Coordination {
 
     #[inline(always)]
     fn incompatible(&mut self, version: u32) {
-        // The number written by the storage hint's formatter: no formatting machinery.
         let message = "weblocks: another context of this origin runs protocol version ".to_owned()
-            + &storage_hint::format(version.into())
+            + &decimal(version)
             + ", newer than this one's; this context gave up its locks and grants nothing more. \
                Reload it.";
         web_sys::console::warn_1(&message.into());
@@ -662,6 +552,20 @@ impl Host for &Coordination {
 /// listener and must run before the participant's listener, which Firefox may cut short.
 fn captures(kind: &str) -> bool {
     kind != "pagehide"
+}
+
+/// The decimal digits of `n`, written by hand: no formatting machinery in the wasm.
+fn decimal(n: u32) -> String {
+    let mut digits = Vec::new();
+    let mut n = n;
+    loop {
+        digits.push(b'0' + (n % 10) as u8);
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    digits.iter().rev().map(|&d| char::from(d)).collect()
 }
 
 fn loss_reason(reason: LossReason) -> &'static str {

@@ -45,15 +45,15 @@ pub struct Engine {
 #[wasm_bindgen]
 impl Engine {
     /// `scope` isolates a group of engines from the rest of the origin (tests); `undefined` joins the
-    /// origin's one lock manager. `deputy(channel, ownChannel, message)` hands a message to this page's
-    /// deputy (`js/deputy.js`; `deputy()` ends it); `undefined` where the page has none.
-    /// `openChannel(name, header)` opens this context's object on the log the contexts coordinate
+    /// origin's one lock manager. `openChannel(name, header)` opens this context's object on the log the contexts coordinate
     /// over where the engine's BroadcastChannel does not give one order (`js/log_channel.js`), and
     /// `wake` (its `WAKE_*`) says what wakes the context; `undefined`: BroadcastChannel. `global` is
-    /// the global object of the context the engine serves: its timers, storage, page lifecycle events
-    /// and channels. `refusal` (a `REFUSED_*` of js/transport_choice.js) makes instead an engine that
+    /// the global object of the context the engine serves: its timers, page lifecycle events and
+    /// channels. `refusal` (a `REFUSED_*` of js/transport_choice.js) makes instead an engine that
     /// decides nothing, where the context cannot be sure it shares its origin's lock manager: every
-    /// request and query is rejected with its error.
+    /// request and query is rejected with its error. `evidence` is the context's evidence object
+    /// (`makeEvidence` of js/liveness.js); an engine that could reach the others without one refuses
+    /// too, since only silence could then tell who is gone or alone.
     // One argument per thing JS hands the engine, as the glue passes them: an options object would cost
     // the glue and the wasm code to unpack it.
     #[allow(clippy::too_many_arguments)]
@@ -62,31 +62,29 @@ impl Engine {
         client_id: String,
         sink: Function,
         scope: Option<String>,
-        deputy: Option<Function>,
         open_channel: Option<Function>,
         global: JsValue,
         wake: Option<u32>,
         refusal: Option<u32>,
         evidence: JsValue,
     ) -> Engine {
-        if let Some(refusal) = refusal.and_then(Refusal::from_code) {
-            web_sys::console::warn_1(&refusal.message().into());
-            return Engine {
-                client_id: client_id.into(),
-                backend: Backend::Refused(refusal),
-                sink,
-            };
-        }
-        let backend = match origin_backend(
-            &client_id,
-            &sink,
-            scope,
-            deputy,
-            open_channel,
-            global,
-            wake,
-            evidence,
-        ) {
+        let backend = match refusal.and_then(Refusal::from_code) {
+            Some(refusal) => Some(Backend::Refused(refusal)),
+            None => origin_backend(
+                &client_id,
+                &sink,
+                scope,
+                open_channel,
+                global,
+                wake,
+                evidence,
+            ),
+        };
+        let backend = match backend {
+            Some(Backend::Refused(refusal)) => {
+                web_sys::console::warn_1(&refusal.message().into());
+                Backend::Refused(refusal)
+            }
             Some(backend) => backend,
             None => {
                 web_sys::console::warn_1(
@@ -234,13 +232,11 @@ fn origin_backend(
     client_id: &str,
     sink: &Function,
     scope: Option<String>,
-    deputy: Option<Function>,
     open_channel: Option<Function>,
     global: JsValue,
     wake: Option<u32>,
     evidence: JsValue,
 ) -> Option<Backend> {
-    // Where the context gives evidence of life (`js/liveness.js`), silence decides nothing.
     let evidence = (!evidence.is_undefined()).then(|| evidence.unchecked_into::<Evidence>());
     let transport = match (&open_channel, wake) {
         (None, _) => Transport::Broadcast,
@@ -250,7 +246,6 @@ fn origin_backend(
     };
     let config = Config {
         transport,
-        evidence: evidence.is_some(),
         ..Config::default()
     };
     let participant = Participant::new(client_id, config);
@@ -258,12 +253,14 @@ fn origin_backend(
         participant,
         sink.clone(),
         scope,
-        deputy,
         open_channel,
         global,
         evidence,
     )
-    .map(Backend::Origin)
+    .map(|started| match started {
+        Ok(c) => Backend::Origin(c),
+        Err(refusal) => Backend::Refused(refusal),
+    })
 }
 
 /// Built without the protocol (only to measure its bytes): every context is alone.
@@ -273,7 +270,6 @@ fn origin_backend(
     _: &str,
     _: &Function,
     _: Option<String>,
-    _: Option<Function>,
     _: Option<Function>,
     _: JsValue,
     _: Option<u32>,

@@ -25,14 +25,10 @@ import {
 } from './fixtures/xctx_harness.mjs';
 
 // The bounds of docs/PROTOCOL.md §7, and what a loaded 2-core machine is allowed on top (the figures are
-// printed). A crash is known from the evidence of the crashed page's closed connections, whether or not the
-// page has a deputy (js/deputy.js): the bound is generous, a liveness bound rather than a speed target.
-// For a context without evidence (no IndexedDB), silence decides, with its own bounds: 1 s, 500 ms where
-// the page's deputy has spoken.
+// printed). A crash is known from the evidence of the crashed page's closed connections: the bound is
+// generous, a liveness bound rather than a speed target.
 const CLOSE_BOUND_MS = 100;
 const CRASH_BOUND_MS = 500;
-const SILENT_CRASH_BOUND_MS = 1000;
-const SILENT_CRASH_WITH_DEPUTY_BOUND_MS = 500;
 const LOADED_MACHINE_MARGIN_MS = 150;
 
 let server;
@@ -88,36 +84,16 @@ test(`holder tab navigated away (same origin and cross origin): the waiter is gr
   assert.ok(Math.max(...fromPagehide) < CLOSE_BOUND_MS + LOADED_MACHINE_MARGIN_MS, `max ${Math.max(...fromPagehide)} ms`);
 });
 
-/**
- * The pages of the crash and long-task tests: with evidence of life (js/liveness.js), with a deputy and
- * without one (`deputy=none`), and without evidence (`evidence=none`, as a context without IndexedDB),
- * where silence decides. All but the first on a lock manager of their own (`scope`).
- */
+/** The pages of the crash test: the origin's lock manager, and one of its own (`scope`, the tests' engine). */
 const PAGES = [
-  { label: 'with a deputy', deputy: true, evidence: true, query: {}, crashes: 3, crashBound: CRASH_BOUND_MS },
-  { label: 'without a deputy', deputy: false, evidence: true, query: { deputy: 'none' }, crashes: 1, crashBound: CRASH_BOUND_MS },
-  {
-    label: 'without evidence, with a deputy',
-    deputy: true,
-    evidence: false,
-    query: { evidence: 'none' },
-    crashes: 1,
-    crashBound: SILENT_CRASH_WITH_DEPUTY_BOUND_MS,
-  },
-  {
-    label: 'without evidence or deputy',
-    deputy: false,
-    evidence: false,
-    query: { deputy: 'none', evidence: 'none' },
-    crashes: 1,
-    crashBound: SILENT_CRASH_BOUND_MS,
-  },
+  { label: "the origin's lock manager", scoped: false, crashes: 3 },
+  { label: 'a scoped lock manager', scoped: true, crashes: 1 },
 ];
 
-/** A holder tab and a waiter tab on a lock manager of their own (`scope`), the fixture's `query` added. */
-async function scopedHolderAndWaiter(context, scope, query) {
-  const full = { scope, ...query };
-  const [holder, waiter] = await Promise.all([openTab(context, server, 'holder', full), openTab(context, server, 'waiter', full)]);
+/** A holder tab and a waiter tab on a lock manager of their own (`scope`). */
+async function scopedHolderAndWaiter(context, scope) {
+  const query = { scope };
+  const [holder, waiter] = await Promise.all([openTab(context, server, 'holder', query), openTab(context, server, 'waiter', query)]);
   await call(holder, 'request', 'h', 'x');
   await expectEvent(holder, 'h', 'granted');
   await call(waiter, 'request', 'w', 'x');
@@ -125,16 +101,15 @@ async function scopedHolderAndWaiter(context, scope, query) {
   return { holder, waiter };
 }
 
-test(`holder tab crashed (CDP Page.crash): the waiter is granted within ${CRASH_BOUND_MS} ms, with a deputy and without one, and only once; without evidence within today's bounds`, async () => {
+test(`holder tab crashed (CDP Page.crash): the waiter is granted within ${CRASH_BOUND_MS} ms, and only once`, async () => {
   for (const page of PAGES) {
     const times = [];
     for (let i = 0; i < page.crashes; i++) {
       await withOrigin(async (context) => {
-        const { holder, waiter } = page === PAGES[0]
-          ? await holderAndWaiter(context, server, 'crashed', page.query)
-          : await scopedHolderAndWaiter(context, `crash-${i}`, page.query);
-        // As a holder that has held for a while: on a loaded machine the start of the page's deputy (a
-        // worker) can take a while, and a page whose deputy has not spoken yet is given the longer bound.
+        const { holder, waiter } = page.scoped
+          ? await scopedHolderAndWaiter(context, `crash-${i}`)
+          : await holderAndWaiter(context, server, 'crashed');
+        // As a holder that has held for a while.
         await sleep(300);
         const start = Date.now();
         await crash(holder);
@@ -145,17 +120,15 @@ test(`holder tab crashed (CDP Page.crash): the waiter is granted within ${CRASH_
       });
     }
     summary(`crash -> waiter granted (${page.label})`, times);
-    assert.ok(Math.max(...times) < page.crashBound + LOADED_MACHINE_MARGIN_MS, `${page.label}: max ${Math.max(...times)} ms`);
+    assert.ok(Math.max(...times) < CRASH_BOUND_MS + LOADED_MACHINE_MARGIN_MS, `${page.label}: max ${Math.max(...times)} ms`);
   }
 });
 
-test('a holder tab busy in a 2.5 s long task while a waiter waits keeps its lock, with a deputy and without one (its open connection shows it lives); without evidence only where its deputy answers', async () => {
-  for (const page of PAGES) {
-    await withOrigin(async (context) => {
-      const { holder, waiter } = await scopedHolderAndWaiter(context, `long-task-${page.deputy}-${page.evidence}`, page.query);
-      await checkLongTask(holder, waiter, page);
-    });
-  }
+test('a holder tab busy in a 2.5 s long task while a waiter waits keeps its lock (its open connection shows it lives)', async () => {
+  await withOrigin(async (context) => {
+    const { holder, waiter } = await scopedHolderAndWaiter(context, 'long-task');
+    await checkLongTask(holder, waiter);
+  });
 });
 
 test('the oldest member crashes: the others go on (a handoff between them is not held up), its locks are freed', async () => {

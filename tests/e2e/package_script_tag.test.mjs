@@ -64,7 +64,7 @@ async function loadPage(search) {
   const context = await browser.newContext();
   try {
     const responses = [];
-    // blob: URLs are not loaded from anywhere (the page's deputy worker, js/deputy.js, is one).
+    // blob: URLs are not loaded from anywhere.
     context.on('response', (r) => r.url().startsWith('blob:') || responses.push({ path: new URL(r.url()).pathname, status: r.status() }));
     const page = await openPage(context);
     await page.goto(server.url + 'index.html' + search);

@@ -179,9 +179,8 @@ for (const { label, query, broadcastChannel } of TRANSPORTS) {
     assert.ok(Math.max(...times) < 400, `every close noticed at once: ${times.map(Math.round)}`);
   });
 
-  // WebKit's worker channels wait for their page's main thread, so a page has no deputy there (js/deputy.js),
-  // and a holder whose main thread is blocked answers nobody. Its open IndexedDB connection shows that it
-  // lives: it keeps its lock through the long task, as natively.
+  // A holder whose main thread is blocked answers nobody. Its open IndexedDB connection shows that it lives:
+  // it keeps its lock through the long task, as natively.
   test(`WebKit ${label}: a holder window in a 2.5 s long task keeps its lock while another window waits; the waiter is granted after the release`, async () => {
     const name = `long-${++runs}`;
     await withWindows(['holder', 'waiter'], query, async ([holder, waiter]) => {

@@ -7,9 +7,10 @@
 //! - Each context's effects match the observer: after a context applies log message `idx`, it has
 //!   reported every grant, "not available" and revocation the observer decided for it up to `idx`, and
 //!   nothing the observer did not decide.
-//! - Stolen reasons are justified (a steal on that name; an eviction only of a context that was
-//!   unresponsive long enough; a reset only after someone was unresponsive; retirement only with a newer
-//!   version around; hidden only inside pagehide).
+//! - Stolen reasons are justified (a steal on that name; never an eviction: a context that runs,
+//!   however busy, stalled or frozen, is never found gone; a reset only after a crash, an older
+//!   version's history or entries of the log lost; retirement only with a newer version around; hidden
+//!   only inside pagehide).
 //! - A query answers with what its context holds and waits for.
 //! - At the end (everything resumed, time passed): every request was settled, every context is quiet,
 //!   every live context's query equals the observer's snapshot, and a lock stranded by a crashed
@@ -101,38 +102,19 @@ impl World {
                     .values()
                     .any(|r| r.options.steal && r.name == name)
             }),
-            // With evidence, only a context that is gone loses its membership to the others: one that
-            // still runs (busy, stalled, frozen) never does.
-            LossReason::Evicted if self.env.config.evidence => false,
-            LossReason::Evicted => {
-                let c = &self.env.config;
-                let slack = 2 * (self.env.delivery_max + self.env.send_max) + 2;
-                let n = &self.contexts[i];
-                n.unresponsive.iter().any(|&(s, e, frozen)| {
-                    // A deputy answers for a stalled page: only a freeze (its deputy paused too)
-                    // beyond the grace justifies evicting it.
-                    let bound = if frozen {
-                        c.freeze_grace
-                    } else if n.deputy {
-                        u64::MAX
-                    } else {
-                        c.evict_after
-                    };
-                    e.saturating_sub(s) + slack >= bound
-                })
-            }
+            // Only a context that is gone loses its membership to the others: one that still runs
+            // (busy, stalled, frozen) never does.
+            LossReason::Evicted => false,
             // A reset needs every member to have been silent for a while (or gone), an older
             // version's context that started its own history, or entries of the log lost for readers
             // (an append that aborted, a connection the browser closed, a read that failed: its
             // context steps out).
             LossReason::Reset => {
                 let v = self.contexts[i].participant.version();
-                let silence_counts = !self.env.config.evidence;
-                self.contexts.iter().any(|n| {
-                    silence_counts && n.unresponsive.iter().any(|&(s, e, _)| e - s >= 10)
-                        || n.status == Status::Crashed
-                        || n.participant.version() < v
-                }) || self.stat("entries dropped by an edge") > 0
+                self.contexts
+                    .iter()
+                    .any(|n| n.status == Status::Crashed || n.participant.version() < v)
+                    || self.stat("entries dropped by an edge") > 0
                     || self.stat("gaps") > 0
                     || self.stat("aborted appends") > 0
                     || self.stat("connections closed") > 0
@@ -499,8 +481,9 @@ impl World {
             if n.status != Status::Running || n.retired || n.queries_answered.is_empty() {
                 continue;
             }
-            // A new history began after the query was asked (a joiner that heard no member in time,
-            // where there is no evidence): the answer was the origin's state when it was asked.
+            // A new history began after the query was asked (a joiner that found every member gone,
+            // or a reader that missed entries of the log): the answer was the origin's state when it
+            // was asked.
             if n.queried_in.as_ref() != Some(self.observer_of(n.participant.version()).history()) {
                 continue;
             }

@@ -6,10 +6,9 @@
 use std::rc::Rc;
 
 use weblocks::protocol::wire::{
-    self, Body, Decoded, KIND_JOIN, MemberKey, Message, MessageId, PROTOCOL_VERSION, Value, encode,
-    encode_versioned,
+    self, Body, Decoded, KIND_JOIN, MemberKey, Message, PROTOCOL_VERSION, Value, encode_versioned,
 };
-use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason, Participant, Transport, Wake};
+use weblocks::protocol::{Config, Effect, LossReason, Participant, Transport, Wake};
 use weblocks::scheduler::{LockMode, LockOptions};
 
 use super::world::{Action, Fault, ReqState, World};
@@ -71,7 +70,7 @@ fn engine_effects(effects: &[Effect]) -> Vec<Effect> {
 
 /// Long enough for every context that asked to join to be synced.
 fn settle(w: &mut World) {
-    w.advance(20 * config().join_wait);
+    w.advance(1_000);
 }
 
 fn ok(w: &World) {
@@ -98,31 +97,26 @@ fn is_pending(w: &World, observer: usize, i: usize, id: u64) -> bool {
 }
 
 #[test]
-fn a_first_request_joins_waits_for_an_answer_then_starts_a_history_and_is_granted() {
+fn a_first_request_opens_its_liveness_database_joins_and_starts_a_history_once_the_census_is_empty()
+{
     let mut w = World::ideal(1, config());
     let fx = w.act(0, request("x"));
-    assert_eq!(posts(&fx), [Body::Join { watch: 0 }]);
+    assert_eq!(posts(&fx), [], "the Join waits for its liveness database");
+    assert!(fx.contains(&Effect::OpenAlive));
     assert!(
         fx.iter().position(|e| *e == Effect::OpenChannels)
-            < fx.iter().position(|e| matches!(e, Effect::Transmit(_))),
+            < fx.iter().position(|e| *e == Effect::OpenAlive),
         "the channels open before the Join goes out"
     );
-    w.pump();
-    // The Join came back: a timer for the join wait.
-    let at = w.now + config().join_wait;
-    assert_eq!(w.contexts[0].participant.poll_timeout(), Some(at));
-    assert_eq!(w.contexts[0].edge.timer(), Some(at), "the edge armed it");
-    w.advance(config().join_wait - 1);
+    w.advance(20);
+    // Its database opened, its Join came back, the census listed nobody else: no wait for silence.
+    let posted = posts(&w.contexts[0].recorded);
     assert!(
-        !posts(&w.contexts[0].recorded).contains(&Body::Genesis),
-        "not before the wait"
+        matches!(posted[..], [Body::Join { watch }, Body::Genesis] if watch != 0),
+        "{posted:?}"
     );
-    w.advance(1);
+    assert!(w.contexts[0].recorded.contains(&Effect::Census));
     // The Genesis made it the lone member: it decides its request alone and posts nothing more.
-    assert_eq!(
-        posts(&w.contexts[0].recorded),
-        [Body::Join { watch: 0 }, Body::Genesis]
-    );
     assert_eq!(
         engine_effects(&w.contexts[0].recorded),
         [Effect::Granted(1)]
@@ -170,31 +164,6 @@ fn a_lone_member_decides_alone_and_its_decisions_are_seen_by_the_observer() {
 }
 
 #[test]
-fn a_lone_member_posts_while_its_own_messages_are_on_the_way() {
-    let mut w = World::ideal(1, config());
-    w.act(0, request("x"));
-    settle(&mut w);
-    w.call(0, |p, now| {
-        p.handle_freeze(now);
-        p.handle_resume(now);
-    });
-    // Freeze and Alive have not come back: a request now takes its place after them on the channel
-    // and is decided there.
-    let fx = w.act(0, request("y"));
-    assert!(matches!(posts(&fx)[..], [Body::Request { id: 2, .. }]));
-    assert_eq!(engine_effects(&fx), []);
-    w.pump();
-    assert_eq!(
-        engine_effects(&w.contexts[0].recorded).last(),
-        Some(&Effect::Granted(2))
-    );
-    let fx = w.act(0, request("z"));
-    assert_eq!(posts(&fx), []);
-    assert_eq!(engine_effects(&fx), [Effect::Granted(3)]);
-    ok(&w);
-}
-
-#[test]
 fn a_second_context_gets_a_state_transfer_and_queues_behind() {
     let mut w = World::ideal(2, config());
     w.act(0, request("x"));
@@ -225,7 +194,7 @@ fn abort_answers_from_the_local_state() {
     settle(&mut w);
     // Queued (not sent yet): removed without a message.
     let fx = w.act(1, request("x"));
-    assert_eq!(posts(&fx), [Body::Join { watch: 0 }]);
+    assert_eq!(posts(&fx), [], "its Join waits for its liveness database");
     let fx = w.act(1, Action::Abort(1));
     assert_eq!(w.contexts[1].requests[&1].state, ReqState::Aborted);
     assert_eq!(posts(&fx), []);
@@ -272,9 +241,11 @@ fn an_idle_member_makes_way_for_a_busy_one_which_then_decides_alone() {
     assert!(!is_member(&w, 0, 1), "the idle member left");
     assert!(posts(&w.contexts[1].recorded).contains(&Body::Leave));
     assert!(
-        w.contexts[1]
-            .recorded
-            .ends_with(&[Effect::CloseChannels, Effect::ArmFarewell(None)]),
+        w.contexts[1].recorded.ends_with(&[
+            Effect::CloseChannels,
+            Effect::CloseAlive,
+            Effect::ArmFarewell(None)
+        ]),
         "out of the protocol, it closes its channels: {:?}",
         w.contexts[1].recorded
     );
@@ -388,25 +359,6 @@ fn releasing_a_lock_not_held_sends_nothing() {
 }
 
 #[test]
-fn a_ping_is_answered_from_the_message_handler() {
-    let mut w = World::ideal(2, config());
-    w.act(0, request("x"));
-    settle(&mut w);
-    w.act(1, request("x"));
-    w.pump();
-    // Context 1 waits behind context 0, which stays silent: after ping_interval context 1 pings it and
-    // context 0, handling the message, answers at once.
-    let mark = w.contexts[0].recorded.len();
-    w.advance(config().ping_interval);
-    let me0 = w.contexts[0].participant.member_key();
-    assert!(posts(&w.contexts[1].recorded).contains(&Body::Ping { target: me0 }));
-    let fx = &w.contexts[0].recorded[mark..];
-    assert_eq!(posts(fx), [Body::Alive]);
-    assert!(engine_effects(fx).is_empty(), "it keeps its lock");
-    ok(&w);
-}
-
-#[test]
 fn garbage_on_the_channel_changes_nothing() {
     let mut w = World::ideal(1, config());
     w.act(0, request("x"));
@@ -426,68 +378,25 @@ fn garbage_on_the_channel_changes_nothing() {
 }
 
 #[test]
-fn the_storage_hint_is_kept_while_busy_left_to_expire_when_idle_and_removed_on_leaving() {
-    let mut w = World::ideal(1, config());
-    // A corrupt value counts as absent (no wait for it).
-    w.call(0, |p, now| p.handle_storage(now, LIVE_KEY, Some("garbage")));
+fn a_frozen_member_keeps_its_locks_and_sends_nothing_and_an_idle_one_leaves() {
+    let mut w = World::ideal(2, config());
     w.act(0, request("x"));
     settle(&mut w);
-    let writes = |w: &World| {
-        w.contexts[0]
-            .recorded
-            .iter()
-            .filter(|e| matches!(e, Effect::StorageWrite { .. } | Effect::StorageRemove))
-            .count()
-    };
-    let first = writes(&w);
-    assert_eq!(first, 1);
-    // Renewed at half its life.
-    w.advance(config().live_ttl / 2);
-    assert_eq!(writes(&w), 2);
-    w.act(0, Action::Release(1));
+    w.act(1, request("y"));
     w.pump();
-    assert_eq!(writes(&w), 2, "idle: no storage write");
-    assert!(w.contexts[0].participant.is_quiet(), "no timer once idle");
-    // Busy again while the hint is still fresh: no write either.
-    w.act(0, request("x"));
+    w.act(1, Action::Release(1));
     w.pump();
-    assert!(w.contexts[0].recorded.contains(&Effect::Granted(2)));
-    assert_eq!(writes(&w), 2);
-    w.act(0, Action::Release(2));
-    w.pump();
-    // Leaving removes it, so the next page of this tab does not wait for it.
-    let (_, fx) = w.call(0, |p, now| p.handle_close(now));
-    assert!(fx.contains(&Effect::StorageRemove));
-    let leave = fx.iter().position(|e| matches!(e, Effect::Transmit(_)));
-    let remove = fx.iter().position(|e| matches!(e, Effect::StorageRemove));
-    assert!(leave < remove, "the Leave goes out before the storage call");
-    ok(&w);
-}
-
-#[test]
-fn freezing_announces_a_deadline_and_resuming_shows_life() {
-    let mut w = World::ideal(1, config());
-    w.act(0, request("x"));
-    settle(&mut w);
-    let now = w.now;
+    // Busy (it holds x): its liveness database stays open, so nothing need be said.
     let (_, fx) = w.call(0, |p, now| p.handle_freeze(now));
-    assert_eq!(
-        posts(&fx),
-        [Body::Freeze {
-            until: now + config().freeze_grace
-        }]
-    );
-    let write = Effect::StorageWrite {
-        value: (now + config().freeze_grace).to_string(),
-    };
-    assert!(
-        fx.iter().position(|e| matches!(e, Effect::Transmit(_)))
-            < fx.iter().position(|e| *e == write),
-        "sent at once, not at the task's end: a frozen page runs no later task"
-    );
-    let (_, fx) = w.call(0, |p, now| p.handle_resume(now));
-    assert_eq!(posts(&fx), [Body::Alive]);
+    assert_eq!(posts(&fx), []);
+    // Idle: it leaves, so that joiners, who wait for every member that lives, do not wait for it.
+    let (_, fx) = w.call(1, |p, now| p.handle_freeze(now));
+    assert_eq!(posts(&fx), [Body::Leave]);
+    assert!(fx.contains(&Effect::CloseAlive));
     w.pump();
+    let (_, fx) = w.call(0, |p, now| p.handle_resume(now));
+    assert_eq!(posts(&fx), []);
+    assert!(engine_effects(&fx).is_empty(), "it kept its lock");
     ok(&w);
 }
 
@@ -576,11 +485,14 @@ fn the_back_forward_cache_gives_up_locks_and_requests_again_on_return() {
     );
     let mark = w.contexts[0].recorded.len();
     w.advance(1_000);
-    assert_eq!(
-        posts(&w.contexts[0].recorded[mark..]),
-        [Body::Join { watch: 0 }]
-    );
     settle(&mut w);
+    assert!(
+        matches!(
+            posts(&w.contexts[0].recorded[mark..])[..],
+            [Body::Join { .. }, ..]
+        ),
+        "shown again, it joins again"
+    );
     assert!(w.contexts[0].recorded.contains(&Effect::Granted(2)));
     ok(&w);
 }
@@ -665,50 +577,38 @@ fn a_query_waits_for_the_requests_made_before_it() {
 }
 
 #[test]
-fn an_evicted_context_learns_it_and_sends_its_requests_again() {
+fn a_busy_holder_keeps_its_lock_however_long_and_a_crashed_one_is_found_gone() {
     let mut w = World::ideal(2, config());
     w.act(0, request("x"));
     settle(&mut w);
-    w.act(0, request("x"));
     w.act(1, request("x"));
     w.pump();
-    let me0 = w.contexts[0].participant.member_key();
-    // Context 0's page runs a long task (no deputy): context 1 pings it and, with no answer, evicts it.
-    let stall = config().ping_interval + config().evict_after + 100;
-    w.fault_at(w.now, 0, Fault::Stall(stall));
-    w.advance(stall);
+    // Context 0's page runs a long task: context 1 watches its liveness database, which stays open.
+    w.fault_at(w.now, 0, Fault::Stall(5_000));
+    w.advance(5_000);
+    assert!(
+        w.contexts[1]
+            .recorded
+            .iter()
+            .any(|e| matches!(e, Effect::Watch { .. }))
+    );
     w.pump();
-    assert!(w.contexts[0].recorded.contains(&Effect::Stolen {
-        id: 1,
-        reason: LossReason::Evicted
-    }));
+    assert!(!w.contexts[1].recorded.contains(&Effect::Granted(1)));
+    assert!(
+        !engine_effects(&w.contexts[0].recorded)
+            .iter()
+            .any(|e| matches!(e, Effect::Stolen { .. })),
+        "no silence takes its lock"
+    );
+    // Its process ends: its database loses its last connection, and context 1 says so and gets x.
+    w.fault_at(w.now, 0, Fault::Crash);
+    settle(&mut w);
     assert!(
         posts(&w.contexts[1].recorded)
             .iter()
-            .any(|b| matches!(b, Body::Evict { .. }))
+            .any(|b| matches!(b, Body::Gone { .. }))
     );
-    // It rejoined, with a state transfer (its replica could lack what a lone member decided without
-    // posting), and asked again for what it was waiting for.
-    settle(&mut w);
-    assert_eq!(
-        w.contexts[0].participant.member_key().incarnation,
-        me0.incarnation + 1
-    );
-    let joins = posts(&w.contexts[0].recorded)
-        .into_iter()
-        .filter(|b| *b == Body::Join { watch: 0 })
-        .count();
-    assert_eq!(joins, 2, "the first join and the rejoin");
-    let states = posts(&w.contexts[1].recorded)
-        .iter()
-        .filter(|b| matches!(b, Body::State(_)))
-        .count();
-    assert!(states >= 1, "context 1 answered the rejoin");
-    assert!(
-        w.contexts[1].recorded.contains(&Effect::Granted(1)),
-        "context 1 got x"
-    );
-    assert!(is_pending(&w, 1, 0, 2));
+    assert!(w.contexts[1].recorded.contains(&Effect::Granted(1)));
     ok(&w);
 }
 
@@ -730,8 +630,8 @@ fn a_context_that_missed_messages_steps_out_gives_up_its_locks_and_rejoins() {
     w.advance(20);
     let fx = w.contexts[0].recorded[mark..].to_vec();
     assert!(
-        posts(&fx).starts_with(&[Body::Leave, Body::Join { watch: 0 }]),
-        "it leaves its membership and joins again: {fx:?}"
+        posts(&fx).starts_with(&[Body::Leave]) && fx.contains(&Effect::OpenAlive),
+        "it leaves its membership and opens a new liveness database to join again: {fx:?}"
     );
     assert!(fx.contains(&Effect::Stolen {
         id: 1,
@@ -753,95 +653,6 @@ fn a_context_that_missed_messages_steps_out_gives_up_its_locks_and_rejoins() {
     let mut detached = Participant::new("d", config());
     detached.handle_missed_messages(w.now);
     assert!(detached.poll_effect().is_none());
-}
-
-#[test]
-fn every_busy_context_that_sees_a_member_go_silent_wakes_its_deputy_for_that_ping() {
-    let mut w = World::ideal(4, config());
-    w.act(0, request("x"));
-    settle(&mut w);
-    w.act(1, request("x"));
-    w.act(2, request("x"));
-    w.act(3, request("y"));
-    settle(&mut w);
-    w.act(3, Action::Release(1));
-    w.pump();
-    let me0 = w.contexts[0].participant.member_key();
-    let marks: Vec<usize> = w.contexts.iter().map(|n| n.recorded.len()).collect();
-    // Context 0's page is busy (it applies nothing meanwhile): a waiter pings it.
-    w.fault_at(w.now, 0, Fault::Stall(config().ping_interval + 50));
-    w.advance(config().ping_interval + 10);
-    // The pings each context asked context 0's deputy to answer.
-    let vouched = |i: usize| -> Vec<MessageId> {
-        w.contexts[i].recorded[marks[i]..]
-            .iter()
-            .filter_map(|e| match e {
-                Effect::WakeDeputy(v) if v.sender == me0 => match &v.body {
-                    Body::Vouch { ping } => Some(ping.clone()),
-                    _ => None,
-                },
-                _ => None,
-            })
-            .collect()
-    };
-    let ping = vouched(1)
-        .first()
-        .cloned()
-        .expect("a waiter pinged context 0");
-    assert!(
-        [1, 2]
-            .map(|i| w.contexts[i].participant.member_key())
-            .contains(&ping.sender),
-        "the ping context 0 is silent on is a waiter's"
-    );
-    for i in [1, 2] {
-        assert!(
-            !vouched(i).is_empty() && vouched(i).iter().all(|p| *p == ping),
-            "both waiters wake context 0's deputy for that ping: the pinger may stall or crash before \
-             it applies its ping"
-        );
-    }
-    assert!(vouched(3).is_empty(), "an idle context does not");
-    w.advance(100);
-    ok(&w);
-}
-
-#[test]
-fn a_vouch_takes_no_position_and_anchors_no_state_transfer() {
-    let mut w = World::ideal(2, config());
-    w.act(0, request("x"));
-    settle(&mut w);
-    let me0 = w.contexts[0].participant.member_key();
-    let before = w.contexts[0].participant.replica().unwrap().pos();
-    // Two vouches of context 0 (its deputy's announcement and an answer): one id for both.
-    for _ in 0..2 {
-        let vouch = Message {
-            sender: me0.clone(),
-            seq: 0,
-            body: Body::Vouch {
-                ping: MessageId {
-                    sender: me0.clone(),
-                    seq: 0,
-                },
-            },
-        };
-        w.inject(encode(&vouch));
-    }
-    w.pump();
-    assert_eq!(w.contexts[0].participant.replica().unwrap().pos(), before);
-    // A joiner with both vouches in its buffer gets a State as of a message with an id of its own.
-    w.act(1, request("x"));
-    settle(&mut w);
-    let state = w.contexts[0].recorded.iter().find_map(|e| match e {
-        Effect::Transmit(messages) => messages.iter().find_map(|m| match &m.body {
-            Body::State(st) => Some(st.as_of.clone()),
-            _ => None,
-        }),
-        _ => None,
-    });
-    assert!(state.is_some_and(|as_of| as_of.seq != 0));
-    assert!(is_pending(&w, 1, 1, 1));
-    ok(&w);
 }
 
 #[test]

@@ -1,11 +1,11 @@
-//! Scripted scenarios: the time bounds of docs/PROTOCOL.md §7 (handoff, crash and close recovery,
-//! frozen and slow holders, the back/forward cache, ten contexts starting at once, a version skew, quiet
+//! Scripted scenarios: the time bounds of docs/PROTOCOL.md §7 (the first lock, handoff, crash and close
+//! recovery, frozen and slow holders, the back/forward cache, ten contexts starting at once, a version skew, quiet
 //! when idle), each run in the simulated world with every check of checks.rs active.
 
 use std::rc::Rc;
 
 use weblocks::protocol::wire::Body;
-use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason};
+use weblocks::protocol::{Config, Effect, LossReason};
 use weblocks::scheduler::{LockMode, LockOptions};
 
 use super::world::{Action, Delivery, Env, Fault, ReqState, Status, World};
@@ -48,18 +48,15 @@ fn record(w: &World, context: usize, id: u64) -> (ReqState, Option<u64>) {
 const FOREVER: u64 = u64::MAX;
 
 #[test]
-fn a_lone_context_gets_its_first_lock_after_the_join_wait() {
+fn a_lone_context_gets_its_first_lock_without_waiting_for_silence() {
     let mut w = world_of(1, 1);
     request(&mut w, 100, 0, "x", 10);
     run(&mut w, 1_000);
     let (state, granted) = record(&w, 0, 1);
     assert_eq!(state, ReqState::Released);
+    // Its database opens, its Join comes back, the census lists nobody: a few hops of up to 7 ms.
     let latency = granted.unwrap() - w.contexts[0].requests[&1].issued_at;
-    let wait = Config::default().join_wait;
-    assert!(
-        (wait..wait + 40).contains(&latency),
-        "first grant after {latency} ms"
-    );
+    assert!(latency < 40, "first grant after {latency} ms");
 }
 
 #[test]
@@ -80,17 +77,15 @@ fn a_release_hands_the_lock_over_in_one_message() {
     eprintln!("handoff: at most {worst} ms (simulated hops of up to 7 ms)");
 }
 
-/// Twenty crashes of a holder (with a deputy or not) while another context waits: each waiter must be
-/// granted within `bound` ms of the crash. Returns the times.
-fn crash_recoveries(deputy: bool, bound: u64) -> Vec<u64> {
+/// Twenty crashes of a holder while another context waits: each waiter must be granted within `bound`
+/// ms of the crash (the backend's notice, up to 70 ms here, and a message). Returns the times.
+fn crash_recoveries(bound: u64) -> Vec<u64> {
     let mut recoveries: Vec<u64> = Vec::new();
     for seed in 0..20 {
         let mut w = world_of(3, seed);
-        w.contexts[0].deputy = deputy;
         request(&mut w, 0, 0, "x", FOREVER);
         request(&mut w, 300, 1, "x", 10);
         request(&mut w, 320, 2, "y", 10);
-        // With a deputy: crashed after it announced itself (it did once the holder became a member).
         let crash_at = 1_000 + seed * 37;
         w.fault_at(crash_at, 0, Fault::Crash);
         run(&mut w, 5_000);
@@ -108,8 +103,8 @@ fn crash_recoveries(deputy: bool, bound: u64) -> Vec<u64> {
 }
 
 #[test]
-fn a_waiter_gets_the_lock_within_a_second_of_the_holder_crashing() {
-    let recoveries = crash_recoveries(false, 1_000);
+fn a_waiter_gets_the_lock_within_100_ms_of_the_holder_crashing() {
+    let recoveries = crash_recoveries(100);
     eprintln!(
         "crash recovery: {} to {} ms",
         recoveries[0],
@@ -166,31 +161,16 @@ fn hidden_context_rejoins(hide: Fault) {
 }
 
 #[test]
-fn a_holder_with_a_deputy_that_crashes_is_replaced_within_half_a_second() {
-    let recoveries = crash_recoveries(true, 500);
-    eprintln!(
-        "crash recovery with a deputy: {} to {} ms",
-        recoveries[0],
-        recoveries[recoveries.len() - 1]
-    );
-}
-
-#[test]
-fn a_holder_with_a_deputy_keeps_its_lock_through_a_long_task() {
+fn a_holder_keeps_its_lock_through_a_long_task() {
     for seed in 0..10 {
         let mut w = world_of(2, seed);
-        w.contexts[0].deputy = true;
         request(&mut w, 0, 0, "x", 6_000);
         request(&mut w, 200, 1, "x", 10);
-        // A long task of 4 s (six times the eviction delay without a deputy) while someone waits.
+        // A long task of 4 s while someone waits: its liveness database stays open.
         w.fault_at(500, 0, Fault::Stall(4_000));
         run(&mut w, 9_000);
         assert_eq!(record(&w, 0, 1).0, ReqState::Released, "seed {seed}");
         assert!(record(&w, 1, 1).1.unwrap() >= 6_000, "seed {seed}");
-        assert!(
-            w.stats["deputy posts"] > 3,
-            "seed {seed}: the deputy answered pings"
-        );
     }
 }
 
@@ -200,8 +180,8 @@ fn a_slow_holder_keeps_its_lock() {
         let mut w = world_of(2, seed);
         request(&mut w, 0, 0, "x", 3_000);
         request(&mut w, 200, 1, "x", 10);
-        // Long tasks a little shorter than the eviction delay, one after another.
-        let stall = Config::default().evict_after - 2 * 7 - 10;
+        // Long tasks one after another, with a few ms of running between them.
+        let stall = 600;
         for k in 0..3 {
             w.fault_at(500 + k * (stall + 20), 0, Fault::Stall(stall));
         }
@@ -212,54 +192,28 @@ fn a_slow_holder_keeps_its_lock() {
 }
 
 #[test]
-fn a_holder_stuck_longer_than_the_eviction_delay_learns_its_lock_was_taken() {
-    let mut w = world_of(2, 5);
-    request(&mut w, 0, 0, "x", 5_000);
-    request(&mut w, 200, 1, "x", 10);
-    w.fault_at(500, 0, Fault::Stall(3_000));
-    run(&mut w, 8_000);
-    assert_eq!(record(&w, 0, 1).0, ReqState::Stolen(LossReason::Evicted));
-    assert!(record(&w, 1, 1).1.unwrap() < 500 + 1_000);
-}
-
-#[test]
-fn a_frozen_holder_keeps_its_lock_for_the_grace_and_no_longer() {
-    let grace = Config::default().freeze_grace;
-    // Frozen for less than the grace: nobody takes its lock, and it releases it after resuming.
+fn a_frozen_holder_keeps_its_lock_however_long_it_is_frozen() {
     let mut w = world_of(2, 7);
     request(&mut w, 0, 0, "x", 1_000);
     request(&mut w, 200, 1, "x", 10);
-    w.fault_at(500, 0, Fault::Freeze(grace - 1_000));
-    run(&mut w, grace + 3_000);
+    // Frozen for a minute: nobody takes its lock, and it releases it after resuming.
+    w.fault_at(500, 0, Fault::Freeze(60_000));
+    run(&mut w, 65_000);
     assert_eq!(record(&w, 0, 1).0, ReqState::Released);
-    assert!(record(&w, 1, 1).1.unwrap() >= 500 + grace - 1_000);
-    // Frozen for longer: the waiter gets the lock once the grace is over, and the frozen context
-    // learns on resuming that it lost it.
-    let mut w = world_of(2, 8);
-    request(&mut w, 0, 0, "x", FOREVER);
-    request(&mut w, 200, 1, "x", 10);
-    w.fault_at(500, 0, Fault::Freeze(grace + 5_000));
-    run(&mut w, grace + 8_000);
-    let granted = record(&w, 1, 1).1.unwrap();
-    assert!(
-        (500 + grace..500 + grace + 1_000).contains(&granted),
-        "granted at {granted}"
-    );
-    assert_eq!(record(&w, 0, 1).0, ReqState::Stolen(LossReason::Evicted));
+    assert!(record(&w, 1, 1).1.unwrap() >= 60_500);
 }
 
 #[test]
 fn a_context_joining_while_the_holder_is_frozen_waits_for_it() {
-    let grace = Config::default().freeze_grace;
     let mut w = World::new(9, env(), &[1]);
     w.add_context(0, 1, 2);
     let late = w.add_context(2_000, 1, 2);
     request(&mut w, 0, 0, "x", 1_000);
     w.fault_at(500, 0, Fault::Freeze(4_000));
-    // The only member is frozen: the newcomer hears no answer, but the storage hint tells it to wait.
+    // The only member is frozen: the newcomer hears no answer, but finds its liveness database open.
     request(&mut w, 2_100, late, "y", 10);
     request(&mut w, 2_100, late, "x", 10);
-    run(&mut w, grace + 5_000);
+    run(&mut w, 15_000);
     assert_eq!(
         record(&w, 0, 1).0,
         ReqState::Released,
@@ -278,8 +232,8 @@ fn a_context_joining_while_the_only_holder_is_stuck_does_not_take_its_lock() {
     w.add_context(0, 1, 2);
     let late = w.add_context(1_000, 1, 2);
     request(&mut w, 0, 0, "x", 3_000);
-    // A long task a little shorter than the eviction delay, during which a context joins.
-    w.fault_at(900, 0, Fault::Stall(Config::default().evict_after - 30));
+    // A long task, during which a context joins.
+    w.fault_at(900, 0, Fault::Stall(1_500));
     request(&mut w, 1_100, late, "y", 10);
     run(&mut w, 6_000);
     assert_eq!(record(&w, 0, 1).0, ReqState::Released);
@@ -340,16 +294,10 @@ fn nothing_happens_while_nothing_is_held_or_wanted() {
     run(&mut w, 10_000);
     let steps = w.steps;
     let log = w.log.len();
-    // Nothing was scheduled after the last release: no timer, message or storage write.
+    // Nothing was scheduled after the last release: no timer nor message.
     assert!(w.run_until(1_000_000));
     assert_eq!((w.steps, w.log.len()), (steps, log));
     assert!(w.contexts.iter().all(|n| n.participant.is_quiet()));
-    // The storage hint was left to expire, not removed (a write fewer per lock cycle): it has expired.
-    let until: Option<u64> = w.storage_value(LIVE_KEY).and_then(|v| v.parse().ok());
-    assert!(
-        until.is_some_and(|u| u <= 10_000),
-        "the hint expired long before the end: {until:?}"
-    );
 }
 
 #[test]

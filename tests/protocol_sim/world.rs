@@ -1,5 +1,6 @@
 //! The simulated origin: contexts running `protocol::Participant`s, a broadcast channel, an IndexedDB log,
-//! localStorage, timers, clients and faults, driven by one event queue in simulated wall-clock time (ms).
+//! liveness databases, localStorage's events (pokes), timers, clients and faults, driven by one event
+//! queue in simulated wall-clock time (ms).
 //!
 //! The transport is the one the participants are configured for (`Config::transport`):
 //! - **Broadcast**: every message a context posts reaches the channel's dispatcher after a random
@@ -18,13 +19,12 @@
 //!
 //! A context that crashes may lose the messages it had not finished sending (and, over the log, a
 //! context that closes loses its appends still in flight, as a page's transactions die with it).
-//! Storage writes reach the authoritative store after a delay and every other context's cache after
-//! a further, per-context delay (storage events).
+//! Storage events (pokes and relayed farewells) reach the other documents after a per-context delay.
 //!
 //! This module holds the types, the contexts and the per-event dispatch; each context's effects are
 //! carried out by the production edge loop (`weblocks::protocol::edge`), whose host the world is
 //! (`host`). Each part of the origin has a module of its own: `network` (the channel and its delivery
-//! models), `indexed_log` (the log in IndexedDB), `local_storage`, `liveness_db` (evidence),
+//! models), `indexed_log` (the log in IndexedDB), `liveness_db` (evidence),
 //! `observers` (the reference the checks use), `lifecycle` (faults and the page lifecycle) and
 //! `event_queue` (simulated time).
 
@@ -35,7 +35,7 @@ use std::rc::Rc;
 use weblocks::protocol::edge::EdgeState;
 use weblocks::protocol::replica::Replica;
 use weblocks::protocol::wire::{self, MemberKey, Message, Value};
-use weblocks::protocol::{Config, Effect, LIVE_KEY, LossReason, Participant, Transport, Wake};
+use weblocks::protocol::{Config, Effect, LossReason, Participant, Transport, Wake};
 use weblocks::scheduler::{LockOptions, Snapshot};
 
 use super::rng::Rng;
@@ -45,7 +45,6 @@ mod host;
 mod indexed_log;
 mod lifecycle;
 mod liveness_db;
-mod local_storage;
 mod network;
 mod observers;
 
@@ -64,7 +63,7 @@ pub struct Env {
     pub send_max: u64,
     pub delivery_max: u64,
     pub storage_lag_max: u64,
-    /// localStorage exists (else writes are lost and no storage event fires).
+    /// localStorage exists (else no storage event fires: no poke, no relayed farewell).
     pub storage: bool,
     /// How the channel (the transport, or the log's carrier) orders what it delivers.
     pub delivery: Delivery,
@@ -205,18 +204,8 @@ enum Ev {
     Timer {
         generation: u64,
     },
-    StorageGlobal {
-        key: String,
-        value: Option<String>,
-    },
-    StorageEvent {
-        key: String,
-        value: Option<String>,
-    },
     Client(Action),
     Fault(Fault),
-    /// The context's deputy posts this (a Vouch it was handed), if its page still runs.
-    DeputyPost(Rc<Vec<Value>>),
     EndStall,
     /// The end of a `Fault::Gap`: the context reads the gap.
     EndGap,
@@ -290,11 +279,8 @@ pub struct SimContext {
     life: u32,
     last_append: u64,
     last_delivery: u64,
-    last_storage_write: u64,
-    last_storage_event: u64,
     timer_generation: u64,
     pub timer_lateness: u64,
-    cache: BTreeMap<String, String>,
     pub next_id: u64,
     pub requests: BTreeMap<u64, ReqRecord>,
     pub queries_answered: Vec<Snapshot>,
@@ -328,9 +314,6 @@ pub struct SimContext {
     /// applied.
     pub posted_seq: u64,
     pub applied_seq: u64,
-    /// The page has a deputy (a worker answering pings for it while it is stalled, not while it is
-    /// frozen, hidden or gone).
-    pub deputy: bool,
     /// The browser process the context runs in (a window, its iframes and its dedicated workers
     /// share one; a crash takes them all).
     pub process: usize,
@@ -344,7 +327,7 @@ pub struct SimContext {
     /// channel delivers.
     connected: bool,
     /// The edge loop's state (its timer, flush hops and channels to deputies, by context index).
-    pub edge: EdgeState<usize>,
+    pub edge: EdgeState,
     /// Microtasks the edge loop queued in this event (a flush's hops): they run at its end.
     microtasks: u32,
     /// Requests of `Action::Loop`, by id: the name and how many cycles are left after this one.
@@ -377,7 +360,6 @@ pub struct World {
     /// The most entries the log held at once (what trimming left).
     pub longest_log: u64,
     pub observers: Vec<Observer>,
-    storage: BTreeMap<String, String>,
     pub rng: Rng,
     pub env: Env,
     /// Set once the workload stops: no new requests or faults.
@@ -453,7 +435,6 @@ impl World {
                     replica: Replica::origin(version),
                 })
                 .collect(),
-            storage: BTreeMap::new(),
             rng: Rng::new(seed),
             env,
             settling: false,
@@ -525,7 +506,7 @@ impl World {
         (result, self.contexts[i].recorded[mark..].to_vec())
     }
 
-    /// Posts `msg` on the channel from outside the contexts (another version, a deputy, garbage): it
+    /// Posts `msg` on the channel from outside the contexts (another version, garbage): it
     /// joins the sequence and reaches every connected context.
     pub fn inject(&mut self, msg: Vec<Value>) {
         let msg = Rc::new(msg);
@@ -580,11 +561,8 @@ impl World {
             life: 0,
             last_append: 0,
             last_delivery: 0,
-            last_storage_write: 0,
-            last_storage_event: 0,
             timer_generation: 0,
             timer_lateness,
-            cache: BTreeMap::new(),
             next_id: 1,
             requests: BTreeMap::new(),
             queries_answered: Vec::new(),
@@ -603,7 +581,6 @@ impl World {
             expected: VecDeque::new(),
             posted_seq: 0,
             applied_seq: 0,
-            deputy: false,
             process: i,
             last_from: BTreeMap::new(),
             wake: match self.env.config.transport {
@@ -660,17 +637,9 @@ impl World {
                 }
                 self.log_read(i, after)
             }
-            Ev::StorageGlobal { key, value } => self.storage_global(i, key, value),
             Ev::Fault(f) => {
                 if !self.settling && self.contexts[i].status == Status::Running {
                     self.fault(i, f);
-                }
-            }
-            Ev::DeputyPost(msg) => {
-                if matches!(self.contexts[i].status, Status::Running | Status::Stalled) {
-                    self.note(|| format!("ctx{i}'s deputy posts"));
-                    self.bump("deputy posts");
-                    self.channel_post(i, Payload::Message { msg, idx: None });
                 }
             }
             Ev::EndStall => {
@@ -690,7 +659,6 @@ impl World {
             }
             Ev::Deliver { .. }
             | Ev::Timer { .. }
-            | Ev::StorageEvent { .. }
             | Ev::Client(_)
             | Ev::EndGap
             | Ev::LogGap(_)
@@ -713,7 +681,6 @@ impl World {
                     | Ev::AliveOpened { .. }
                     | Ev::Census(_)
                     | Ev::Gone { .. } => self.contexts[i].deferred.push_back(ev),
-                    Ev::StorageEvent { key, value } => self.cache_set(i, key, value),
                     _ => {}
                 },
                 Status::NotStarted | Status::Crashed | Status::Closed => {}
@@ -735,12 +702,7 @@ impl World {
     }
 
     fn start(&mut self, i: usize) {
-        let now = self.now;
-        let n = &mut self.contexts[i];
-        n.status = Status::Running;
-        n.cache = self.storage.clone();
-        let live = n.cache.get(LIVE_KEY).cloned();
-        n.participant.handle_storage(now, LIVE_KEY, live.as_deref());
+        self.contexts[i].status = Status::Running;
         self.note(|| format!("ctx{i} starts"));
         self.effects(i);
     }
@@ -846,13 +808,6 @@ impl World {
                     self.note(|| format!("ctx{i} timer"));
                     self.edge(i, Entry::Timeout);
                 }
-            }
-            Ev::StorageEvent { key, value } => {
-                self.contexts[i]
-                    .participant
-                    .handle_storage(now, &key, value.as_deref());
-                self.cache_set(i, key, value);
-                self.effects(i);
             }
             Ev::Client(action) => self.client(i, action),
             Ev::AliveOpened { watch } => {

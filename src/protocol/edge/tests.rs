@@ -1,5 +1,5 @@
 //! The edge loop's policies and its re-entrancy, over a host that records what it is asked to do and
-//! answers a lone context with evidence as a browser would (its liveness database opens, its messages
+//! answers a lone context as a browser would (its liveness database opens, its messages
 //! come back, the census finds no other context).
 
 use std::cell::{Cell, RefCell};
@@ -7,14 +7,13 @@ use std::collections::VecDeque;
 
 use super::*;
 use crate::protocol::Config;
-use crate::protocol::wire::{Body, MemberKey};
 use crate::scheduler::LockOptions;
 
 type Answer = Box<dyn FnOnce(&mut Participant, u64)>;
 
 struct TestHost {
     participant: RefCell<Participant>,
-    state: EdgeState<String>,
+    state: EdgeState,
     /// What the loop asked of the host, in order.
     calls: RefCell<Vec<String>>,
     /// The answers its effects get, in the order they come (each one input of its own).
@@ -28,12 +27,8 @@ struct TestHost {
 
 impl TestHost {
     fn new(queues: bool) -> TestHost {
-        let config = Config {
-            evidence: true,
-            ..Config::default()
-        };
         TestHost {
-            participant: RefCell::new(Participant::new("tab", config)),
+            participant: RefCell::new(Participant::new("tab", Config::default())),
             state: EdgeState::default(),
             calls: RefCell::new(Vec::new()),
             answers: RefCell::new(VecDeque::new()),
@@ -86,12 +81,10 @@ fn posts(calls: &[String]) -> Vec<&str> {
 }
 
 impl Host for &TestHost {
-    type DeputyChannel = String;
-
     fn participant<R>(&mut self, f: impl FnOnce(&mut Participant) -> R) -> R {
         f(&mut self.participant.borrow_mut())
     }
-    fn state(&self) -> &EdgeState<String> {
+    fn state(&self) -> &EdgeState {
         &self.state
     }
     fn now(&self) -> u64 {
@@ -110,17 +103,6 @@ impl Host for &TestHost {
         self.call("close channels".into());
     }
     fn arm_farewell(&mut self, _farewell: Option<Message>) {}
-    fn brief_deputy(&mut self, _announcement: &Message) {}
-    fn open_deputy(&mut self, client: &str) -> Option<String> {
-        self.call(format!("open deputy {client}"));
-        Some(client.to_owned())
-    }
-    fn post_deputy(&mut self, channel: &String, _vouch: &Message) {
-        self.call(format!("post deputy {channel}"));
-    }
-    fn close_deputy(&mut self, channel: String) {
-        self.call(format!("close deputy {channel}"));
-    }
     fn read_log(&mut self, _after: u64) {}
     fn trim_log(&mut self, _upto: u64) {}
     fn open_alive(&mut self) {
@@ -131,8 +113,6 @@ impl Host for &TestHost {
         self.answer(|p, now| p.handle_census(now, Vec::new()));
     }
     fn watch(&mut self, _client: Rc<str>, _watch: u64) {}
-    fn write_storage(&mut self, _value: String) {}
-    fn remove_storage(&mut self) {}
     fn arm_timer(&mut self, at: u64) -> bool {
         self.call(format!("arm {at}"));
         true
@@ -201,7 +181,8 @@ fn where_no_microtask_can_be_queued_the_messages_go_at_once() {
 fn an_armed_timer_that_fires_no_later_is_kept_and_a_later_one_is_replaced() {
     let host = TestHost::new(true);
     host.request(1);
-    // Until its Join has come back: then it waits `join_wait` for an answer.
+    // Until its Join has come back: then it asks for the census, and would ask again after
+    // `join_patience`.
     while host.participant.borrow().poll_timeout().is_none() {
         assert!(host.step(), "no deadline while joining");
     }
@@ -228,37 +209,6 @@ fn an_armed_timer_that_fires_no_later_is_kept_and_a_later_one_is_replaced() {
     input(&mut &host, |p, now| p.handle_close(now));
     assert!(host.calls().ends_with(&["cancel".to_owned()]));
     assert_eq!(host.state.timer(), None);
-}
-
-#[test]
-fn the_four_most_recently_woken_deputies_keep_their_channels() {
-    let mut host = &TestHost::new(true);
-    let vouch = |client: &str| Message {
-        sender: MemberKey::new(client, 1),
-        seq: 1,
-        body: Body::Alive,
-    };
-    for client in ["a", "b", "c", "d", "a", "e"] {
-        wake_deputy(&mut host, &vouch(client));
-    }
-    let calls = host.calls();
-    let opened: Vec<&String> = calls.iter().filter(|c| c.starts_with("open")).collect();
-    assert_eq!(
-        opened,
-        [
-            "open deputy a",
-            "open deputy b",
-            "open deputy c",
-            "open deputy d",
-            "open deputy e"
-        ]
-    );
-    // "a" was used again before "e" came: "b" is the least recently used.
-    assert!(calls.ends_with(&["post deputy e".to_owned(), "close deputy b".to_owned()]));
-    assert_eq!(host.state.deputy_channels(), DEPUTY_CHANNELS);
-    close_deputies(&mut host);
-    assert_eq!(host.state.deputy_channels(), 0);
-    assert_eq!(host.calls().len(), DEPUTY_CHANNELS);
 }
 
 #[test]

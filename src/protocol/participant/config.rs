@@ -1,37 +1,18 @@
 //! The participant's configuration: its timings and what orders the origin's messages.
 
 /// The protocol's timings, in ms, and its transport. docs/PROTOCOL.md §7 explains each timing and the
-/// bounds the defaults meet.
+/// bounds the defaults meet. No timing decides who is gone or who is alone: the edge gives evidence of
+/// life and death (docs/PROTOCOL.md §7, "evidence": `Effect::OpenAlive`, `Effect::Census`,
+/// `Effect::Watch`), and an edge that cannot give it must not run a participant.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// How long a joiner waits for a state transfer before it starts a new history, when nothing says
-    /// a history is alive (this is the cost of the first lock in a lone context).
-    pub join_wait: u64,
-    /// How long a joiner keeps waiting after it saw signs of a live history (traffic, or a Genesis or
-    /// State it could not use) before it rejoins or starts a history.
+    /// How long a joiner whose `Join` was followed by a `Genesis` or `State` it could not use waits for
+    /// a state transfer before it joins again; and how long it waits for a census before it asks again.
     pub join_patience: u64,
     /// Delay between the members that answer a joiner (by rank), to avoid duplicate state transfers.
     pub state_stagger: u64,
-    /// A waiter pings a member that blocks it once that member has been silent this long.
-    pub ping_interval: u64,
-    /// A pinged member that stays silent this long (after the ping reached the pinger) is evicted.
-    pub evict_after: u64,
-    /// The same for a member whose deputy has spoken (a worker of its page that answers pings while
-    /// the page runs a long task): only a page that is gone stays silent, so this can be short.
-    pub evict_after_deputy: u64,
-    /// A context announcing `freeze` keeps its locks this long.
-    pub freeze_grace: u64,
-    /// Lifetime of the storage hint written by busy members (renewed at half of it).
-    pub live_ttl: u64,
     /// Most messages a joiner buffers while it waits for a state transfer.
     pub buffer_limit: usize,
-    /// The edge gives evidence of life and death (docs/PROTOCOL.md §7, "evidence"): it keeps a liveness
-    /// database open for this context while it takes part in the protocol (`Effect::OpenAlive`), lists
-    /// the origin's (`Effect::Census`) and reports when another context's loses its last connection
-    /// (`Effect::Watch`). Then no member that keeps one is presumed dead on silence, and a joiner starts
-    /// a history only once every context that could be a member is known gone. Without it (no
-    /// IndexedDB), the timings above decide.
-    pub evidence: bool,
     /// An idle member that sees another member's request leaves (so that one can decide alone), unless
     /// it asked `query()` within this long (a page watching the origin's locks keeps its replica).
     pub query_linger: u64,
@@ -88,16 +69,9 @@ impl Transport {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            join_wait: 50,
             join_patience: 1000,
             state_stagger: 5,
-            ping_interval: 150,
-            evict_after: 650,
-            evict_after_deputy: 200,
-            freeze_grace: 10_000,
-            live_ttl: 2_000,
             buffer_limit: 100_000,
-            evidence: false,
             query_linger: 2_000,
             transport: Transport::Broadcast,
             log_hole_wait: 20,

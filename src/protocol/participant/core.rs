@@ -5,7 +5,6 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 
 use crate::protocol::replica::Outcome;
-use crate::protocol::storage_hint;
 use crate::protocol::wire::{self, Body, MemberKey, Message};
 use crate::scheduler::{LockInfo, LockMode, LockOptions, Snapshot};
 use crate::sequence_map::SequenceMap;
@@ -67,10 +66,6 @@ pub(super) struct Core {
     queries: Vec<PendingQuery>,
     /// Counts this context's request and query calls.
     calls: u64,
-    /// The storage hint as last read or written.
-    live_until: Option<u64>,
-    /// This context wrote the storage hint and has not removed it since.
-    wrote_hint: bool,
     /// When this context last called `query()`.
     queried_at: Option<u64>,
     /// Another member's request was applied since this context last had anything to do: if it is
@@ -84,7 +79,7 @@ pub(super) struct Core {
     out: VecDeque<Effect>,
     /// The next deadline: when the participant wants [`super::Participant::handle_timeout`].
     deadline: Option<u64>,
-    /// The key of this context's open liveness database (`Config::evidence`), 0 while it has none.
+    /// The key of this context's open liveness database, 0 while it has none.
     watch: u64,
     /// An `Effect::OpenAlive` is under way.
     opening_alive: bool,
@@ -102,8 +97,6 @@ impl Core {
             requests: SequenceMap::new(),
             queries: Vec::new(),
             calls: 0,
-            live_until: None,
-            wrote_hint: false,
             queried_at: None,
             saw_request: false,
             decided: None,
@@ -171,7 +164,7 @@ impl Core {
         self.seq
     }
 
-    // ---- the liveness database (`Config::evidence`) -------------------------------------------------------
+    // ---- the liveness database ----------------------------------------------------------------------
 
     /// The key of this context's open liveness database, 0 while it has none.
     pub fn watch(&self) -> u64 {
@@ -205,44 +198,6 @@ impl Core {
         let had = self.watch != 0;
         self.watch = 0;
         had
-    }
-
-    // ---- the storage hint -------------------------------------------------------------------------------
-
-    /// Until when the storage hint, as last read or written, says a busy member is around.
-    pub fn live_until(&self) -> Option<u64> {
-        self.live_until
-    }
-
-    /// The storage hint as read from storage (`None`: absent or corrupt).
-    pub fn hint_read(&mut self, until: Option<u64>) {
-        self.live_until = until;
-    }
-
-    /// This context wrote the storage hint and has not removed it since.
-    pub fn wrote_hint(&self) -> bool {
-        self.wrote_hint
-    }
-
-    /// Keeps the storage hint fresh while `busy`: renews it once it has half of `live_ttl` left. Returns
-    /// when to renew; `None` while not busy (the hint is then left to expire).
-    pub fn keep_hint_fresh(&mut self, now: u64, busy: bool) -> Option<u64> {
-        if !busy {
-            return None;
-        }
-        let half = self.config.live_ttl / 2;
-        if self.live_until.is_none_or(|u| u <= now + half) {
-            self.write_live(now + self.config.live_ttl);
-        }
-        self.wrote_hint = true;
-        self.live_until.map(|u| u - half)
-    }
-
-    /// Makes the storage hint last at least until `until`.
-    pub fn extend_hint(&mut self, until: u64) {
-        if self.live_until.is_none_or(|u| u < until) {
-            self.write_live(until);
-        }
     }
 
     // ---- the requests and queries ----------------------------------------------------------------------
@@ -483,19 +438,6 @@ impl Core {
 
     pub fn has_interest(&self) -> bool {
         !self.requests.is_empty()
-    }
-
-    pub fn write_live(&mut self, until: u64) {
-        self.live_until = Some(until);
-        self.emit(Effect::StorageWrite {
-            value: storage_hint::format(until),
-        });
-    }
-
-    pub fn remove_live(&mut self) {
-        self.wrote_hint = false;
-        self.live_until = None;
-        self.emit(Effect::StorageRemove);
     }
 
     /// Whether this context holds a lock on `name` that a request in `mode` conflicts with and has not

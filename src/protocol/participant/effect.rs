@@ -8,7 +8,7 @@ use crate::scheduler::Snapshot;
 
 /// One thing the edge must do. The participant puts them in the order they must be carried out: a
 /// `Transmit` before the `CloseChannels` that follows a `Leave`, an `OpenChannels` before the `Transmit`
-/// of the `Join` after it, the messages of a closing page before its storage calls.
+/// of the `Join` after it, the `Leave` of a closing context before its `CloseAlive`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
     /// A message was queued for the channel, the first since the last `Transmit`: call
@@ -33,13 +33,6 @@ pub enum Effect {
     /// of ours (docs/PROTOCOL.md §8): on the broadcast transport the channel's own `postMessage` bound
     /// to it; over the log, the carrier's (or localStorage's), for the others to append.
     ArmFarewell(Option<Message>),
-    /// Hand this announcement (a `Vouch` answering no ping) to the page's deputy, if it has one, which
-    /// posts it: a new membership is active, and the others may now wait less before evicting it.
-    Announce(Message),
-    /// This context just pinged `message.sender`: ask that member's deputy, if it has one, to post
-    /// `message` (a `Vouch` answering the ping) on the channel. The deputy listens on a channel of its
-    /// own, named after the member's client id (docs/PROTOCOL.md, "the deputy").
-    WakeDeputy(Message),
     /// Log transport: read the entries after key `after`, hand each to
     /// [`super::Participant::handle_log_entry`] and then call
     /// [`super::Participant::handle_log_read`] with the log's floor.
@@ -47,7 +40,7 @@ pub enum Effect {
     /// Log transport: delete the log's entries up to key `upto`, which no member of the history needs
     /// any more, and raise the floor to it (ignore failures: the log is only longer).
     TrimLog { upto: u64 },
-    /// Evidence (`Config::evidence`): open a liveness database of this context's own, under a key never
+    /// Evidence (docs/PROTOCOL.md §7): open a liveness database of this context's own, under a key never
     /// used before, and keep it open (ignoring `versionchange`) until `CloseAlive`; answer with
     /// [`super::Participant::handle_alive`] once it is open, and call
     /// [`super::Participant::handle_alive_lost`] if the browser closes it.
@@ -66,11 +59,6 @@ pub enum Effect {
         client: std::rc::Rc<str>,
         watch: u64,
     },
-    /// Write the storage hint, `value`, to `localStorage` under the context's key
-    /// ([`crate::protocol::LIVE_KEY`], scoped as the channel is; ignore failures).
-    StorageWrite { value: String },
-    /// Remove the storage hint from `localStorage` (ignore failures).
-    StorageRemove,
     /// Engine sink 1: request `id` was granted.
     Granted(u64),
     /// Engine sink 2: `ifAvailable` request `id` was not grantable.
@@ -89,7 +77,8 @@ pub enum Effect {
 pub enum LossReason {
     /// Another request used `steal`.
     Stolen,
-    /// This context was presumed dead (silent after a ping, or frozen beyond the grace).
+    /// Its liveness database was closed under it (site data cleared, or its storage process ended): the
+    /// others find it gone and take its locks.
     Evicted,
     /// A context that could reach no member started a new history.
     Reset,

@@ -9,7 +9,6 @@ use std::rc::Rc;
 use crate::protocol::replica::Replica;
 use crate::protocol::wire::{Body, Decoded, KIND_JOIN, Message, MessageId, StatePart};
 
-use super::config::{Transport, Wake};
 use super::core::Core;
 use super::effect::Effect;
 
@@ -21,22 +20,20 @@ pub(super) struct Joining {
     started: bool,
     /// Sequence number of the latest Join this context queued.
     join_seq: u64,
-    /// When that Join came back.
-    echo_at: Option<u64>,
-    /// When a message of a live member (not a Join or Genesis) was last seen.
-    traffic_at: Option<u64>,
+    /// That Join came back.
+    echoed: bool,
     /// When this context's latest Join was first followed by a Genesis or State (its own Genesis would
     /// be void; it waits for a state transfer, then joins again).
     tainted_at: Option<u64>,
     genesis_sent: bool,
-    /// The Join waits for this context's liveness database to open (`Config::evidence`): a context is
-    /// announced only with the database that shows it alive.
+    /// The Join waits for this context's liveness database to open: a context is announced only with
+    /// the database that shows it alive.
     deferred: bool,
-    /// Evidence: the liveness databases of the other contexts, listed after the Join came back, and
+    /// The liveness databases of the other contexts, listed after the Join came back, and
     /// when they were asked for.
     census: Option<Vec<(Rc<str>, u64)>>,
     census_asked: Option<u64>,
-    /// Evidence: the liveness databases found without a connection (their contexts are gone).
+    /// The liveness databases found without a connection (their contexts are gone).
     gone: Vec<(Rc<str>, u64)>,
 }
 
@@ -68,8 +65,7 @@ impl Joining {
             buffer: Vec::new(),
             started: false,
             join_seq: 0,
-            echo_at: None,
-            traffic_at: None,
+            echoed: false,
             tainted_at: None,
             genesis_sent: false,
             deferred: false,
@@ -81,10 +77,10 @@ impl Joining {
         joining
     }
 
-    /// Queues the Join of a new incarnation, announcing this context's liveness database; with
-    /// evidence and no database open yet, asks for one and waits ([`Joining::alive`]).
+    /// Queues the Join of a new incarnation, announcing this context's liveness database; with no
+    /// database open yet, asks for one and waits ([`Joining::alive`]).
     fn post_join(&mut self, core: &mut Core) {
-        if core.config().evidence && core.watch() == 0 {
+        if core.watch() == 0 {
             core.open_alive();
             self.deferred = true;
             return;
@@ -100,7 +96,7 @@ impl Joining {
         }
     }
 
-    /// Evidence: the other contexts' liveness databases, as listed after this context's Join came back.
+    /// The other contexts' liveness databases, as listed after this context's Join came back.
     pub fn census(&mut self, core: &Core, listed: Vec<(Rc<str>, u64)>) {
         let others = listed
             .into_iter()
@@ -109,12 +105,12 @@ impl Joining {
         self.census = Some(others);
     }
 
-    /// Evidence: the liveness database `watch` of `client` lost its last connection.
+    /// The liveness database `watch` of `client` lost its last connection.
     pub fn gone(&mut self, client: Rc<str>, watch: u64) {
         self.gone.push((client, watch));
     }
 
-    /// Evidence: whether every context listed in the census that could be a member of a live history
+    /// Whether every context listed in the census that could be a member of a live history
     /// is known gone. A listed context whose Join came after this one's is not such a member: it can
     /// become one only through a `State` or `Genesis` after this context's Join, which taints it (its
     /// own Genesis is then void). Every member of a live history opened its database before posting
@@ -130,18 +126,12 @@ impl Joining {
         }))
     }
 
-    /// Traffic of a live history was seen: a Genesis now waits `join_patience` for a state transfer.
-    pub fn saw_traffic(&mut self, now: u64) {
-        self.traffic_at = Some(now);
-    }
-
     /// Queues a new Join (a new incarnation), keeping what was buffered.
     fn rejoin(&mut self, core: &mut Core) {
         self.post_join(core);
         self.census = None;
         self.census_asked = None;
-        self.echo_at = None;
-        self.traffic_at = None;
+        self.echoed = false;
         self.tainted_at = None;
         self.genesis_sent = false;
     }
@@ -170,26 +160,19 @@ impl Joining {
         // Buffered first and read back from the buffer: a copy would clone whole state transfers.
         self.buffer.push(decoded);
         let decoded = self.buffer.last().expect("just buffered");
-        if let Decoded::Ours(m) = decoded {
-            if let Body::State(st) = &m.body
-                && let Some(at) = self.buffer.iter().rposition(|d| id_of(d) == st.as_of)
-            {
-                return self.install(at);
-            }
-            if !matches!(m.body, Body::Join { .. } | Body::Genesis) && m.sender.client != me.client
-            {
-                self.traffic_at = Some(now);
-            }
+        if let Decoded::Ours(m) = decoded
+            && let Body::State(st) = &m.body
+            && let Some(at) = self.buffer.iter().rposition(|d| id_of(d) == st.as_of)
+        {
+            return self.install(at);
         }
         if own_join {
-            self.echo_at = Some(now);
-            if core.config().evidence {
-                // Listed after the Join has its place: every member whose Join came before it had its
-                // database open by then.
-                self.census = None;
-                self.census_asked = Some(now);
-                core.emit(Effect::Census);
-            }
+            // Listed after the Join has its place: every member whose Join came before it had its
+            // database open by then.
+            self.echoed = true;
+            self.census = None;
+            self.census_asked = Some(now);
+            core.emit(Effect::Census);
         }
         self.replica.apply_decoded(decoded, &mut Vec::new());
         if self.replica.is_complete() {
@@ -200,7 +183,7 @@ impl Joining {
                 last,
             };
         }
-        if self.echo_at.is_some() && self.replica.member(&me).is_none_or(|m| m.tainted) {
+        if self.echoed && self.replica.member(&me).is_none_or(|m| m.tainted) {
             self.tainted_at.get_or_insert(now);
         }
         Joined::Waiting
@@ -261,12 +244,15 @@ impl Joining {
         Some(parts)
     }
 
-    /// Queues a Genesis when nobody answered in time, or a new Join after waiting in vain for a State.
-    /// Returns the next deadline.
+    /// Queues a Genesis once no context that could be a member of a live history lives (evidence
+    /// decides, not a wait; a census that never came is asked for again), or a new Join after waiting
+    /// in vain for a State. Returns the next deadline.
     pub fn policies(&mut self, core: &mut Core, now: u64) -> Option<u64> {
         let me = core.member_key();
-        let config = core.config();
-        let echo_at = self.echo_at?;
+        let patience = core.config().join_patience;
+        if !self.echoed {
+            return None;
+        }
         let clean = self
             .replica
             .member(&me)
@@ -275,52 +261,25 @@ impl Joining {
             if self.genesis_sent {
                 return None; // its echo decides
             }
-            if config.evidence {
-                let patience = config.join_patience;
-                // Evidence decides, not a wait: a history begins only when no context that could be
-                // its member lives. A census that never came is asked for again.
-                return match self.alone() {
-                    Some(true) => {
-                        core.send(Body::Genesis);
-                        self.genesis_sent = true;
-                        None
+            return match self.alone() {
+                Some(true) => {
+                    core.send(Body::Genesis);
+                    self.genesis_sent = true;
+                    None
+                }
+                Some(false) => None,
+                None => {
+                    let again = self.census_asked.unwrap_or(now) + patience;
+                    if now < again {
+                        return Some(again);
                     }
-                    Some(false) => None,
-                    None => {
-                        let again = self.census_asked.unwrap_or(now) + patience;
-                        if now < again {
-                            return Some(again);
-                        }
-                        self.census_asked = Some(now);
-                        core.emit(Effect::Census);
-                        Some(now + patience)
-                    }
-                };
-            }
-            // A live history may answer late: give it until its storage hint expires (bounded), and
-            // longer after seeing its traffic.
-            let hint = core.live_until().map_or(0, |u| {
-                u.min(echo_at + config.freeze_grace + config.live_ttl)
-            });
-            let traffic = self.traffic_at.map_or(0, |e| e + config.join_patience);
-            // Over the log, a member may hear the Join only at its next read, and the joiner the State
-            // only at its own: a read behind a missing key (carried), or at a poke or poll. Allow one on
-            // each side.
-            let wait = config.join_wait
-                + match config.transport {
-                    Transport::Broadcast => 0,
-                    Transport::Log(Wake::Carrier) => 2 * config.log_hole_wait,
-                    Transport::Log(_) => 2 * config.log_poll,
-                };
-            let deadline = (echo_at + wait).max(hint).max(traffic);
-            if now < deadline {
-                return Some(deadline);
-            }
-            core.send(Body::Genesis);
-            self.genesis_sent = true;
-            return None;
+                    self.census_asked = Some(now);
+                    core.emit(Effect::Census);
+                    Some(now + patience)
+                }
+            };
         }
-        let deadline = self.tainted_at? + config.join_patience;
+        let deadline = self.tainted_at? + patience;
         if now < deadline {
             return Some(deadline);
         }

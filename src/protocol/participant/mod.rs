@@ -13,8 +13,9 @@
 //!   [`Participant::handle_timeout`] called at (or after) it; `None`: no timer.
 //! - Feed it everything that happens: the local calls of the Engine contract (`handle_request`,
 //!   `handle_release`, `handle_abort`, `handle_query`), what the transport delivers (`handle_message`
-//!   on the broadcast transport; `handle_log_*` and `handle_carried` over the log), the timer, the storage
-//!   hint's changes (`handle_storage`), and the page's lifecycle (`handle_freeze`, `handle_resume`,
+//!   on the broadcast transport; `handle_log_*` and `handle_carried` over the log), the timer, the
+//!   evidence of life and death (`handle_alive`, `handle_alive_lost`, `handle_census`, `handle_gone`),
+//!   and the page's lifecycle (`handle_freeze`, `handle_resume`,
 //!   `handle_pagehide`, `handle_pageshow`, `handle_close`; `handle_missed_messages` when the transport
 //!   lost messages of its order).
 //!
@@ -25,16 +26,15 @@
 //!   leaves, loses its membership (and joins again), or retires.
 //! - Its context's life ([`state::Lifecycle`]), moved by the page's lifecycle calls and by the protocol:
 //!   `Running` (it follows the order and runs its policies); `Frozen` (`handle_freeze`, back to
-//!   `Running` on `handle_resume`: it announced how long its locks stay its own, and runs no policy
-//!   meanwhile); `Hidden` (`handle_pagehide` with `persisted`: in the back/forward cache, out of the
+//!   `Running` on `handle_resume`: it keeps its locks, and runs no policy meanwhile); `Hidden` (`handle_pagehide` with `persisted`: in the back/forward cache, out of the
 //!   protocol with nothing held, back to `Running` on `handle_pageshow`); `Gone` (`handle_close`, or
 //!   `handle_pagehide` without `persisted`: for good); `Retired` (a message of a newer protocol version
 //!   arrived: out of the protocol, and it grants nothing any more). Only a running or frozen context is
 //!   in the protocol; only a running one enters it.
 //!
 //! What it has in every state (its requests, queries, counters and effects) is its [`core`]; the rules
-//! that need the replica (sending its requests once active, answering queries, keeping the storage hint
-//! fresh, making way) live with the synced state.
+//! that need the replica (sending its requests once active, answering queries, making way) live with the
+//! synced state.
 //!
 //! # Guarantees
 //!
@@ -43,10 +43,9 @@
 //! - **Mutual exclusion** (PROTOCOL §6): no lock is granted to two contexts at once in conflicting modes,
 //!   except where a context steals it (as natively). On the broadcast transport it rests on A1 and A2; over
 //!   the log on A1′ alone. It never rests on a timer.
-//! - **A live context keeps its locks** (§6, §7), where the edge gives evidence ([`Config::evidence`]): a
-//!   member is removed only by its `Leave` or by a `Gone` backed by A5, and a history is reset only once
-//!   every context that could be a member is known gone. Without evidence, silence decides (A4): a context
-//!   presumed dead loses its locks, and is told with [`Effect::Stolen`].
+//! - **A live context keeps its locks** (§6, §7): a member is removed only by its `Leave` or by a `Gone`
+//!   backed by A5 (the edge's evidence of life and death), and a history is reset only once every context
+//!   that could be a member is known gone. No timer decides who is gone or who is alone.
 //! - **Progress** (§7): a request is granted once the locks ahead of it are released or their holders are
 //!   gone, provided the edge delivers what the transport delivers and calls
 //!   [`Participant::handle_timeout`] when asked.
@@ -55,7 +54,7 @@
 //!
 //! # The edge loop
 //!
-//! A lone context with evidence, driven by hand as the edge loop ([`crate::protocol::edge`]) drives it
+//! A lone context, driven by hand as the edge loop ([`crate::protocol::edge`]) drives it
 //! in a browser and in the simulation: each input, then every effect in order, each answered by a later
 //! input, then its next deadline. `cargo test` runs it, so it follows the code.
 //!
@@ -64,8 +63,7 @@
 //! use weblocks::protocol::{Config, Effect, Participant, wire};
 //! use weblocks::scheduler::LockOptions;
 //!
-//! let config = Config { evidence: true, ..Config::default() };
-//! let mut p = Participant::new("tab", config);
+//! let mut p = Participant::new("tab", Config::default());
 //! p.handle_request(0, 1, "x", LockOptions::default());
 //! // What the edge will feed it next: the answers its effects get, in the order they come.
 //! let mut inputs: VecDeque<Box<dyn FnOnce(&mut Participant)>> = VecDeque::new();
@@ -111,7 +109,6 @@ pub use effect::{Effect, LossReason};
 pub use log_reader::TRIM_STEP;
 
 use crate::protocol::replica::Replica;
-use crate::protocol::storage_hint;
 use crate::protocol::wire::{
     self, Body, Decoded, KIND_JOIN, MemberKey, Message, MessageId, PROTOCOL_VERSION, Value,
     decode_versioned, split_batch,
@@ -136,8 +133,6 @@ pub struct Participant {
     idle_since: Option<u64>,
     /// The incarnation whose farewell the edge keeps armed.
     armed: Option<u32>,
-    /// The incarnation whose announcement the deputy was given.
-    announced: Option<u32>,
 }
 
 impl Participant {
@@ -153,7 +148,6 @@ impl Participant {
             log: LogReader::new(),
             idle_since: None,
             armed: None,
-            announced: None,
         }
     }
 
@@ -414,16 +408,7 @@ impl Participant {
         self.after(now);
     }
 
-    /// A storage key changed in another context (or its value at start-up). Only the storage hint
-    /// ([`storage_hint::LIVE_KEY`]) matters; a corrupt value counts as absent.
-    pub fn handle_storage(&mut self, now: u64, key: &str, value: Option<&str>) {
-        if key == storage_hint::LIVE_KEY {
-            self.core.hint_read(storage_hint::parse(value));
-            self.after(now);
-        }
-    }
-
-    // ---- evidence of life (`Config::evidence`) ---------------------------------------------------------
+    // ---- evidence of life and death ---------------------------------------------------------------------
 
     /// This context's liveness database is open under key `watch` (`Effect::OpenAlive`). A joiner
     /// waiting for it posts its Join; a context that left the protocol meanwhile closes it again.
@@ -479,30 +464,18 @@ impl Participant {
 
     // ---- the page's lifecycle -------------------------------------------------------------------------
 
-    /// The page is being frozen: announce it, so the others keep this context's locks for
-    /// `freeze_grace`.
-    pub fn handle_freeze(&mut self, now: u64) {
+    /// The page is being frozen. Its liveness database stays open, so it keeps its locks for as long as
+    /// it lives; but a joiner waits for every member that lives, so an idle one leaves first rather than
+    /// keep joiners waiting until it resumes.
+    pub fn handle_freeze(&mut self, _now: u64) {
         if self.phase.lifecycle() != Lifecycle::Running {
             return;
         }
-        if self.core.config().evidence && self.core.is_idle() {
-            // Its liveness database stays open while it is frozen, and a joiner waits for every
-            // member that lives: an idle one leaves rather than keep joiners waiting until it resumes.
+        if self.core.is_idle() {
             self.leave();
-            self.phase.move_to_frozen();
-            self.sync_farewell();
-            return;
-        }
-        if self.is_active_member() {
-            let until = now + self.core.config().freeze_grace;
-            self.core.send(Body::Freeze { until });
-            // A frozen page runs no task: its messages go before it freezes.
-            self.core.flush();
-            if !self.core.config().evidence && self.core.has_interest() {
-                self.core.extend_hint(until);
-            }
         }
         self.phase.move_to_frozen();
+        self.sync_farewell();
     }
 
     /// The page was resumed from freezing.
@@ -511,9 +484,6 @@ impl Participant {
             return;
         }
         self.phase.move_to_running();
-        if self.is_active_member() {
-            self.core.send(Body::Alive);
-        }
         self.after(now);
     }
 
@@ -599,22 +569,8 @@ impl Participant {
     }
 
     /// Leaves the protocol: tells the others (if it ever joined), sends what it queued, closes its
-    /// channels and forgets the replica. The storage hint it wrote goes too if nobody else holds or
-    /// waits for anything (so that the next page of a lone tab does not wait for it), after the
-    /// messages: a closing page's `pagehide` may be cut short, and its `Leave` matters more.
+    /// channels, its liveness database (after its `Leave`) and forgets the replica.
     fn leave(&mut self) {
-        let only_mine = match self.phase.synced() {
-            Some(s) if self.core.wrote_hint() => {
-                let me = self.core.member_key();
-                let snapshot = s.replica().snapshot();
-                snapshot
-                    .held
-                    .iter()
-                    .chain(&snapshot.pending)
-                    .all(|l| l.client_id == me.client)
-            }
-            _ => false,
-        };
         if !self.phase.is_detached() {
             self.send_lock_message(Body::Leave);
             self.core.flush();
@@ -626,9 +582,6 @@ impl Participant {
         // Messages sent before leaving will not come back on the closed channels.
         self.core.forget_echoes();
         self.core.reset_watermarks();
-        if only_mine {
-            self.core.remove_live();
-        }
     }
 
     /// Leaves the protocol with its held locks lost (for `reason`) and its requests queued, to be sent
@@ -714,19 +667,19 @@ impl Participant {
         if let Some(j) = self.phase.joining_mut() {
             match j.receive(&mut self.core, now, decoded) {
                 Joined::Waiting => {}
-                Joined::Complete { replica, last } => self.synced(now, *replica, last),
+                Joined::Complete { replica, last } => self.synced(*replica, last),
                 Joined::Restart => self.start_joining(),
             }
         } else if let Some(s) = self.phase.synced_mut() {
-            s.receive(&mut self.core, now, decoded);
-            self.check_membership(now);
+            s.receive(&mut self.core, decoded);
+            self.check_membership();
         }
     }
 
     /// The replica is complete: the context follows the order with it.
-    fn synced(&mut self, now: u64, replica: Replica, last: MessageId) {
+    fn synced(&mut self, replica: Replica, last: MessageId) {
         self.phase.move_to_synced(Synced::new(replica, last));
-        self.check_membership(now);
+        self.check_membership();
     }
 
     /// Queues a Join of a new incarnation, and waits for a state transfer.
@@ -736,7 +689,7 @@ impl Participant {
 
     /// After every applied message of a synced context: once active it sends what it queued; if it lost
     /// its membership, its requests go back to the queue and it joins afresh.
-    fn check_membership(&mut self, now: u64) {
+    fn check_membership(&mut self) {
         let Some(s) = self.phase.synced_mut() else {
             return;
         };
@@ -749,17 +702,14 @@ impl Participant {
                     // went with the membership.
                     self.core.lose_membership(LossReason::Evicted);
                 }
-                let mut joining = Joining::start(&mut self.core);
-                // The history was alive a moment ago: give its members `join_patience` to answer.
-                joining.saw_traffic(now);
-                self.phase.move_to_joining(joining);
+                self.phase.move_to_joining(Joining::start(&mut self.core));
             }
         }
     }
 
-    /// Runs after every event: the state's policies (which may send), the queries, the storage hint,
-    /// the log, and the earliest next deadline ([`Participant::poll_timeout`]); then what the edge
-    /// keeps for this membership (the farewell, the deputy's announcement).
+    /// Runs after every event: the state's policies (which may send), the queries, the log, and the
+    /// earliest next deadline ([`Participant::poll_timeout`]); then the farewell the edge keeps for this
+    /// membership.
     fn after(&mut self, now: u64) {
         if self.phase.lifecycle() != Lifecycle::Running {
             if !self.phase.lives() {
@@ -775,12 +725,10 @@ impl Participant {
         } else if let Some(s) = self.phase.synced_mut() {
             next = earliest(next, s.policies(core, now));
             s.answer_queries(core);
-            next = earliest(next, s.live_policy(core, now));
         }
         next = earliest(next, self.log_policy(now));
         self.core.set_deadline(next);
         self.sync_farewell();
-        self.sync_announcement();
     }
 
     /// The farewell the edge keeps armed: this membership's `Leave` while the context is in the
@@ -797,27 +745,6 @@ impl Participant {
             });
             self.core.emit(Effect::ArmFarewell(message));
         }
-    }
-
-    /// Once a membership is active, its announcement for the page's deputy: a `Vouch` of sequence number
-    /// 0 that answers no ping.
-    fn sync_announcement(&mut self) {
-        // With evidence, silence evicts nobody: there is nothing for a deputy to answer.
-        if self.core.config().evidence
-            || !self.is_active_member()
-            || self.announced == Some(self.core.incarnation())
-        {
-            return;
-        }
-        self.announced = Some(self.core.incarnation());
-        let me = self.core.member_key();
-        self.core.emit(Effect::Announce(Message {
-            sender: me.clone(),
-            seq: 0,
-            body: Body::Vouch {
-                ping: MessageId { sender: me, seq: 0 },
-            },
-        }));
     }
 
     /// Making way (see [`Synced::make_way`]) is for a synced member only: out of that state, what such a

@@ -1,16 +1,13 @@
 //! The synced state: the context holds a complete replica and follows the order. It turns the
 //! replica's outcomes for its own requests into effects, keeps (or regains) its membership, answers
-//! joiners with state transfers, answers pings, and checks the liveness of the members that block its
-//! requests (docs/PROTOCOL.md §5 and §7). The rules that need the replica live here too: sending its
-//! requests once active (the lone member deciding its own), answering queries, keeping the storage hint
-//! fresh, and making way.
+//! joiners with state transfers, and watches the members that block its requests (docs/PROTOCOL.md §5
+//! and §7). The rules that need the replica live here too: sending its requests once active (the lone
+//! member deciding its own), answering queries, and making way.
 
 use std::rc::Rc;
 
 use crate::protocol::replica::Replica;
-use crate::protocol::wire::{
-    self, Body, Decoded, KIND_GENESIS, KIND_JOIN, MemberKey, Message, MessageId,
-};
+use crate::protocol::wire::{self, Body, Decoded, KIND_GENESIS, KIND_JOIN, MemberKey, MessageId};
 use crate::sorted_vec::{SortedMap, SortedSet};
 
 use super::config::{Config, Transport, Wake};
@@ -25,35 +22,27 @@ pub(super) struct Synced {
     active: bool,
     /// When this member answers the pending joiners (its rank's turn).
     respond_at: Option<u64>,
-    /// What this context knows of each member's liveness, and whether it answered the member's join.
+    /// What this context did about each member's liveness, and whether it answered the member's join.
     liveness: SortedMap<MemberKey, Liveness>,
     /// The member list may have changed since `liveness` was last pruned.
     members_changed: bool,
-    /// The liveness check (see [`Synced::check_blockers`]): what it last saw (this context's sequence
-    /// number and the last applied message), when it ran, the earliest deadline it found, and the
-    /// events with changes it has not looked at yet.
+    /// The check of its blockers (see [`Synced::check_blockers`]): what it last saw (this context's
+    /// sequence number and the last applied message), when it ran, and the events with changes it has
+    /// not looked at yet.
     checked: Option<(u64, MessageId)>,
     checked_at: u64,
-    liveness_at: Option<u64>,
     unchecked: usize,
     /// Sequence number of the last own message applied ahead of its echo (the lone member); the
     /// echoes of those messages only advance the position.
     applied_ahead: u64,
 }
 
-/// One member's liveness as this context sees it; all empty is the same as no entry.
+/// What this context did about one member's liveness; all empty is the same as no entry.
 #[derive(Default)]
 struct Liveness {
-    /// When a message of the member was last applied here.
-    last_heard: Option<u64>,
-    /// When the ping the member left unanswered was applied here (the wait before evicting starts then).
-    silent_since: Option<(MessageId, u64)>,
-    /// When a ping of the member (by anyone) was last applied: one pinger is enough.
-    last_ping: Option<u64>,
-    /// A ping or an eviction of the member that this context queued has not taken effect yet.
-    ping_posted: bool,
-    evict_posted: bool,
-    /// Evidence: this context asked its edge to watch the member's liveness database.
+    /// This context posted the member's `Gone`.
+    gone_posted: bool,
+    /// This context asked its edge to watch the member's liveness database.
     watched: bool,
     /// This pending member was answered with a State (meaningless once it is not pending: a member
     /// never becomes pending again under the same key).
@@ -79,7 +68,7 @@ pub(super) enum Membership {
         /// It became active with the message just applied: it may send what it queued.
         just_became: bool,
     },
-    /// Evicted, or a new history began without it: it joins again (its held locks went with the
+    /// Found gone, or a new history began without it: it joins again (its held locks went with the
     /// membership, if it was an active member).
     Lost { was_active: bool },
 }
@@ -112,7 +101,6 @@ impl Synced {
             members_changed: false,
             checked: None,
             checked_at: 0,
-            liveness_at: None,
             unchecked: 0,
             applied_ahead: 0,
         }
@@ -199,17 +187,6 @@ impl Synced {
         core.answer_queries(echoed, || self.replica.snapshot());
     }
 
-    /// Keeps the storage hint fresh while this context is an active member with something held or
-    /// pending; once it is not, the hint expires by itself (and goes when the context leaves). Returns
-    /// when to renew.
-    pub fn live_policy(&self, core: &mut Core, now: u64) -> Option<u64> {
-        // With evidence, joiners learn who lives from the census, not from the hint.
-        let busy = core.has_interest() && self.active && !core.config().evidence;
-        // Idle: the hint is left to expire, not removed (a lone tab's lock cycle would otherwise write
-        // storage twice, each a cross-process write and an event in every other tab); leaving removes it.
-        core.keep_hint_fresh(now, busy)
-    }
-
     /// An idle member that saw another member's request leaves the protocol, so that the busy one may
     /// become the lone member and decide alone (docs/PROTOCOL.md, "making way"); it joins again, with a
     /// state transfer, when it next needs a lock. Not while another member could not carry the history
@@ -222,16 +199,14 @@ impl Synced {
         let Config {
             query_linger: linger,
             transport,
-            evidence,
             ..
         } = *core.config();
         let queried_until = core.query_linger_end();
         let lingering = queried_until.is_some_and(|end| now < end);
         // Over the log without a carrier, an idle member hears a worker's Join only at its next poll,
-        // and it polls only while busy: with evidence, such a joiner waits for every member that
-        // lives, so an idle document leaves too, as a worker does.
-        let polls = transport == Transport::Log(Wake::Polls)
-            || (evidence && transport == Transport::Log(Wake::Pokes));
+        // and it polls only while busy: such a joiner waits for every member that lives, so an idle
+        // document leaves too, as a worker does.
+        let polls = matches!(transport, Transport::Log(Wake::Polls | Wake::Pokes));
         let since = if idle && polls {
             *idle_since.get_or_insert(now)
         } else {
@@ -268,30 +243,14 @@ impl Synced {
         MakeWay::Stay { look_again: None }
     }
 
-    /// The next message of the order. Outcomes for this context's requests become effects, a ping of
-    /// it is answered, and a context that sees a member go silent on a ping wakes its deputy. The
-    /// caller checks the membership after.
-    pub fn receive(&mut self, core: &mut Core, now: u64, decoded: Decoded) {
+    /// The next message of the order. Outcomes for this context's requests become effects, and an
+    /// older version's `Join` is answered. The caller checks the membership after.
+    pub fn receive(&mut self, core: &mut Core, decoded: Decoded) {
         let me = core.member_key();
-        let echoed_all = core.all_echoed();
-        let idle = core.is_idle();
         let mut outcomes = Vec::new();
-        let mut answer_ping = false;
         let mut beacon = false;
-        let mut wake = None;
         match &decoded {
             Decoded::Ours(m) => {
-                let sender = self.liveness.entry(m.sender.clone()).or_default();
-                sender.last_heard = Some(now);
-                sender.silent_since = None;
-                sender.ping_posted = false;
-                sender.evict_posted = false;
-                let was_silent = match &m.body {
-                    Body::Ping { target } => {
-                        self.replica.member(target).map(|t| t.silent.is_some())
-                    }
-                    _ => None,
-                };
                 // A message of sequence number 0 is never an echo of this context's own.
                 if m.sender.client == me.client && m.seq != 0 && m.seq <= self.applied_ahead {
                     self.replica.count_echo();
@@ -309,7 +268,6 @@ impl Synced {
                         | Body::Genesis
                         | Body::State(_)
                         | Body::Leave
-                        | Body::Evict { .. }
                         | Body::Gone { .. }
                 );
                 // Another member's request reaching an idle context: it may make way. Messages arrive
@@ -317,36 +275,6 @@ impl Synced {
                 // is not idle here.
                 if matches!(m.body, Body::Request { .. }) && m.sender.client != me.client {
                     core.saw_request();
-                }
-                if let Body::Ping { target } = &m.body {
-                    let silenced = was_silent == Some(false)
-                        && self
-                            .replica
-                            .member(target)
-                            .is_some_and(|t| t.silent.is_some());
-                    let pinged = self.liveness.entry(target.clone()).or_default();
-                    pinged.ping_posted = false;
-                    pinged.last_ping = Some(now);
-                    if silenced {
-                        pinged.silent_since = Some((m.id(), now));
-                    }
-                    answer_ping = *target == me && echoed_all && self.active;
-                    if m.sender == me || (silenced && !idle && *target != me) {
-                        // A ping has its place: the pinged member's deputy may answer now (an answer
-                        // placed before the ping would answer nothing). Woken by the pinger, and by
-                        // every busy context that may evict the member on this silence: the pinger may
-                        // crash or stall before it applies its ping. The vouch names the ping the member
-                        // is silent on, which may be another's (a vouch for a later ping ends nothing).
-                        wake = self
-                            .replica
-                            .member(target)
-                            .and_then(|t| t.silent.clone())
-                            .map(|ping| Message {
-                                sender: target.clone(),
-                                seq: 0,
-                                body: Body::Vouch { ping },
-                            });
-                    }
                 }
             }
             Decoded::Foreign { version, kind, id } => {
@@ -360,10 +288,7 @@ impl Synced {
             }
         }
         core.handle_outcomes(outcomes);
-        if let Some(vouch) = wake {
-            core.emit(Effect::WakeDeputy(vouch));
-        }
-        if answer_ping || beacon {
+        if beacon {
             core.send(Body::Alive);
         }
     }
@@ -483,8 +408,8 @@ impl Synced {
             return;
         };
         let l = self.liveness.entry(key).or_default();
-        if !l.evict_posted {
-            l.evict_posted = true;
+        if !l.gone_posted {
+            l.gone_posted = true;
             core.send(Body::Gone {
                 client: client.into(),
                 watch,
@@ -492,26 +417,18 @@ impl Synced {
         }
     }
 
-    /// Liveness. A blocker that keeps a liveness database is watched (`Effect::Watch`), once, and is
-    /// removed only on the evidence that comes of it ([`Synced::gone`]): however long it stays silent,
-    /// it may be busy, throttled or suspended. Any other blocker is pinged once silent for
-    /// `ping_interval`, and evicted if the ping goes unanswered for `evict_after` (and its announced
-    /// freeze, if any, is over). Returns the next deadline.
+    /// Liveness. Every blocker is watched (`Effect::Watch`), once, and is removed only on the evidence
+    /// that comes of it ([`Synced::gone`]): however long it stays silent, it may be busy, throttled or
+    /// suspended. A member that keeps no liveness database (`watch` 0: none of this version's contexts)
+    /// is never removed but by its own `Leave`. Returns the next deadline.
     ///
     /// Finding the blockers costs a pass over this context's requests and the held locks, so it is not
     /// redone after every event of a bulk: only when the origin's state or this context's requests
-    /// changed and either as many changes as a quarter of that pass piled up or `ping_interval / 4` went by
-    /// since the last pass (or a deadline it found is due). Each event thus costs O(1) amortized, and
-    /// a new blocker is noticed at most `ping_interval / 4` late, which delays a ping, never hastens an
-    /// eviction.
+    /// changed and either as many changes as a quarter of that pass piled up or [`CHECK_PACE`] went by
+    /// since the last pass. Each event thus costs O(1) amortized, and a new blocker is watched at most
+    /// [`CHECK_PACE`] late, which delays the evidence of its death by that much, never hastens it.
     fn check_blockers(&mut self, core: &mut Core, now: u64) -> Option<u64> {
         let me = core.member_key();
-        let Config {
-            ping_interval,
-            evict_after,
-            evict_after_deputy,
-            ..
-        } = *core.config();
         let seq = core.seq();
         let size = core.request_count();
         let changed = self
@@ -521,17 +438,14 @@ impl Synced {
         if changed {
             self.unchecked += 1;
         }
-        let throttle_end = self.checked_at + ping_interval / 4;
-        let run = self.liveness_at.is_some_and(|at| now >= at)
-            || (changed
-                && (self.checked.is_none()
-                    || now >= throttle_end
-                    || self.unchecked * 4 >= size + self.replica.held_count()));
+        let throttle_end = self.checked_at + CHECK_PACE;
+        let run = changed
+            && (self.checked.is_none()
+                || now >= throttle_end
+                || self.unchecked * 4 >= size + self.replica.held_count());
         if !run {
-            let pending = changed.then_some(throttle_end);
-            return earliest(self.liveness_at, pending);
+            return changed.then_some(throttle_end);
         }
-        let mut next: Option<u64> = None;
         let mut waiting_for: SortedSet<Rc<str>> = SortedSet::new();
         let mut last: Option<&Rc<str>> = None;
         for r in core.requests() {
@@ -542,81 +456,28 @@ impl Synced {
             }
         }
         let blockers = self.replica.blockers_of(&me, &waiting_for);
-        if core.config().evidence && self.active && self.replica.is_first_member(&me) {
-            // The longest-standing member watches every other one, so that one gone while nobody
-            // waits for it leaves the history too (and a lone survivor decides alone again).
-            for (k, m) in self.replica.members() {
-                let l = self.liveness.entry(k.clone()).or_default();
-                if *k != me && m.watch != 0 && !l.watched {
-                    l.watched = true;
-                    core.emit(Effect::Watch {
-                        client: k.client.clone(),
-                        watch: m.watch,
-                    });
-                }
+        // The longest-standing member watches every other one, so that one gone while nobody waits for
+        // it leaves the history too (and a lone survivor decides alone again).
+        let first = self.active && self.replica.is_first_member(&me);
+        for (k, m) in self.replica.members() {
+            if *k == me || m.watch == 0 || !(first || blockers.contains(k)) {
+                continue;
+            }
+            let l = self.liveness.entry(k.clone()).or_default();
+            if !l.watched {
+                l.watched = true;
+                core.emit(Effect::Watch {
+                    client: k.client.clone(),
+                    watch: m.watch,
+                });
             }
         }
-        for b in blockers.iter() {
-            let Some(m) = self.replica.member(b) else {
-                continue;
-            };
-            let l = self.liveness.entry(b.clone()).or_default();
-            if m.watch != 0 {
-                if !l.watched {
-                    l.watched = true;
-                    core.emit(Effect::Watch {
-                        client: b.client.clone(),
-                        watch: m.watch,
-                    });
-                }
-                continue;
-            }
-            let due = if let Some(ping) = &m.silent {
-                if l.evict_posted {
-                    continue;
-                }
-                let since = match &l.silent_since {
-                    Some((id, at)) if id == ping => *at,
-                    _ => {
-                        // Silent on a ping applied before this replica was built: the wait starts now.
-                        l.silent_since = Some((ping.clone(), now));
-                        now
-                    }
-                };
-                let wait = if m.deputy {
-                    evict_after_deputy
-                } else {
-                    evict_after
-                };
-                (since + wait).max(m.frozen_until.unwrap_or(0))
-            } else {
-                if l.ping_posted {
-                    continue;
-                }
-                let heard = *l.last_heard.get_or_insert(now);
-                heard.max(l.last_ping.unwrap_or(0)) + ping_interval
-            };
-            if now < due {
-                next = earliest(next, Some(due));
-                continue;
-            }
-            let body = if let Some(ping) = m.silent.clone() {
-                l.evict_posted = true;
-                Body::Evict {
-                    target: b.clone(),
-                    ping: Box::new(ping),
-                    ts: now,
-                }
-            } else {
-                l.ping_posted = true;
-                Body::Ping { target: b.clone() }
-            };
-            core.send(body);
-        }
-        self.liveness_at = next;
         self.checked_at = now;
         self.unchecked = 0;
         self.checked = Some((core.seq(), self.last_applied.clone()));
-        next
+        None
     }
 }
+
+/// How long a change may wait before [`Synced::check_blockers`] looks at it, in ms.
+const CHECK_PACE: u64 = 37;

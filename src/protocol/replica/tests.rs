@@ -258,126 +258,30 @@ fn strangers_and_pending_members_cannot_request() {
 }
 
 #[test]
-fn eviction_needs_the_very_ping_its_sender_waited_on_to_be_left_unanswered() {
-    let mut f = Feed::with_members("a", &["b", "c"]);
+fn a_member_is_found_gone_only_by_the_very_liveness_database_it_announced() {
+    let mut f = Feed::origin();
+    f.send(&key("a"), Body::Join { watch: 7 });
+    f.send(&key("a"), Body::Genesis);
+    f.send(&key("b"), Body::Join { watch: 9 });
+    let st = f.r.export(f.last_id(&key("b")));
+    f.send(&key("a"), Body::State(Box::new(st)));
     f.request("a", 1, "x", LockMode::Exclusive);
     f.request("b", 1, "x", LockMode::Exclusive);
-    let evict = |ping: &MessageId, ts| Body::Evict {
-        target: key("a"),
-        ping: Box::new(ping.clone()),
-        ts,
+    let gone = |watch| Body::Gone {
+        client: "a".into(),
+        watch,
     };
-    // No ping: no eviction.
-    let never = MessageId {
-        sender: key("b"),
-        seq: 999,
-    };
-    assert_eq!(f.send(&key("b"), evict(&never, 10)), []);
-    // A ping answered (any message of a): no eviction on its strength.
-    f.send(&key("b"), Body::Ping { target: key("a") });
-    let first = f.last_id(&key("b"));
-    assert_eq!(f.r.member(&key("a")).unwrap().silent, Some(first.clone()));
-    f.send(&key("a"), Body::Alive);
-    assert_eq!(f.r.member(&key("a")).unwrap().silent, None);
-    assert_eq!(f.send(&key("b"), evict(&first, 20)), []);
-    // Pinged again (by c): an eviction that waited on the first ping is still void; a second ping by
-    // anyone does not restart the wait of the one that came first.
-    f.send(&key("c"), Body::Ping { target: key("a") });
-    let second = f.last_id(&key("c"));
-    f.send(&key("b"), Body::Ping { target: key("a") });
-    assert_eq!(f.send(&key("b"), evict(&first, 30)), []);
-    assert_eq!(f.r.member(&key("a")).unwrap().silent, Some(second.clone()));
-    // Left unanswered: a is removed, its lock revoked and granted on.
+    // Another database of a's (an earlier incarnation's), or none: nothing changes.
+    assert_eq!(f.send(&key("b"), gone(8)), []);
+    assert_eq!(f.send(&key("b"), gone(0)), []);
+    assert!(f.r.member(&key("a")).is_some());
+    // However long a stays silent, only the database it announced removes it: its lock is revoked
+    // and granted on.
     assert_eq!(
-        f.send(&key("c"), evict(&second, 40)),
+        f.send(&key("b"), gone(7)),
         [revoked("a", 1, RevokeReason::Evicted), granted("b", 1)]
     );
     assert!(f.r.member(&key("a")).is_none());
-}
-
-#[test]
-fn a_deputy_answers_the_ping_it_names_and_nothing_else() {
-    let mut f = Feed::with_members("a", &["b"]);
-    f.request("a", 1, "x", LockMode::Exclusive);
-    f.request("b", 1, "x", LockMode::Exclusive);
-    let vouch = |ping: &MessageId| Body::Vouch { ping: ping.clone() };
-    let evict = |ping: &MessageId| Body::Evict {
-        target: key("a"),
-        ping: Box::new(ping.clone()),
-        ts: 10,
-    };
-    // Announced: a has a deputy.
-    assert!(!f.r.member(&key("a")).unwrap().deputy);
-    f.send(
-        &key("a"),
-        vouch(&MessageId {
-            sender: key("a"),
-            seq: 0,
-        }),
-    );
-    assert!(f.r.member(&key("a")).unwrap().deputy);
-    // The answer to the ping ends the silence; the eviction on its strength is void.
-    f.send(&key("b"), Body::Ping { target: key("a") });
-    let first = f.last_id(&key("b"));
-    assert_eq!(f.r.member(&key("a")).unwrap().silent, Some(first.clone()));
-    f.send(&key("a"), vouch(&first));
-    assert_eq!(f.r.member(&key("a")).unwrap().silent, None);
-    assert_eq!(f.send(&key("b"), evict(&first)), []);
-    // An answer to another ping (an earlier one, or the announcement) leaves a new silence as it is.
-    f.send(&key("b"), Body::Ping { target: key("a") });
-    let second = f.last_id(&key("b"));
-    f.send(&key("a"), vouch(&first));
-    f.send(
-        &key("a"),
-        vouch(&MessageId {
-            sender: key("a"),
-            seq: 0,
-        }),
-    );
-    assert_eq!(f.r.member(&key("a")).unwrap().silent, Some(second.clone()));
-    assert_eq!(
-        f.send(&key("b"), evict(&second)),
-        [revoked("a", 1, RevokeReason::Evicted), granted("b", 1)]
-    );
-}
-
-#[test]
-fn a_vouch_for_a_context_that_is_not_an_active_member_changes_nothing() {
-    let mut f = Feed::with_members("a", &[]);
-    let before = f.r.export(f.last_id(&key("a")));
-    f.send(
-        &key("z"),
-        Body::Vouch {
-            ping: MessageId {
-                sender: key("a"),
-                seq: 3,
-            },
-        },
-    );
-    let after = f.r.export(f.last_id(&key("a")));
-    assert_eq!(before.members, after.members);
-}
-
-#[test]
-fn a_frozen_member_is_not_evicted_before_its_announced_time() {
-    let mut f = Feed::with_members("a", &["b"]);
-    f.request("a", 1, "x", LockMode::Exclusive);
-    f.request("b", 1, "x", LockMode::Exclusive);
-    f.send(&key("a"), Body::Freeze { until: 1_000 });
-    f.send(&key("b"), Body::Ping { target: key("a") });
-    let ping = f.last_id(&key("b"));
-    let evict = |ts| Body::Evict {
-        target: key("a"),
-        ping: Box::new(ping.clone()),
-        ts,
-    };
-    assert_eq!(f.send(&key("b"), evict(999)), []);
-    assert_eq!(f.send(&key("b"), evict(1_000)).len(), 2);
-    // Coming back (any message) clears the freeze.
-    let mut f = Feed::with_members("a", &["b"]);
-    f.send(&key("a"), Body::Freeze { until: 1_000 });
-    f.send(&key("a"), Body::Alive);
-    assert_eq!(f.r.member(&key("a")).unwrap().frozen_until, None);
 }
 
 #[test]
@@ -462,7 +366,7 @@ fn a_state_transfer_round_trips_the_lock_state() {
     f.request("c", 1, "x", LockMode::Exclusive);
     f.request("a", 2, "x", LockMode::Shared);
     f.request("b", 2, "y", LockMode::Exclusive);
-    f.send(&key("c"), Body::Ping { target: key("a") });
+    f.send(&key("c"), Body::Alive);
     let st = f.r.export(f.last_id(&key("c")));
     let mut copy = Replica::import(&st, &[], V).expect("consistent");
     assert_eq!(copy.snapshot(), f.r.snapshot());

@@ -1,15 +1,14 @@
 //! The simulated origin as the [`Host`] of the production edge loop (`weblocks::protocol::edge`): each
-//! context's effects are carried out by the same loop as in a browser, with its flush hops, its timer
-//! rule and its channels to deputies; this module gives it the simulated primitives. A microtask is a
-//! per-context count, run at the end of the current event before any other event
-//! ([`World::effects`]); the timer fires late by up to the context's `timer_lateness`; a channel to a
-//! deputy is the index of the deputy's context.
+//! context's effects are carried out by the same loop as in a browser, with its flush hops and its
+//! timer rule; this module gives it the simulated primitives. A microtask is a per-context count, run
+//! at the end of the current event before any other event ([`World::effects`]); the timer fires late
+//! by up to the context's `timer_lateness`.
 
 use std::rc::Rc;
 
 use weblocks::protocol::edge::{self, EdgeState, Host};
 use weblocks::protocol::wire::{Message, Value};
-use weblocks::protocol::{Effect, LIVE_KEY, LossReason, Participant};
+use weblocks::protocol::{Effect, LossReason, Participant};
 use weblocks::scheduler::Snapshot;
 
 use super::{Ev, World};
@@ -69,13 +68,11 @@ impl World {
 }
 
 impl Host for SimHost<'_> {
-    type DeputyChannel = usize;
-
     fn participant<R>(&mut self, f: impl FnOnce(&mut Participant) -> R) -> R {
         f(&mut self.world.contexts[self.i].participant)
     }
 
-    fn state(&self) -> &EdgeState<usize> {
+    fn state(&self) -> &EdgeState {
         &self.world.contexts[self.i].edge
     }
 
@@ -124,30 +121,6 @@ impl Host for SimHost<'_> {
         self.world.contexts[self.i].farewell = farewell;
     }
 
-    fn brief_deputy(&mut self, announcement: &Message) {
-        if self.world.contexts[self.i].deputy {
-            self.world.deputy_post(self.i, announcement, 0);
-        }
-    }
-
-    fn open_deputy(&mut self, client: &str) -> Option<usize> {
-        let j: usize = client.strip_prefix("ctx")?.parse().ok()?;
-        (j < self.world.contexts.len()).then_some(j)?;
-        self.world.bump("deputy channels opened");
-        Some(j)
-    }
-
-    /// The deputy of context `j`'s page, if it has one, posts `vouch` after a hop to it and its sending
-    /// delay (if its page still runs by then).
-    fn post_deputy(&mut self, &j: &usize, vouch: &Message) {
-        if self.world.contexts[j].deputy {
-            let hop = self.world.rng.range(0, self.world.env.delivery_max);
-            self.world.deputy_post(j, vouch, hop);
-        }
-    }
-
-    fn close_deputy(&mut self, _channel: usize) {}
-
     fn read_log(&mut self, after: u64) {
         let w = &mut *self.world;
         let delay = w.rng.range(0, 3);
@@ -186,15 +159,6 @@ impl Host for SimHost<'_> {
 
     fn watch(&mut self, client: Rc<str>, watch: u64) {
         self.world.watch_alive(self.i, client, watch);
-    }
-
-    fn write_storage(&mut self, value: String) {
-        self.world
-            .write_storage(self.i, LIVE_KEY.to_owned(), Some(value));
-    }
-
-    fn remove_storage(&mut self) {
-        self.world.write_storage(self.i, LIVE_KEY.to_owned(), None);
     }
 
     fn arm_timer(&mut self, at: u64) -> bool {

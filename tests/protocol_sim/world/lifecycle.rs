@@ -3,8 +3,8 @@
 
 use std::rc::Rc;
 
+use weblocks::protocol::Transport;
 use weblocks::protocol::wire::{self, Value};
-use weblocks::protocol::{LIVE_KEY, Transport};
 
 use super::{Ev, Fault, Payload, Status, World};
 
@@ -180,10 +180,6 @@ impl World {
         let now = self.now;
         self.contexts[i].status = Status::Running;
         self.note(|| format!("ctx{i} pageshow"));
-        let live = self.contexts[i].cache.get(LIVE_KEY).cloned();
-        self.contexts[i]
-            .participant
-            .handle_storage(now, LIVE_KEY, live.as_deref());
         // Inside pageshow a participant catches up on a `pagehide` cut short (Fault::CutHide): its locks
         // go then.
         self.hiding = Some(i);

@@ -185,14 +185,6 @@ impl World {
         }
     }
 
-    /// Context `i`'s deputy posts `vouch` after `delay` and its sending delay.
-    pub(super) fn deputy_post(&mut self, i: usize, vouch: &Message, delay: u64) {
-        let version = self.contexts[i].participant.version();
-        let msg = Rc::new(wire::encode_versioned(vouch, version));
-        let at = self.now + delay + self.rng.range(0, self.env.send_max);
-        self.schedule(at, i, Ev::DeputyPost(msg));
-    }
-
     /// Context `i` sends `messages` on the transport, as one channel message or log entry: messages of
     /// its own, and others' it appends for them (a relayed farewell, over the log).
     pub(super) fn transmit(&mut self, i: usize, messages: &[Message], msg: Vec<Value>) {
