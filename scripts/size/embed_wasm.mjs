@@ -1,6 +1,7 @@
 // esbuild plugin for the classic build (scripts/build.mjs): `import wasmBytes from '../pkg/x.wasm'` gives
 // a promise of the wasm's bytes, embedded LZMA-compressed and base64-encoded, and decoded when the script
-// runs by js/lzma_decoder.js (~1 KB gzipped; about 30 ms for the 135 KB wasm in Chromium, once).
+// runs by js/lzma_decoder.js (~1 KB gzipped). Decoding runs once, in the engines' baseline tiers: the
+// largest part of a page's wait for its first lock, so it runs after the storage requests (decodingModule).
 //
 // Why LZMA: what counts is the gzipped script, and compressed bytes in base64 gzip back to about their own
 // size (+0.5%), so the embedded wasm costs what its compressor makes of it. LZMA (xz's, tuned below) makes
