@@ -7,8 +7,9 @@
 // - A page that deletes (Chromium) or defines (WebKit) `Intl.v8BreakIterator`, or defines an
 //   `Error.prototype.stack` accessor (WebKit), before loading weblocks: its three contexts exclude one
 //   another both ways (ifAvailable probes), and in Chromium weblocks causes no deprecation report.
-// - A page whose IndexedDB transactions throw from the start, beside a page that works: it rejects every
-//   request with an OperationError and never holds; the other locks on.
+// - A page whose IndexedDB transactions throw from the start, or that has no IndexedDB at all (storage
+//   blocked), beside a page that works: it rejects every request with an OperationError and never holds
+//   (no timeout stands in for the evidence it cannot give); the other locks on.
 // - Two pages on the log (WebKit; Chromium and Firefox with BroadcastChannel deleted in the windows): one's
 //   transactions start throwing while it holds a lock; it loses the lock with an AbortError, then refuses
 //   with an OperationError, with no error on the page (no recursion, no trap), and the other gets the lock.
@@ -177,25 +178,32 @@ const BROWSERS = [
   { label: 'WebKit', launch: launchWebKit, family: 'javascriptcore', recorded: 'log' },
 ];
 
+const BROKEN_STORAGE = [
+  { idb: 'throw', what: 'whose IndexedDB transactions throw' },
+  { idb: 'none', what: 'without IndexedDB (storage blocked)' },
+];
+
 for (const { label, launch, family, recorded } of BROWSERS) {
-  test(`${label}: a page whose IndexedDB transactions throw rejects every request with an OperationError beside a page that locks on`, async () => {
-    await withBrowser(launch, async (browser) => {
-      await forgetTransportOf(browser);
-      await withPages(browser, [{}, { idb: 'throw' }], async ([good, broken]) => {
-        assert.equal((await engineOf(good)).family, family, 'the engine');
-        const name = `broken-${++runs}`;
-        assert.equal(await run(good, 'page', 'hold', name), 'held');
-        assert.equal(await recordOf(good), recorded, 'the transport the classic script recorded');
-        assert.equal(await run(broken, 'page', 'hold', name), 'OperationError', 'the broken page refuses to hold');
-        assert.equal(await run(broken, 'page', 'probe', name), 'OperationError', 'and to probe');
-        // Its worker and iframe have their own IndexedDB: they share the origin's manager.
-        assert.equal(await run(broken, 'worker', 'probe', name), 'taken');
-        assert.equal(await run(good, 'page', 'release', name), true);
-        await eventually(async () => (await run(broken, 'frame', 'probe', name)) === 'free', 'the frame sees the lock free');
-        assert.equal(await run(broken, 'page', 'hold', name), 'OperationError', 'still refusing once the lock is free');
+  for (const { idb, what } of BROKEN_STORAGE) {
+    test(`${label}: a page ${what} rejects every request with an OperationError beside a page that locks on`, async () => {
+      await withBrowser(launch, async (browser) => {
+        await forgetTransportOf(browser);
+        await withPages(browser, [{}, { idb }], async ([good, broken]) => {
+          assert.equal((await engineOf(good)).family, family, 'the engine');
+          const name = `broken-${++runs}`;
+          assert.equal(await run(good, 'page', 'hold', name), 'held');
+          assert.equal(await recordOf(good), recorded, 'the transport the classic script recorded');
+          assert.equal(await run(broken, 'page', 'hold', name), 'OperationError', 'the broken page refuses to hold');
+          assert.equal(await run(broken, 'page', 'probe', name), 'OperationError', 'and to probe');
+          // Its worker and iframe have their own IndexedDB: they share the origin's manager.
+          assert.equal(await run(broken, 'worker', 'probe', name), 'taken');
+          assert.equal(await run(good, 'page', 'release', name), true);
+          await eventually(async () => (await run(broken, 'frame', 'probe', name)) === 'free', 'the frame sees the lock free');
+          assert.equal(await run(broken, 'page', 'hold', name), 'OperationError', 'still refusing once the lock is free');
+        });
       });
     });
-  });
+  }
 
   // Where BroadcastChannel gives one order, the windows delete it: the origin's record is then the log
   // without a carrier, which their workers adopt.
