@@ -76,46 +76,42 @@ async function withPages(browser, queries, body) {
 /** Deletes the origin's transport record from a blank page of the origin: as on a new origin. */
 const forgetTransportOf = (browser) => forgetTransport(() => browser.newTab(`${origin}tests/e2e/fixtures/xctx_classic_page.html`));
 
-/**
- * The origin's transport as the record holds it, read in the page `tab`: what the shipped classic script
- * chose (the engine check runs there as the minifier left it, not as js/transport_choice.js reads).
- */
-const recordOf = (tab) =>
+/** `store[method](...args)` in a read-only transaction on `database` (version 1), in the page `tab`. */
+const readStore = (tab, database, store, method, ...args) =>
   tab.evaluate(
-    () =>
+    ([database, store, method, args]) =>
       new Promise((resolve, reject) => {
-        const open = indexedDB.open('weblocks-transport', 1);
+        const open = indexedDB.open(database, 1);
         open.onerror = () => reject(open.error);
         open.onsuccess = () => {
-          const read = open.result.transaction(['transport']).objectStore('transport').get('weblocks');
+          const read = open.result.transaction([store]).objectStore(store)[method](...args);
           read.onsuccess = () => {
             open.result.close();
             resolve(read.result);
           };
         };
       }),
+    [database, store, method, args],
   );
+
+/**
+ * The origin's transport as the record holds it, read in the page `tab`: what the shipped classic script
+ * chose (the engine check runs there as the minifier left it, not as js/transport_choice.js reads).
+ */
+const recordOf = (tab) => readStore(tab, 'weblocks-transport', 'transport', 'get', 'weblocks');
 
 /**
  * The liveness databases of the origin, read in the page `tab`: the names the register lists, and those
  * `indexedDB.databases()` lists (Chromium), each sorted.
  */
-const livenessOf = (tab) =>
-  tab.evaluate(
-    () =>
-      new Promise((resolve, reject) => {
-        const open = indexedDB.open('weblocks-alive:', 1);
-        open.onerror = () => reject(open.error);
-        open.onsuccess = () => {
-          const read = open.result.transaction(['alive']).objectStore('alive').getAllKeys();
-          read.onsuccess = async () => {
-            open.result.close();
-            const databases = (await indexedDB.databases()).map((d) => d.name).filter((n) => n.startsWith('weblocks-alive:') && n !== 'weblocks-alive:');
-            resolve({ register: read.result.slice().sort(), databases: databases.sort() });
-          };
-        };
-      }),
-  );
+async function livenessOf(tab) {
+  const register = await readStore(tab, 'weblocks-alive:', 'alive', 'getAllKeys');
+  const databases = await tab.evaluate(async () => (await indexedDB.databases()).map((d) => d.name));
+  return {
+    register: register.slice().sort(),
+    databases: databases.filter((n) => n.startsWith('weblocks-alive:') && n !== 'weblocks-alive:').sort(),
+  };
+}
 
 const run = (tab, where, op, name) => tab.evaluate(([w, o, n]) => window.run(w, o, n), [where, op, name]);
 
