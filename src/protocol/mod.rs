@@ -12,6 +12,7 @@
 //!   it carries out the participant's effects, arms its timer, and runs the edge's policies (flush
 //!   hops, keeping an earlier timer).
 //! - `log_order`: the order of the log transport, restored from entries that arrive in any order.
+//! - [`transport_record`]: the origin's one record of its transport, and what each context uses by it.
 
 pub mod replica;
 pub mod wire;
@@ -19,5 +20,6 @@ pub mod wire;
 pub mod edge;
 mod log_order;
 pub mod participant;
+pub mod transport_record;
 
 pub use participant::{Config, Effect, LossReason, Participant, TRIM_STEP, Transport, Wake};
