@@ -16,7 +16,10 @@
 // names: a context adds its name, in a read/write transaction, once its database is open and before it says
 // it joins, and takes it out when it closes it; a watcher takes out the name of one it found gone. Its
 // transactions run one at a time (A1′), so a joiner that reads it after its `Join` came back sees every
-// member that joined before it. (`indexedDB.databases()` would list the names too, but a page script can
+// member that joined before it. Each context keeps the register open and does not give it up on
+// `versionchange`, so a page that deletes it (logout code clearing every database) waits until the
+// origin's contexts are gone, and a joiner that starts meanwhile waits behind that deletion: the register
+// is never read empty while a member lives. (`indexedDB.databases()` would list the names too, but a page script can
 // delete it from its realm, and engines before Chrome 71, Firefox 126 and Safari 14 lack it.)
 //
 // The edge talks to one object per context: `prepare(clientId, openOwn)` as soon as it exists (the
@@ -72,9 +75,11 @@ export function makeEvidence(globalObject = theGlobal, scope) {
     request.onerror = () => opened(null);
     request.onsuccess = () => {
       const db = request.result;
-      // Another version's upgrade, or the browser closing it: opened again at the next use.
-      db.onversionchange = db.onclose = () => {
-        db.close();
+      // A deletion (or another version's upgrade, which no version makes) waits for this connection, so
+      // no joiner reads a register emptied under a live member. Closed by the browser: opened again at
+      // the next use.
+      db.onversionchange = () => {};
+      db.onclose = () => {
         if (registerDb === db) registerDb = null;
       };
       registerDb = db;

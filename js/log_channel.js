@@ -84,9 +84,11 @@ export function makeLogChannelFactory(globalObject = theGlobal, carried = typeof
  * db, logs, lost(db), used() }`, where `when` runs an operation once the database is open (or failed for good:
  * then `db` is null), in call order. The name, version and stores never change (docs/PROTOCOL.md §9).
  *
- * The connection ends when another context deletes or upgrades the database (`versionchange`), when the
- * browser closes it (`close`: site data cleared, WebKit's "Connection to Indexed Database server lost"), or
- * when a transaction cannot be made on it: `lost(db)`. The log then ends here for every log object of this
+ * The connection is not given up on `versionchange`: a page's deletion of the database (logout code clearing
+ * every database) waits until every context that has it open is gone, and a context that starts meanwhile
+ * waits behind the deletion, so a log is never made anew under a context that still runs on the old one.
+ * The connection ends when the browser closes it (`close`: site data cleared from its settings, WebKit's
+ * "Connection to Indexed Database server lost"), or when a transaction cannot be made on it: `lost(db)`. The log then ends here for every log object of this
  * global (a `gap`: its participant steps out), and the database is opened again. An open that fails is
  * tried again after each wait of OPEN_BACKOFF_MS, and so is one whose connection keeps failing before any
  * transaction completes on it; after the last, every log object tells its participant that it cannot reach
@@ -147,7 +149,8 @@ function openDatabase(globalObject) {
         request.onsuccess = () => {
           const db = request.result;
           entry.db = db;
-          db.onversionchange = db.onclose = () => entry.lost(db);
+          db.onversionchange = () => {};
+          db.onclose = () => entry.lost(db);
           ready();
         };
         request.onerror = retry;
@@ -272,7 +275,8 @@ function openLog(globalObject, database, name, header, carrier, storage) {
     // Where this object knows of no identity yet, it reads the log's or makes one: then the transaction
     // must stay open for that request (no `commit()`), which is once per object. Once known, it holds for
     // as long as this object's connection: the database cannot be deleted or made anew under an open
-    // connection without its `versionchange`, after which this object appends nothing more.
+    // connection, and this one is closed only with its `close`, after which this object appends nothing
+    // more.
     const make = known === 0;
     let added;
     let log;

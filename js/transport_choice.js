@@ -13,11 +13,13 @@
 //    (assumption A1). Anything unknown prefers the log.
 // 2. The origin's *record* (`agreeOnTransport`): the first context to ask writes its preference in a
 //    database of its own, in one read/write transaction; IndexedDB runs those one at a time, so every
-//    later context reads the first one's choice. A context that would take the broadcast transport adopts
-//    a recorded log; one that would take the carried log adopts a recorded log without a carrier; one that
-//    cannot use what is recorded (no BroadcastChannel in its realm, or an engine not known to give A1 where
-//    the broadcast transport is recorded) refuses every request (`REFUSED_DISAGREES`). So the contexts
-//    of an origin use one transport and one wake mode, or the odd one decides nothing.
+//    later context reads the first one's choice. What a context uses by it, the recorded transport or a
+//    refusal (`REFUSED_DISAGREES`), is decided by the wasm's `settleTransport`
+//    (src/protocol/transport_record.rs, which the simulation runs too). So the contexts of an origin use
+//    one transport and one wake mode, or the odd one decides nothing. Each context keeps its connection
+//    to the record open and does not give it up on `versionchange`: a page's deletion of the record then
+//    waits until every context of the origin is gone, and a context that starts meanwhile waits behind the
+//    deletion, so no context can record another transport while one that uses the first lives.
 //
 // The record's database name, version, store and value never change (docs/PROTOCOL.md §9).
 
@@ -92,28 +94,19 @@ export function preferredTransport(globalObject = theGlobal, oneOrder = oneOrder
 }
 
 /**
- * What a context that prefers `preferred` uses where `recorded` is the origin's record: a transport, or a
- * refusal (`REFUSED_DISAGREES`). A record only ever moves a context toward the log, and from the carried log
- * to the log without a carrier: never toward the broadcast transport.
- */
-export function settleTransport(preferred, recorded) {
-  if (recorded === preferred) return preferred;
-  if (preferred === BROADCAST && (recorded === LOG || recorded === LOG_WITHOUT_CARRIER)) return recorded;
-  if (preferred === LOG && recorded === LOG_WITHOUT_CARRIER) return recorded;
-  return REFUSED_DISAGREES;
-}
-
-/**
  * The transport this context uses: BROADCAST, LOG, LOG_WITHOUT_CARRIER or ALONE, or a refusal
  * (REFUSED_DISAGREES, REFUSED_UNREACHABLE), once the origin's record is read (or written: by the first
  * context to ask). Made before the context's first join, so no message of it goes out before it agrees.
+ * `settle(preferred, recorded)` gives (or promises) what a context that prefers `preferred` uses where
+ * `recorded` is recorded: a transport, or REFUSED_DISAGREES.
  *
- * The context then keeps the record's database open. Where it is deleted or closed under it (site data
- * cleared), the context writes the transport it uses again, or reads what a context that came meanwhile
- * wrote first: where it can no longer use its transport (or reach the record), `onChange(refusal)`, and
- * the context refuses from then on.
+ * The context then keeps the record's database open, and ignores `versionchange` on it: a deletion waits
+ * for this connection. Where the browser closes it (site data cleared from its settings, the storage
+ * process lost), the context writes the transport it uses again, or reads what a context that came
+ * meanwhile wrote first: where it can no longer use its transport (or reach the record), `onChange(refusal)`,
+ * and the context refuses from then on.
  */
-export function agreeOnTransport(globalObject = theGlobal, preferred = preferredTransport(globalObject), onChange = () => {}) {
+export function agreeOnTransport(globalObject = theGlobal, preferred = preferredTransport(globalObject), onChange = () => {}, settle) {
   const { indexedDB, document, WorkerGlobalScope } = globalObject;
   if (typeof indexedDB !== 'object' || indexedDB === null) {
     // No IndexedDB. In a window (its `document` cannot be deleted) or a worker, something took it away:
@@ -124,10 +117,9 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
     return Promise.resolve(inBrowser ? REFUSED_UNREACHABLE : preferred === BROADCAST ? BROADCAST : ALONE);
   }
   const watch = (db, transport) => {
-    db.onversionchange = db.onclose = () => {
-      db.close();
-      agree(transport).then((settled) => settled === transport || onChange(typeof settled === 'number' ? settled : REFUSED_DISAGREES));
-    };
+    // A deletion (or another version's upgrade, which no version makes) waits for this connection.
+    db.onversionchange = () => {};
+    db.onclose = () => agree(transport).then((settled) => settled === transport || onChange(typeof settled === 'number' ? settled : REFUSED_DISAGREES));
   };
   const agree = (wanted) =>
     new Promise((resolve) => {
@@ -147,6 +139,8 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
         request.onerror = retry;
         request.onsuccess = () => {
           const db = request.result;
+          // Kept through a deletion from the moment it is open, as after the agreement.
+          db.onversionchange = () => {};
           try {
             const transaction = db.transaction([STORE], 'readwrite');
             const store = transaction.objectStore(STORE);
@@ -154,12 +148,12 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
             read.onsuccess = () => {
               if (read.result === undefined) store.put(wanted, KEY);
             };
-            transaction.oncomplete = () => {
-              const settled = settleTransport(wanted, read.result === undefined ? wanted : read.result);
-              if (typeof settled === 'number') db.close();
-              else watch(db, settled);
-              resolve(settled);
-            };
+            transaction.oncomplete = () =>
+              Promise.resolve(settle(wanted, read.result === undefined ? wanted : read.result)).then((settled) => {
+                if (typeof settled === 'number') db.close();
+                else watch(db, settled);
+                resolve(settled);
+              }, () => db.close()); // No wasm: no engine either, which the caller reports.
             transaction.onabort = () => {
               db.close();
               retry();

@@ -3,7 +3,7 @@
 // `wasmSource` is what wasm-bindgen's init accepts (bytes, a URL, a Response...); by default the
 // `weblocks_bg.wasm` next to the glue. Shared by the ESM entry (index.js) and the classic build.
 import { createLockApi, installLockApi } from './lock_api.js';
-import init, { Engine } from '../pkg/weblocks.js';
+import init, { Engine, settleTransport } from '../pkg/weblocks.js';
 import { makeLogChannelFactory } from './log_channel.js';
 import { agreeOnTransport, ALONE, BROADCAST, LOG } from './transport_choice.js';
 import { makeEvidence } from './liveness.js';
@@ -44,7 +44,9 @@ export function createWasmLockApi(wasmSource = defaultWasmSource, globalObject =
     };
     let transport;
     try {
-      transport = (await Promise.all([agreeOnTransport(globalObject, undefined, onChange), initialized]))[0];
+      // What the record gives this context is the wasm's to decide (src/protocol/transport_record.rs).
+      const settle = (preferred, recorded) => initialized.then(() => settleTransport(preferred, recorded));
+      transport = (await Promise.all([agreeOnTransport(globalObject, undefined, onChange, settle), initialized]))[0];
     } catch (error) {
       // No engine: the database opened ahead goes.
       if (evidence !== undefined) evidence.close();

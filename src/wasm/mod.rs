@@ -20,6 +20,8 @@ mod request_options;
 #[cfg(target_arch = "wasm32")]
 mod sink;
 pub mod snapshot_transfer;
+#[cfg(all(target_arch = "wasm32", feature = "coordination"))]
+mod transport_settle;
 
 #[cfg(target_arch = "wasm32")]
 pub use engine::Engine;

@@ -32,6 +32,14 @@ impl Refusal {
         }
     }
 
+    /// The code JS names this refusal by.
+    pub fn code(self) -> u32 {
+        match self {
+            Refusal::Disagreement => REFUSED_DISAGREES,
+            Refusal::Unreachable => REFUSED_UNREACHABLE,
+        }
+    }
+
     /// The DOMException name every request and query of a refusing context is rejected with: the
     /// operation failed for a reason of its own, which the message gives.
     pub fn name(self) -> &'static str {
@@ -63,6 +71,9 @@ mod tests {
     fn the_codes_of_js_name_the_refusals_and_nothing_else() {
         assert_eq!(Refusal::from_code(1), Some(Refusal::Disagreement));
         assert_eq!(Refusal::from_code(2), Some(Refusal::Unreachable));
+        for refusal in [Refusal::Disagreement, Refusal::Unreachable] {
+            assert_eq!(Refusal::from_code(refusal.code()), Some(refusal));
+        }
         for code in [0, 3, u32::MAX] {
             assert_eq!(Refusal::from_code(code), None);
         }

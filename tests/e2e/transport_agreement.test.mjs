@@ -13,11 +13,14 @@
 // - Two pages on the log (WebKit; Chromium and Firefox with BroadcastChannel deleted in the windows): one's
 //   transactions start throwing while it holds a lock; it loses the lock with an AbortError, then refuses
 //   with an OperationError, with no error on the page (no recursion, no trap), and the other gets the lock.
-// - Two pages on the log, and the log's database deleted from one of them while the other holds a lock: both
-//   lose what they held, rejoin the new log, and exclude each other again.
-// - The origin's transport record deleted (site data cleared) under a page that holds a lock (Chromium), then
-//   a page without BroadcastChannel: the holder writes its transport again at once, and the newcomer refuses,
-//   leaving no liveness database behind (its contexts open theirs while their wasm loads) and none in the
+// - Two pages on the log, and the log's database deleted from one of them while the other holds a lock: the
+//   deletion waits while they live; the holder keeps its lock, and the log goes on.
+// - Logout code in a page that holds a lock deletes every database of the origin: weblocks' transport record
+//   and register are kept (their deletions wait) while the page's contexts live, and a page opened meanwhile
+//   (in Chromium and Firefox one without BroadcastChannel, which prefers another transport) is neither
+//   granted nor refused until the holder's page closes; then it records its own transport and is granted.
+// - Beside a page on the recorded broadcast transport (Chromium), a page without BroadcastChannel refuses,
+//   leaving no liveness database behind (its context opens one while its wasm loads) and none in the
 //   register.
 //
 // Each browser keeps one profile across the file; every test starts with the origin's transport record
@@ -124,6 +127,9 @@ async function eventually(check, what, ms = 10_000) {
   }
 }
 
+/** Resolves to `promise`'s value, or to `'pending'` if it has not settled within `ms`. */
+const settledWithin = (promise, ms) => Promise.race([promise, new Promise((resolve) => setTimeout(() => resolve('pending'), ms))]);
+
 /** Every ordered pair of the page's contexts: one holds, the other's ifAvailable probe finds it taken, then free. */
 async function checkOneManager(tab) {
   for (const holder of CONTEXTS) {
@@ -227,54 +233,55 @@ for (const { label, launch, family, recorded } of BROWSERS) {
     });
   });
 
-  test(`${label}: on the log, the log's database deleted from one page while the other holds a lock: both rejoin a new log and exclude each other again`, async () => {
+  test(`${label}: on the log, the log's database deleted from one page while the other holds a lock: the deletion waits for both, the holder keeps its lock, and the log goes on`, async () => {
     await withBrowser(launch, async (browser) => {
       await forgetTransportOf(browser);
       await withPages(browser, [onLog, onLog], async ([a, b]) => {
         const name = `deleted-${++runs}`;
+        assert.equal(await run(a, 'page', 'probe', `${name}-joined`), 'free');
         assert.equal(await run(b, 'page', 'hold', name), 'held');
-        await a.evaluate(
-          () =>
-            new Promise((resolve, reject) => {
-              const request = indexedDB.deleteDatabase('weblocks-log:weblocks');
-              request.onsuccess = resolve;
-              request.onerror = () => reject(request.error);
-            }),
-        );
-        await eventually(async () => (await run(b, 'page', 'lost')).length === 1, 'the holder learns its log ended');
-        assert.deepEqual(await run(b, 'page', 'lost'), [`${name}: AbortError`]);
-        const again = `${name}-again`;
-        await eventually(async () => (await run(a, 'page', 'hold', again)) === 'held', 'a locks again');
-        assert.equal(await run(b, 'page', 'probe', again), 'taken');
-        assert.equal(await run(b, 'worker', 'probe', again), 'taken');
-        assert.equal(await run(a, 'page', 'release', again), true);
-        await eventually(async () => (await run(b, 'page', 'probe', again)) === 'free', 'b sees it free');
+        await a.evaluate(() => {
+          window.logDeletion = 'pending';
+          const request = indexedDB.deleteDatabase('weblocks-log:weblocks');
+          request.onblocked = () => (window.logDeletion = 'blocked');
+          request.onsuccess = () => (window.logDeletion = 'deleted');
+          request.onerror = () => (window.logDeletion = String(request.error));
+        });
+        // Neither page gives its connection up: the holder is not told anything, and keeps its lock.
+        assert.equal(await run(a, 'page', 'probe', name), 'taken');
+        assert.equal(await run(a, 'worker', 'probe', name), 'taken');
+        const granted = run(a, 'page', 'hold', name);
+        assert.equal(await settledWithin(granted, 1000), 'pending', 'the other page waits for the lock');
+        assert.deepEqual(await run(b, 'page', 'lost'), [], 'the holder kept its lock');
+        assert.equal(await run(b, 'page', 'release', name), true);
+        assert.equal(await settledWithin(granted, 10_000), 'held', 'the log goes on: the waiter is granted');
+        assert.equal(await run(b, 'page', 'probe', name), 'taken');
+        assert.equal(await run(a, 'page', 'release', name), true);
+        assert.notEqual(await a.evaluate(() => window.logDeletion), 'deleted', 'the deletion waits while they live');
       });
     });
   });
 }
 
-test('Chromium: the origin\'s record deleted under a page that holds a lock, then a page without BroadcastChannel: it refuses, and the holder keeps its lock', async () => {
+test('Chromium: beside a page on the recorded broadcast transport, a page without BroadcastChannel (nor in its worker) refuses, leaving no liveness database behind', async () => {
   await withBrowser(launchChromium, async (browser) => {
     await forgetTransportOf(browser);
     await withPages(browser, [{}], async ([holder]) => {
-      const name = `record-${++runs}`;
-      assert.equal(await run(holder, 'page', 'hold', name), 'held');
-      // Site data cleared: the record goes, and the running contexts write theirs again at once.
-      await forgetTransportOf(browser);
+      const name = `refuses-${++runs}`;
       // Every context of the holder's page joins first, so that their databases are all in `before`.
       for (const where of CONTEXTS) assert.equal(await run(holder, where, 'probe', `${name}-joined`), 'free');
+      assert.equal(await run(holder, 'page', 'hold', name), 'held');
       const before = await livenessOf(holder);
       await withPages(browser, [{ bc: 'none' }], async ([newcomer]) => {
         assert.equal(await run(newcomer, 'page', 'hold', name), 'OperationError', 'the newcomer on another transport refuses');
-        assert.equal(await run(newcomer, 'worker', 'probe', name), 'OperationError');
+        assert.equal(await run(newcomer, 'worker', 'probe', name), 'OperationError', 'and so does its worker (no BroadcastChannel either)');
         assert.deepEqual(await run(holder, 'page', 'lost'), [], 'the holder kept its lock');
-        assert.equal(await run(holder, 'worker', 'probe', name), 'taken');
-        // Its contexts opened their liveness databases while their wasm loaded; refusing, they deleted
-        // them, and never entered the register.
-        // (Some of `before` may go meanwhile: the page that deleted the record dropped its own on closing.)
-        let now;
+        // The page's context opened its liveness database while its wasm loaded; refusing, it deleted it,
+        // and never entered the register; nor did its worker's. (Some of `before` may go meanwhile: the
+        // page that deleted the record dropped its own on closing.)
+        const own = `weblocks-alive:${await newcomer.evaluate(() => window.weblocks.clientId)}:`;
         const within = (names, of) => names.every((n) => of.includes(n));
+        let now;
         await eventually(
           async () => {
             now = await livenessOf(holder);
@@ -282,8 +289,62 @@ test('Chromium: the origin\'s record deleted under a page that holds a lock, the
           },
           'the refusing contexts left no liveness database',
         ).catch((error) => assert.fail(`${error.message}: before ${JSON.stringify(before)}, now ${JSON.stringify(now)}`));
+        assert.ok(before.databases.concat(now.databases).every((n) => !n.startsWith(own)), "the refusing page's own never listed");
       });
       assert.equal(await run(holder, 'page', 'release', name), true);
     });
   });
 });
+
+for (const { label, launch, recorded } of BROWSERS) {
+  // Where BroadcastChannel gives one order, the newcomer's window deletes it: it prefers another transport
+  // than the one recorded, the case where a second lock manager could start.
+  const newcomerQuery = label === 'WebKit' ? {} : { bc: 'none' };
+  const newcomerRecords = label === 'WebKit' ? recorded : 'log-bare';
+
+  test(`${label}: logout code deletes every database while a page holds a lock: weblocks' own wait until its contexts are gone, and a page opened meanwhile is granted only then`, async () => {
+    await withBrowser(launch, async (browser) => {
+      await forgetTransportOf(browser);
+      const name = `logout-${++runs}`;
+      const holder = await browser.newTab(`${origin}tests/e2e/fixtures/agreement.html`);
+      let closed = false;
+      try {
+        await holder.evaluate(() => window.contextsReady);
+        // Every context of the holder's page joins first, so that each keeps weblocks' databases open.
+        for (const where of CONTEXTS) assert.equal(await run(holder, where, 'probe', `${name}-joined`), 'free');
+        assert.equal(await run(holder, 'page', 'hold', name), 'held');
+        assert.equal(await recordOf(holder), recorded);
+        // What logout code does: delete every database of the origin, without waiting for any.
+        await holder.evaluate(async () => {
+          window.deletions = {};
+          for (const { name } of await indexedDB.databases()) {
+            window.deletions[name] = 'pending';
+            const request = indexedDB.deleteDatabase(name);
+            request.onblocked = () => (window.deletions[name] = 'blocked');
+            request.onsuccess = () => (window.deletions[name] = 'deleted');
+          }
+        });
+        await withPages(browser, [newcomerQuery], async ([newcomer]) => {
+          const granted = run(newcomer, 'page', 'hold', name);
+          assert.equal(await settledWithin(granted, 2000), 'pending', 'the newcomer is neither granted nor refused while the holder lives');
+          const deletions = await holder.evaluate(() => window.deletions);
+          for (const kept of ['weblocks-transport', 'weblocks-alive:', ...(recorded === 'log' ? ['weblocks-log:weblocks'] : [])]) {
+            assert.notEqual(deletions[kept], 'deleted', `${kept} is kept while the holder lives: ${JSON.stringify(deletions)}`);
+          }
+          assert.deepEqual(await run(holder, 'page', 'lost'), [], 'the holder kept its lock');
+          assert.equal(await run(holder, 'worker', 'probe', name), 'taken');
+          // The holder's page goes: its connections close, the deletions complete, and the newcomer's
+          // contexts start on the origin anew.
+          await holder.close();
+          closed = true;
+          assert.equal(await settledWithin(granted, 10_000), 'held', 'the newcomer is granted once the holder is gone');
+          assert.equal(await recordOf(newcomer), newcomerRecords, 'the newcomer recorded its own transport');
+          assert.equal(await run(newcomer, 'worker', 'probe', name), 'taken', "the newcomer's worker shares its manager");
+          assert.equal(await run(newcomer, 'page', 'release', name), true);
+        });
+      } finally {
+        if (!closed) await holder.close();
+      }
+    });
+  });
+}

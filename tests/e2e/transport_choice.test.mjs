@@ -1,8 +1,10 @@
 // js/transport_choice.js in Node.js: the engine told by its own error text whatever the global holds, the
-// table by which a context settles on its origin's recorded transport, and what a context without IndexedDB
-// does. The record itself (IndexedDB) is exercised in the browsers by transport_agreement.test.mjs.
+// table by which a context settles on its origin's recorded transport (the wasm's `settleTransport`, as the
+// shim calls it), and what a context without IndexedDB does. The record itself (IndexedDB) is exercised in the browsers by transport_agreement.test.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import init, { settleTransport } from '../../pkg/weblocks.js';
 import {
   ALONE,
   BROADCAST,
@@ -14,7 +16,6 @@ import {
   engineFamily,
   oneOrderEngine,
   preferredTransport,
-  settleTransport,
 } from '../../js/transport_choice.js';
 
 test('the engine is told by the text of the error it throws, not by globals a script can change', () => {
@@ -45,7 +46,8 @@ test('the preference: broadcast only with a channel in an engine trusted with on
   assert.equal(preferredTransport({}, false), LOG_WITHOUT_CARRIER);
 });
 
-test('a record only moves a context toward the log, never toward the broadcast transport; what it cannot use, it refuses', () => {
+test('a record only moves a context toward the log, never toward the broadcast transport; what it cannot use, it refuses', async () => {
+  await init({ module_or_path: await readFile(new URL('../../pkg/weblocks_bg.wasm', import.meta.url)) });
   const expected = {
     [BROADCAST]: { [BROADCAST]: BROADCAST, [LOG]: LOG, [LOG_WITHOUT_CARRIER]: LOG_WITHOUT_CARRIER },
     [LOG]: { [BROADCAST]: REFUSED_DISAGREES, [LOG]: LOG, [LOG_WITHOUT_CARRIER]: LOG_WITHOUT_CARRIER },
