@@ -25,7 +25,8 @@
 //! carried out by the production edge loop (`weblocks::protocol::edge`), whose host the world is
 //! (`host`). Each part of the origin has a module of its own: `network` (the channel and its delivery
 //! models), `indexed_log` (the log in IndexedDB), `liveness_db` (evidence),
-//! `observers` (the reference the checks use), `lifecycle` (faults and the page lifecycle) and
+//! `observers` (the reference the checks use), `lifecycle` (faults and the page lifecycle),
+//! `transport_record` (the origin's record of its transport, where contexts prefer different ones) and
 //! `event_queue` (simulated time).
 
 use std::cmp::Reverse;
