@@ -616,10 +616,7 @@ impl World {
             applied_seq: 0,
             process: i,
             last_from: BTreeMap::new(),
-            wake: match self.env.config.transport {
-                Transport::Log(wake) => wake,
-                Transport::Broadcast => Wake::Carrier,
-            },
+            wake: wake_of(self.env.config.transport),
             farewell: None,
             connected: false,
             edge: EdgeState::default(),
@@ -737,15 +734,20 @@ impl World {
 
     /// Over the log without a carrier, context `i` is a worker: nothing wakes it, it polls.
     pub fn make_worker(&mut self, i: usize) {
+        self.configure(i, Transport::Log(Wake::Polls));
+    }
+
+    /// Context `i` (not started) gets a participant of its version for `transport`.
+    fn configure(&mut self, i: usize, transport: Transport) {
         let config = Config {
-            transport: Transport::Log(Wake::Polls),
+            transport,
             ..self.env.config.clone()
         };
         let version = self.contexts[i].participant.version();
         let mut participant = Participant::with_version(&format!("ctx{i}"), config, version);
         participant.record_decisions();
         self.contexts[i].participant = participant;
-        self.contexts[i].wake = Wake::Polls;
+        self.contexts[i].wake = wake_of(transport);
     }
 
     fn start(&mut self, i: usize) {
@@ -1061,5 +1063,13 @@ impl World {
             let at = self.now + hold;
             self.schedule(at, i, Ev::Client(Action::Release(id)));
         }
+    }
+}
+
+/// How a context on `transport` hears of what others append (the broadcast transport: its channel).
+fn wake_of(transport: Transport) -> Wake {
+    match transport {
+        Transport::Log(wake) => wake,
+        Transport::Broadcast => Wake::Carrier,
     }
 }

@@ -26,7 +26,7 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use weblocks::protocol::transport_record::{Recorded, settle};
-use weblocks::protocol::{Config, Participant, Transport, Wake};
+use weblocks::protocol::{Transport, Wake};
 
 use super::{Action, Ev, ReqState, Status, World};
 
@@ -161,26 +161,15 @@ impl World {
         if previous != Some(t) {
             self.move_transport(previous, t);
         }
-        let worker = self.contexts[i].worker;
-        let transport = match t {
-            Recorded::Broadcast => Transport::Broadcast,
-            Recorded::Log => Transport::Log(Wake::Carrier),
-            Recorded::LogBare if worker || !self.env.storage => Transport::Log(Wake::Polls),
-            Recorded::LogBare => Transport::Log(Wake::Pokes),
+        // Without a carrier a document with storage is poked; a worker, or any context without
+        // storage, polls.
+        let bare = if self.contexts[i].worker || !self.env.storage {
+            Wake::Polls
+        } else {
+            Wake::Pokes
         };
-        let config = Config {
-            transport,
-            ..self.env.config.clone()
-        };
-        let version = self.contexts[i].participant.version();
-        let mut participant = Participant::with_version(&format!("ctx{i}"), config, version);
-        participant.record_decisions();
+        self.configure(i, transport_of(t, bare));
         let n = &mut self.contexts[i];
-        n.participant = participant;
-        n.wake = match transport {
-            Transport::Log(wake) => wake,
-            Transport::Broadcast => Wake::Carrier,
-        };
         n.uses = Some(t);
         n.admission = Admission::Started;
         self.bump("admitted contexts");
@@ -197,11 +186,7 @@ impl World {
     /// log, the log starts empty (deleted with the record by the logout, or never made), with a new
     /// history; between the two logs it is the same log, read with the other wake.
     fn move_transport(&mut self, from: Option<Recorded>, to: Recorded) {
-        self.env.config.transport = match to {
-            Recorded::Broadcast => Transport::Broadcast,
-            Recorded::Log => Transport::Log(Wake::Carrier),
-            Recorded::LogBare => Transport::Log(Wake::Pokes),
-        };
+        self.env.config.transport = transport_of(to, Wake::Pokes);
         let Some(from) = from else {
             return;
         };
@@ -344,5 +329,14 @@ impl World {
                 "two transports in one origin: ctx{first} runs {t:?} and ctx{other} runs {u:?}"
             ));
         }
+    }
+}
+
+/// The transport a context runs where it settled on `recorded`: without a carrier, woken by `bare`.
+fn transport_of(recorded: Recorded, bare: Wake) -> Transport {
+    match recorded {
+        Recorded::Broadcast => Transport::Broadcast,
+        Recorded::Log => Transport::Log(Wake::Carrier),
+        Recorded::LogBare => Transport::Log(bare),
     }
 }
