@@ -23,7 +23,7 @@ use weblocks::protocol::wire::{self, Decoded, MemberKey};
 use weblocks::protocol::{LossReason, Transport, Wake};
 use weblocks::scheduler::{LockMode, LockOptions, Snapshot};
 
-use super::world::{Action, Delivery, Expect, ReqRecord, ReqState, Status, World};
+use super::world::{Action, Admission, Delivery, Expect, ReqRecord, ReqState, Status, World};
 
 impl World {
     pub(crate) fn on_granted(&mut self, i: usize, id: u64) {
@@ -451,7 +451,7 @@ impl World {
     pub(crate) fn check_settled(&mut self) {
         for i in 0..self.contexts.len() {
             let n = &self.contexts[i];
-            if n.status != Status::Running {
+            if n.status != Status::Running || n.admission != Admission::Started {
                 continue;
             }
             for (id, r) in &n.requests {
@@ -503,6 +503,7 @@ impl World {
         let version = self.observers.iter().map(|o| o.version).max()?;
         let prober = (0..self.contexts.len()).find(|&i| {
             self.contexts[i].status == Status::Running
+                && self.contexts[i].admission == Admission::Started
                 && !self.contexts[i].retired
                 && self.contexts[i].participant.version() == version
         })?;

@@ -31,6 +31,7 @@ fn world(seed: u64, keep: u64) -> World {
             log_keep: keep,
             ..Config::default()
         },
+        reask_on_versionchange: false,
     };
     let mut w = World::new(seed, env, &[PROTOCOL_VERSION]);
     w.max_steps = u64::MAX;

@@ -27,6 +27,7 @@ fn env(transport: Transport, storage: bool) -> Env {
             transport,
             ..Config::default()
         },
+        reask_on_versionchange: false,
     }
 }
 

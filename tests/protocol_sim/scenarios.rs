@@ -4,11 +4,12 @@
 
 use std::rc::Rc;
 
+use weblocks::protocol::transport_record::Recorded;
 use weblocks::protocol::wire::Body;
 use weblocks::protocol::{Config, Effect, LossReason};
 use weblocks::scheduler::{LockMode, LockOptions};
 
-use super::world::{Action, Delivery, Env, Fault, ReqState, Status, World};
+use super::world::{Action, Admission, Delivery, Env, Fault, ReqState, Status, World};
 
 /// A lively environment: messages take up to 5 ms per hop, storage up to 5 ms.
 fn env() -> Env {
@@ -19,6 +20,7 @@ fn env() -> Env {
         storage: true,
         delivery: Delivery::TotalOrder,
         config: Config::default(),
+        reask_on_versionchange: false,
     }
 }
 
@@ -397,4 +399,93 @@ fn a_lone_member_is_granted_without_waiting_for_the_channel_until_another_contex
     );
     assert!(!effects.contains(&Effect::Granted(id)), "{effects:?}");
     assert!(w.violations.is_empty(), "{:?}", w.violations);
+}
+
+/// The origin on the broadcast transport: a page logs out (deletes the record) and navigates away,
+/// while the other holds "x" in its callback, busy; meanwhile a document whose page deleted
+/// `BroadcastChannel` (it prefers the log without a carrier) arrives and asks for "x".
+fn logout_beside_a_holder(seed: u64, reask: bool) -> (World, usize, usize) {
+    let mut w = World::new(
+        seed,
+        Env {
+            reask_on_versionchange: reask,
+            ..env()
+        },
+        &[1],
+    );
+    w.with_record();
+    let holder = w.add_preferring(0, 1, 2, Recorded::Broadcast, false);
+    let logout = w.add_preferring(0, 1, 2, Recorded::Broadcast, false);
+    let newcomer = w.add_preferring(1_010, 1, 2, Recorded::LogBare, false);
+    request(&mut w, 10, holder, "x", 5_000);
+    // Long tasks one after another, with a moment of running between them.
+    w.fault_at(990, holder, Fault::Stall(300));
+    w.fault_at(1_291, holder, Fault::Stall(300));
+    w.fault_at(1_000, logout, Fault::RecordDeleted);
+    w.fault_at(1_020, logout, Fault::Close);
+    request(&mut w, 1_100, newcomer, "x", 10);
+    w.fault_at(3_000, holder, Fault::Close);
+    (w, holder, newcomer)
+}
+
+#[test]
+fn a_newcomer_on_another_transport_waits_behind_the_records_deletion_until_the_holder_is_gone() {
+    for seed in 0..10 {
+        let (mut w, holder, newcomer) = logout_beside_a_holder(seed, false);
+        run(&mut w, 2_990);
+        // The holder keeps the record open: the deletion waits, and the newcomer with it.
+        assert_eq!(record(&w, holder, 1).0, ReqState::Held, "seed {seed}");
+        assert_eq!(
+            w.contexts[newcomer].admission,
+            Admission::Awaiting,
+            "seed {seed}"
+        );
+        assert!(w.contexts[newcomer].requests.is_empty(), "seed {seed}");
+        run(&mut w, 6_000);
+        // The holder is gone: the record is deleted, the newcomer writes its own and starts on it.
+        assert_eq!(
+            w.contexts[newcomer].uses,
+            Some(Recorded::LogBare),
+            "seed {seed}"
+        );
+        assert_eq!(w.stat("transports changed"), 1, "seed {seed}");
+        let (state, granted) = record(&w, newcomer, 1);
+        assert_eq!(state, ReqState::Released, "seed {seed}");
+        assert!(granted.unwrap() >= 3_000, "seed {seed}");
+    }
+}
+
+/// The behaviour the record must not have: each context closes the record on `versionchange` and
+/// at once asks again. The deletion completes when the busy holder's handler has run; the newcomer's
+/// transaction, queued first, records the log without a carrier, and the holder, busy again, reads
+/// that only after the newcomer has started: two transports run, and the check reports it. Where the
+/// holder reads it first, it refuses from then on and loses "x" while in its callback.
+#[test]
+fn contexts_that_give_the_record_up_on_versionchange_run_two_transports() {
+    let mut split = 0;
+    for seed in 0..10 {
+        let (mut w, holder, _) = logout_beside_a_holder(seed, true);
+        w.run_until(6_000);
+        match w.violations.first() {
+            Some(v) => {
+                assert!(
+                    v.contains(
+                        "two transports in one origin: ctx0 runs Broadcast and ctx2 runs LogBare"
+                    ),
+                    "seed {seed}: {v}"
+                );
+                split += 1;
+            }
+            None => {
+                assert_eq!(
+                    w.contexts[holder].admission,
+                    Admission::Refused,
+                    "seed {seed}"
+                );
+                assert_eq!(w.stat("refused running contexts"), 1, "seed {seed}");
+            }
+        }
+    }
+    eprintln!("two transports in {split} of 10 runs");
+    assert!(split > 0);
 }

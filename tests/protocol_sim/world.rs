@@ -25,7 +25,8 @@
 //! carried out by the production edge loop (`weblocks::protocol::edge`), whose host the world is
 //! (`host`). Each part of the origin has a module of its own: `network` (the channel and its delivery
 //! models), `indexed_log` (the log in IndexedDB), `liveness_db` (evidence),
-//! `observers` (the reference the checks use), `lifecycle` (faults and the page lifecycle) and
+//! `observers` (the reference the checks use), `lifecycle` (faults and the page lifecycle),
+//! `transport_record` (the origin's record of its transport, where contexts prefer different ones) and
 //! `event_queue` (simulated time).
 
 use std::cmp::Reverse;
@@ -47,11 +48,15 @@ mod lifecycle;
 mod liveness_db;
 mod network;
 mod observers;
+mod transport_record;
 
 use event_queue::Scheduled;
 use host::Entry;
 use liveness_db::AliveDb;
 use network::{Payload, edge_decodes, entry_data};
+pub use transport_record::Admission;
+use transport_record::TransportRecord;
+use weblocks::protocol::transport_record::Recorded;
 
 /// The identity of the simulated log's first database (a log's database makes one when it is
 /// created); the database made anew after the `g`-th deletion has `LOG + g`.
@@ -68,6 +73,10 @@ pub struct Env {
     /// How the channel (the transport, or the log's carrier) orders what it delivers.
     pub delivery: Delivery,
     pub config: Config,
+    /// A context closes its connection to the origin's record on `versionchange` and at once asks
+    /// again (see `transport_record`): the behaviour the record must not have, which the checks
+    /// must catch.
+    pub reask_on_versionchange: bool,
 }
 
 /// How a BroadcastChannel orders the messages of several senders for each receiver.
@@ -151,11 +160,21 @@ pub enum Fault {
     /// deletion waits until every one has closed, then the next open makes the log anew: keys restart
     /// at 1, a new identity, a new history. Carrier frames of the old log still in flight arrive late.
     LogDeleted,
+    /// In a world with the origin's record of its transport: the context's logout code deletes it
+    /// (and, over the log, the log's database). The deletion waits until every context holding the
+    /// record is gone; contexts that start meanwhile wait behind it (`transport_record`).
+    RecordDeleted,
 }
 
 #[derive(Clone, Debug)]
 enum Ev {
     Start,
+    /// The context opens the origin's record and makes its transaction on it.
+    RecordAsk,
+    /// The context gets its transaction's answer: the record's value.
+    RecordAnswer(Recorded),
+    /// `Env::reask_on_versionchange`: the record's `versionchange` reaches the context.
+    RecordVersionChange,
     /// The channel's dispatcher receives a post of the context.
     Dispatch {
         payload: Payload,
@@ -334,6 +353,15 @@ pub struct SimContext {
     loops: BTreeMap<u64, (Rc<str>, u64)>,
     /// Every effect it carried out, in order, where the world records them (`World::recording`).
     pub recorded: Vec<Effect>,
+    /// Whether it runs a participant (in a world with a record: once it has settled).
+    pub admission: Admission,
+    /// In a world with a record: the transport it prefers, and the one it settled on.
+    pub preference: Option<Recorded>,
+    pub uses: Option<Recorded>,
+    /// A worker: without a carrier, it polls.
+    pub worker: bool,
+    /// Its client's calls made before it settled.
+    awaiting: VecDeque<Action>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -413,6 +441,9 @@ pub struct World {
     /// Evidence: the origin's liveness databases by (client id, key), and the last key made.
     alive: BTreeMap<(Rc<str>, u64), AliveDb>,
     last_watch: u64,
+    /// The origin's record of its transport, in a world whose contexts go through it
+    /// (`World::with_record`).
+    pub record: Option<TransportRecord>,
 }
 
 impl World {
@@ -460,6 +491,7 @@ impl World {
             log_bases: vec![0],
             deleting: None,
             blocked: Vec::new(),
+            record: None,
         }
     }
 
@@ -474,6 +506,7 @@ impl World {
             storage: true,
             delivery: Delivery::TotalOrder,
             config,
+            reask_on_versionchange: false,
         };
         let mut w = World::new(0, env, &[weblocks::protocol::wire::PROTOCOL_VERSION]);
         w.recording = true;
@@ -583,16 +616,18 @@ impl World {
             applied_seq: 0,
             process: i,
             last_from: BTreeMap::new(),
-            wake: match self.env.config.transport {
-                Transport::Log(wake) => wake,
-                Transport::Broadcast => Wake::Carrier,
-            },
+            wake: wake_of(self.env.config.transport),
             farewell: None,
             connected: false,
             edge: EdgeState::default(),
             microtasks: 0,
             loops: BTreeMap::new(),
             recorded: Vec::new(),
+            admission: Admission::Started,
+            preference: None,
+            uses: None,
+            worker: false,
+            awaiting: VecDeque::new(),
         });
         self.schedule(at, i, Ev::Start);
         i
@@ -619,6 +654,9 @@ impl World {
 
     fn dispatch(&mut self, i: usize, ev: Ev) {
         match ev {
+            Ev::Start if self.record.is_some() && self.contexts[i].preference.is_some() => {
+                self.start_at_record(i)
+            }
             Ev::Start => self.start(i),
             Ev::Dispatch { payload, life } => self.channel_dispatch(i, payload, life),
             Ev::Append { msg, life, log } => {
@@ -670,7 +708,10 @@ impl World {
             | Ev::StorageRelay(_)
             | Ev::AliveOpened { .. }
             | Ev::Census(_)
-            | Ev::Gone { .. } => match self.contexts[i].status {
+            | Ev::Gone { .. }
+            | Ev::RecordAsk
+            | Ev::RecordAnswer(_)
+            | Ev::RecordVersionChange => match self.contexts[i].status {
                 Status::Running => self.run(i, ev),
                 Status::Stalled | Status::Frozen => self.contexts[i].deferred.push_back(ev),
                 Status::Hidden => match ev {
@@ -680,7 +721,10 @@ impl World {
                     | Ev::Timer { .. }
                     | Ev::AliveOpened { .. }
                     | Ev::Census(_)
-                    | Ev::Gone { .. } => self.contexts[i].deferred.push_back(ev),
+                    | Ev::Gone { .. }
+                    | Ev::RecordAsk
+                    | Ev::RecordAnswer(_)
+                    | Ev::RecordVersionChange => self.contexts[i].deferred.push_back(ev),
                     _ => {}
                 },
                 Status::NotStarted | Status::Crashed | Status::Closed => {}
@@ -690,15 +734,20 @@ impl World {
 
     /// Over the log without a carrier, context `i` is a worker: nothing wakes it, it polls.
     pub fn make_worker(&mut self, i: usize) {
+        self.configure(i, Transport::Log(Wake::Polls));
+    }
+
+    /// Context `i` (not started) gets a participant of its version for `transport`.
+    fn configure(&mut self, i: usize, transport: Transport) {
         let config = Config {
-            transport: Transport::Log(Wake::Polls),
+            transport,
             ..self.env.config.clone()
         };
         let version = self.contexts[i].participant.version();
         let mut participant = Participant::with_version(&format!("ctx{i}"), config, version);
         participant.record_decisions();
         self.contexts[i].participant = participant;
-        self.contexts[i].wake = Wake::Polls;
+        self.contexts[i].wake = wake_of(transport);
     }
 
     fn start(&mut self, i: usize) {
@@ -709,6 +758,17 @@ impl World {
 
     fn run(&mut self, i: usize, ev: Ev) {
         let now = self.now;
+        match ev {
+            Ev::RecordAsk => return self.record_ask(i),
+            Ev::RecordAnswer(recorded) => return self.record_answer(i, recorded),
+            Ev::RecordVersionChange => return self.record_version_change(i),
+            // A context that runs no participant hears nothing but its client.
+            Ev::Client(action) if self.contexts[i].admission != Admission::Started => {
+                return self.client(i, action);
+            }
+            _ if self.contexts[i].admission != Admission::Started => return,
+            _ => {}
+        }
         match ev {
             Ev::Deliver { payload, epoch } => {
                 if epoch != self.contexts[i].epoch {
@@ -866,6 +926,11 @@ impl World {
 
     fn client(&mut self, i: usize, action: Action) {
         let now = self.now;
+        match self.contexts[i].admission {
+            Admission::Started => {}
+            Admission::Awaiting => return self.contexts[i].awaiting.push_back(action),
+            Admission::Refused => return self.client_refused(i, &action),
+        }
         match action {
             Action::Request {
                 name,
@@ -998,5 +1063,13 @@ impl World {
             let at = self.now + hold;
             self.schedule(at, i, Ev::Client(Action::Release(id)));
         }
+    }
+}
+
+/// How a context on `transport` hears of what others append (the broadcast transport: its channel).
+fn wake_of(transport: Transport) -> Wake {
+    match transport {
+        Transport::Log(wake) => wake,
+        Transport::Broadcast => Wake::Carrier,
     }
 }

@@ -88,6 +88,9 @@ impl World {
         if self.deleting.is_some() {
             self.finish_deletion();
         }
+        if self.record.is_some() && self.checking {
+            self.check_one_transport();
+        }
         if std::mem::take(&mut self.dirty) && self.checking {
             self.check_step();
         }

@@ -6,12 +6,28 @@ use std::rc::Rc;
 use weblocks::protocol::Transport;
 use weblocks::protocol::wire::{self, Value};
 
-use super::{Ev, Fault, Payload, Status, World};
+use super::{Admission, Ev, Fault, Payload, Status, World};
 
 impl World {
     pub(super) fn fault(&mut self, i: usize, f: Fault) {
-        let now = self.now;
         self.note(|| format!("ctx{i} fault {f:?}"));
+        if self.contexts[i].admission != Admission::Started {
+            // A context that runs no participant (yet): it is gone, or busy, or runs its client's
+            // logout code; nothing else of it is at stake.
+            return match f {
+                Fault::Crash | Fault::RecordDeleted => self.fault_started(i, f),
+                Fault::Close | Fault::CutClose => self.close(i),
+                Fault::Stall(d) | Fault::Freeze(d) | Fault::Hide(d) | Fault::CutHide(d) => {
+                    self.fault_started(i, Fault::Stall(d))
+                }
+                _ => {}
+            };
+        }
+        self.fault_started(i, f)
+    }
+
+    fn fault_started(&mut self, i: usize, f: Fault) {
+        let now = self.now;
         match f {
             Fault::Crash => {
                 // The process goes, with every context in it.
@@ -28,6 +44,7 @@ impl World {
                 }
                 for j in crashed {
                     self.close_alive(j);
+                    self.release_record(j);
                 }
             }
             Fault::Stall(d) => {
@@ -103,6 +120,7 @@ impl World {
                 self.deleting = Some(open);
                 self.finish_deletion();
             }
+            Fault::RecordDeleted => self.delete_record(i),
             Fault::Undecodable => {
                 self.bump("undecodable posts");
                 let msg = Rc::new(vec![Value::Num(0.0); wire::MAX_SLOTS + 1]);
@@ -141,6 +159,7 @@ impl World {
             n.life += 1;
         }
         self.close_alive(i);
+        self.release_record(i);
     }
 
     /// What the edge's farewell listener does in a `pagehide` cut short: post the participant's Leave
