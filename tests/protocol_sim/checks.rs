@@ -119,7 +119,7 @@ impl World {
                     || self.stat("aborted appends") > 0
                     || self.stat("connections closed") > 0
                     || self.stat("failed reads") > 0
-                    || self.stat("logs deleted") > 0
+                    || self.stat("logs cleared") > 0
             }
             // A newer version spoke on the channel.
             LossReason::Retired => {

@@ -461,10 +461,15 @@ fn build_as(seed: u64, family: Family) -> (World, u64) {
             let i = rng.range(0, count as u64 - 1) as usize;
             world.fault_at(rng.range(0, active), i, Fault::ReadFails);
         }
-        // Logout code that deletes every database: the log is made anew under the contexts.
+        // Logout code that deletes every database: the deletion waits for every context that has
+        // the log open. Or the browser clears the site's data: the log is made anew under them.
         if rng.chance(0.15) {
             let i = rng.range(0, count as u64 - 1) as usize;
             world.fault_at(rng.range(0, active), i, Fault::LogDeleted);
+        }
+        if rng.chance(0.15) {
+            let i = rng.range(0, count as u64 - 1) as usize;
+            world.fault_at(rng.range(0, active), i, Fault::LogCleared);
         }
     }
     (world, active)

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use weblocks::protocol::transport_record::Recorded;
 use weblocks::protocol::wire::Body;
-use weblocks::protocol::{Config, Effect, LossReason};
+use weblocks::protocol::{Config, Effect, LossReason, Transport, Wake};
 use weblocks::scheduler::{LockMode, LockOptions};
 
 use super::world::{Action, Admission, Delivery, Env, Fault, ReqState, Status, World};
@@ -488,4 +488,40 @@ fn contexts_that_give_the_record_up_on_versionchange_run_two_transports() {
     }
     eprintln!("two transports in {split} of 10 runs");
     assert!(split > 0);
+}
+
+/// Over the carried log, a page's logout code deletes the log's database while another context holds
+/// "x" through long tasks: no context gives its connection up, so the holder keeps its lock (a reset
+/// would be reported as a steal without cause), the deletion waits, and a context that starts
+/// meanwhile waits behind it; once the holder is gone the log is made anew and the newcomer is granted.
+#[test]
+fn a_page_deleting_the_log_waits_for_the_holder_which_keeps_its_lock() {
+    for seed in 0..10 {
+        let config = Config {
+            transport: Transport::Log(Wake::Carrier),
+            ..Config::default()
+        };
+        let mut w = World::new(seed, Env { config, ..env() }, &[1]);
+        let holder = w.add_context(0, 1, 2);
+        let logout = w.add_context(0, 1, 2);
+        let newcomer = w.add_context(1_010, 1, 2);
+        request(&mut w, 10, holder, "x", 5_000);
+        request(&mut w, 50, logout, "y", 10);
+        w.fault_at(990, holder, Fault::Stall(300));
+        w.fault_at(1_291, holder, Fault::Stall(300));
+        w.fault_at(1_000, logout, Fault::LogDeleted);
+        w.fault_at(1_020, logout, Fault::Close);
+        request(&mut w, 1_100, newcomer, "x", 10);
+        w.fault_at(3_000, holder, Fault::Close);
+        run(&mut w, 2_990);
+        assert_eq!(record(&w, holder, 1).0, ReqState::Held, "seed {seed}");
+        assert_eq!(record(&w, newcomer, 1), (ReqState::Pending, None), "seed {seed}");
+        assert_eq!(w.log_generation, 0, "seed {seed}: the log is not made anew yet");
+        run(&mut w, 6_000);
+        assert_eq!(w.log_generation, 1, "seed {seed}: made anew once the holder is gone");
+        let (state, granted) = record(&w, newcomer, 1);
+        assert_eq!(state, ReqState::Released, "seed {seed}");
+        assert!(granted.unwrap() >= 3_000, "seed {seed}");
+        assert_eq!(w.stat("logs deleted"), 1, "seed {seed}");
+    }
 }

@@ -155,11 +155,18 @@ pub enum Fault {
     /// Over the log: the context's next read of the log fails; its edge reports a gap, not a
     /// complete read.
     ReadFails,
-    /// Over the log: the context's logout code deletes every database. Each context with the log
-    /// open gets `versionchange` (a gap: it steps out, and rejoins where it has requests); the
-    /// deletion waits until every one has closed, then the next open makes the log anew: keys restart
-    /// at 1, a new identity, a new history. Carrier frames of the old log still in flight arrive late.
+    /// Over the log: the context's logout code deletes every database. No context gives its
+    /// connection up on `versionchange` (js/log_channel.js), so the deletion waits until every context
+    /// that has the log open is gone, while the opens, reads and appends of those that start (or
+    /// reopen) meanwhile wait behind it; then the next open makes the log anew: keys restart at 1, a
+    /// new identity, a new history.
     LogDeleted,
+    /// Over the log: the browser clears the site's data from its settings (or loses its storage
+    /// process): it closes every connection to the log's database, each with a `close` event (a gap:
+    /// the context steps out, and rejoins where it has requests), and deletes it once all are closed;
+    /// then the log is made anew as after `LogDeleted`, under running contexts. Carrier frames of the
+    /// old log still in flight arrive late.
+    LogCleared,
     /// In a world with the origin's record of its transport: the context's logout code deletes it
     /// (and, over the log, the log's database). The deletion waits until every context holding the
     /// record is gone; contexts that start meanwhile wait behind it (`transport_record`).
@@ -214,8 +221,9 @@ enum Ev {
         entries: Vec<(u64, Rc<Vec<Value>>)>,
         floor: u64,
     },
-    /// Log transport: the log's database is being deleted (`Fault::LogDeleted`): its `versionchange`.
-    VersionChange,
+    /// Log transport: the browser closes the context's connection to the log as it clears it
+    /// (`Fault::LogCleared`): its `close` event.
+    LogCleared,
     /// Log transport without a carrier: another document appended (a storage event).
     Poke,
     /// Log transport without a carrier: a farewell arrives through a storage event.
@@ -325,6 +333,10 @@ pub struct SimContext {
     /// Over the log: the generation of the log its connection is to (`World::log_generation`, or the
     /// next one while a deletion is under way).
     conn_log: usize,
+    /// The generation of the log whose database this context's global holds a connection to, if any.
+    /// The connection outlives the participant's channels (it leaves and rejoins on it) and is kept
+    /// through `versionchange`; only the context's end, or the browser closing it, ends it.
+    db_log: Option<usize>,
     pub retired: bool,
     /// Outcomes the observer decided for this participant's requests, to be checked once the participant
     /// has applied the same message: (log index, incarnation, local id, outcome kind).
@@ -433,8 +445,9 @@ pub struct World {
     /// `g` starts at `log_bases[g]` in `log`: its key `k` is `log[log_bases[g] + k - 1]`.
     pub log_generation: usize,
     log_bases: Vec<usize>,
-    /// A deletion under way: the contexts whose `versionchange` it still waits for.
-    deleting: Option<std::collections::BTreeSet<usize>>,
+    /// A deletion of the log under way: it completes once no context has the log open
+    /// (`finish_deletion`).
+    deleting: bool,
     /// Work on the next log that waits for the deletion (opens, reads and appends of the contexts
     /// that have closed the old one).
     blocked: Vec<(usize, Ev)>,
@@ -489,7 +502,7 @@ impl World {
             alive: BTreeMap::new(),
             last_watch: 0,
             log_bases: vec![0],
-            deleting: None,
+            deleting: false,
             blocked: Vec::new(),
             record: None,
         }
@@ -610,6 +623,7 @@ impl World {
             fail_next_read: false,
             loses_next_post: false,
             conn_log: 0,
+            db_log: None,
             retired: false,
             expected: VecDeque::new(),
             posted_seq: 0,
@@ -639,7 +653,10 @@ impl World {
         }
     }
 
-    /// Ends the workload: no more faults; frozen, stalled and hidden contexts come back now.
+    /// Ends the workload: no more faults; frozen, stalled and hidden contexts come back now. Where a
+    /// page's deletion of the log still waits for contexts that have it open, the user closes them:
+    /// until then, the contexts that need a new connection wait behind it (by design), and so may
+    /// those that wait for them.
     pub fn settle(&mut self) {
         self.settling = true;
         for i in 0..self.contexts.len() {
@@ -648,6 +665,13 @@ impl World {
                 Status::Frozen => self.resume(i),
                 Status::Hidden => self.show(i),
                 _ => {}
+            }
+        }
+        if self.deleting {
+            for j in 0..self.contexts.len() {
+                if self.log_open(j) {
+                    self.close(j);
+                }
             }
         }
     }
@@ -703,7 +727,7 @@ impl World {
             | Ev::Committed { .. }
             | Ev::LogStarted { .. }
             | Ev::LogReadDone { .. }
-            | Ev::VersionChange
+            | Ev::LogCleared
             | Ev::Poke
             | Ev::StorageRelay(_)
             | Ev::AliveOpened { .. }
@@ -893,9 +917,12 @@ impl World {
                     .handle_gone(now, &client, watch);
                 self.effects(i);
             }
-            Ev::VersionChange => {
-                self.note(|| format!("ctx{i} versionchange: the log's database is being deleted"));
+            Ev::LogCleared => {
+                self.note(|| {
+                    format!("ctx{i}'s connection to the log is closed: the log is cleared")
+                });
                 self.contexts[i].conn_log = self.log_generation + 1;
+                self.contexts[i].db_log = None;
                 self.contexts[i].participant.handle_missed_messages(now);
                 self.effects(i);
             }

@@ -85,7 +85,7 @@ impl World {
             return self.violation(format!("runaway: more than {} events", self.max_steps));
         }
         self.dispatch(s.context, s.ev);
-        if self.deleting.is_some() {
+        if self.deleting {
             self.finish_deletion();
         }
         if self.record.is_some() && self.checking {

@@ -97,9 +97,15 @@ impl Host for SimHost<'_> {
         n.epoch += 1;
         if w.over_log() {
             // The start read sees the log as it is now: the context's next appends come after it.
-            // While a deletion is under way, the open waits for it.
-            let log = w.log_generation + usize::from(w.deleting.is_some());
+            // A context whose global still holds its connection to the log goes on with it; a new
+            // connection waits for a deletion under way.
+            let log = if w.contexts[i].db_log == Some(w.log_generation) {
+                w.log_generation
+            } else {
+                w.log_generation + usize::from(w.deleting)
+            };
             w.contexts[i].conn_log = log;
+            w.contexts[i].db_log = Some(log);
             // (Over a deletion, the log it opens is the new one, made empty.)
             let last = if log == w.log_generation {
                 w.log_len() + w.floor

@@ -169,16 +169,18 @@ impl World {
         self.schedule(self.now + delay, i, Ev::Committed { log, key });
     }
 
-    /// Context `i` has the current log open: it runs (or will: stalled, frozen), connected, and has
-    /// not had the `versionchange` of a deletion under way.
+    /// Context `j` has the current log open: it runs (or will: stalled, frozen) with its channels open
+    /// on it, and the browser has not closed its connection. (One that left the protocol still holds
+    /// its global's connection in the browser; the world lets a deletion complete without it, which
+    /// only makes the world harsher: it joins the new log when it comes back.)
     pub(super) fn log_open(&self, j: usize) -> bool {
         let n = &self.contexts[j];
         n.status.alive() && n.connected && n.conn_log == self.log_generation
     }
 
     /// Whether context `i`'s work `ev` on the log of generation `log` waits for a deletion under way
-    /// (then it is kept until the log is made anew) or is of a deleted log (then it fails: its context
-    /// had its `versionchange`). False when it runs now.
+    /// (then it is kept until the log is made anew) or is of a deleted log (then it fails: the browser
+    /// closed its connection). False when it runs now.
     pub(super) fn waits_for_deletion(
         &mut self,
         i: usize,
@@ -198,13 +200,10 @@ impl World {
     /// The deletion under way completes once no context has the old log open: the next open makes
     /// the log anew (keys from 1, a new identity), and a new history starts, with observers of its own.
     pub(super) fn finish_deletion(&mut self) {
-        let Some(open) = &self.deleting else {
-            return;
-        };
-        if open.iter().any(|&j| self.log_open(j)) {
+        if !self.deleting || (0..self.contexts.len()).any(|j| self.log_open(j)) {
             return;
         }
-        self.deleting = None;
+        self.deleting = false;
         self.log_generation += 1;
         self.log_bases.push(self.log.len());
         self.floor = 0;

@@ -100,24 +100,32 @@ impl World {
                     // Its transactions in flight may still commit (or abort: `Fault::AppendAborts`);
                     // the `close` event comes after them.
                     self.bump("connections closed");
+                    self.contexts[i].db_log = None;
                     let delay = self.rng.range(0, 2);
                     self.schedule(now + delay, i, Ev::LogGap("its connection closed"));
                 }
             }
             Fault::ReadFails => self.contexts[i].fail_next_read = self.over_log(),
-            Fault::LogDeleted => {
-                if !self.over_log() || self.deleting.is_some() {
+            Fault::LogDeleted | Fault::LogCleared => {
+                if !self.over_log() || self.deleting {
                     return;
                 }
-                self.bump("logs deleted");
-                let open: std::collections::BTreeSet<usize> = (0..self.contexts.len())
-                    .filter(|&j| self.log_open(j))
-                    .collect();
-                for &j in &open {
-                    let delay = self.rng.range(0, 2);
-                    self.schedule(now + delay, j, Ev::VersionChange);
+                let cleared = matches!(f, Fault::LogCleared);
+                self.bump(if cleared {
+                    "logs cleared"
+                } else {
+                    "logs deleted"
+                });
+                if cleared {
+                    // The browser closes every connection; a page's deletion closes none.
+                    for j in 0..self.contexts.len() {
+                        if self.log_open(j) {
+                            let delay = self.rng.range(0, 2);
+                            self.schedule(now + delay, j, Ev::LogCleared);
+                        }
+                    }
                 }
-                self.deleting = Some(open);
+                self.deleting = true;
                 self.finish_deletion();
             }
             Fault::RecordDeleted => self.delete_record(i),
