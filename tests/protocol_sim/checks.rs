@@ -121,10 +121,10 @@ impl World {
                     || self.stat("failed reads") > 0
                     || self.stat("logs cleared") > 0
             }
-            // A newer version spoke on the channel.
+            // A newer version spoke: on the channel, or in a farewell relayed for it.
             LossReason::Retired => {
                 let v = self.contexts[i].participant.version();
-                self.log.iter().any(|m| {
+                self.log.iter().chain(&self.relayed).any(|m| {
                     matches!(wire::decode_versioned(m, v),
                         Some(Decoded::Foreign { version, .. }) if version > v)
                 })

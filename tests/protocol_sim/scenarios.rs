@@ -515,10 +515,20 @@ fn a_page_deleting_the_log_waits_for_the_holder_which_keeps_its_lock() {
         w.fault_at(3_000, holder, Fault::Close);
         run(&mut w, 2_990);
         assert_eq!(record(&w, holder, 1).0, ReqState::Held, "seed {seed}");
-        assert_eq!(record(&w, newcomer, 1), (ReqState::Pending, None), "seed {seed}");
-        assert_eq!(w.log_generation, 0, "seed {seed}: the log is not made anew yet");
+        assert_eq!(
+            record(&w, newcomer, 1),
+            (ReqState::Pending, None),
+            "seed {seed}"
+        );
+        assert_eq!(
+            w.log_generation, 0,
+            "seed {seed}: the log is not made anew yet"
+        );
         run(&mut w, 6_000);
-        assert_eq!(w.log_generation, 1, "seed {seed}: made anew once the holder is gone");
+        assert_eq!(
+            w.log_generation, 1,
+            "seed {seed}: made anew once the holder is gone"
+        );
         let (state, granted) = record(&w, newcomer, 1);
         assert_eq!(state, ReqState::Released, "seed {seed}");
         assert!(granted.unwrap() >= 3_000, "seed {seed}");

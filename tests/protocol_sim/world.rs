@@ -395,6 +395,9 @@ pub struct World {
     pub contexts: Vec<SimContext>,
     /// The sequence: the channel's dispatch order, or the log in IndexedDB (the entry of key k at k - 1).
     pub log: Vec<Rc<Vec<Value>>>,
+    /// Log transport: every farewell relayed for its sender to be appended (it reaches the others
+    /// before it has a place in the log, and may never have one).
+    pub relayed: Vec<Rc<Vec<Value>>>,
     /// Log transport: the greatest key trimmed from the log.
     floor: u64,
     /// The most entries the log held at once (what trimming left).
@@ -470,6 +473,7 @@ impl World {
             queue: BinaryHeap::new(),
             contexts: Vec::new(),
             log: Vec::new(),
+            relayed: Vec::new(),
             floor: 0,
             longest_log: 0,
             observers: distinct
@@ -670,9 +674,11 @@ impl World {
         if self.deleting {
             for j in 0..self.contexts.len() {
                 if self.log_open(j) {
+                    self.note(|| format!("ctx{j} closed: the log's deletion waits for it"));
                     self.close(j);
                 }
             }
+            self.finish_deletion();
         }
     }
 

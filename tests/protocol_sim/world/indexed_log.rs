@@ -124,6 +124,7 @@ impl World {
             self.contexts[i].participant.version(),
         ));
         self.note(|| format!("ctx{i}'s farewell asks for its Leave"));
+        self.relayed.push(msg.clone());
         if self.carried() {
             self.channel_post(i, Payload::Relay(msg));
         } else if self.poked(i) {
