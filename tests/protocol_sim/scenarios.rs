@@ -417,15 +417,21 @@ fn logout_beside_a_holder(seed: u64, reask: bool) -> (World, usize, usize) {
     let holder = w.add_preferring(0, 1, 2, Recorded::Broadcast, false);
     let logout = w.add_preferring(0, 1, 2, Recorded::Broadcast, false);
     let newcomer = w.add_preferring(1_010, 1, 2, Recorded::LogBare, false);
-    request(&mut w, 10, holder, "x", 5_000);
-    // Long tasks one after another, with a moment of running between them.
+    logout_script(&mut w, [holder, logout, newcomer], Fault::RecordDeleted);
+    (w, holder, newcomer)
+}
+
+/// The holder holds "x" from 10 ms through long tasks one after another (with a moment of running
+/// between them); at 1,000 ms the logout context's code deletes (`deletion`), and the page closes at
+/// 1,020; the newcomer asks for "x" at 1,100; the holder's page closes at 3,000.
+fn logout_script(w: &mut World, [holder, logout, newcomer]: [usize; 3], deletion: Fault) {
+    request(w, 10, holder, "x", 5_000);
     w.fault_at(990, holder, Fault::Stall(300));
     w.fault_at(1_291, holder, Fault::Stall(300));
-    w.fault_at(1_000, logout, Fault::RecordDeleted);
+    w.fault_at(1_000, logout, deletion);
     w.fault_at(1_020, logout, Fault::Close);
-    request(&mut w, 1_100, newcomer, "x", 10);
+    request(w, 1_100, newcomer, "x", 10);
     w.fault_at(3_000, holder, Fault::Close);
-    (w, holder, newcomer)
 }
 
 #[test]
@@ -505,14 +511,8 @@ fn a_page_deleting_the_log_waits_for_the_holder_which_keeps_its_lock() {
         let holder = w.add_context(0, 1, 2);
         let logout = w.add_context(0, 1, 2);
         let newcomer = w.add_context(1_010, 1, 2);
-        request(&mut w, 10, holder, "x", 5_000);
         request(&mut w, 50, logout, "y", 10);
-        w.fault_at(990, holder, Fault::Stall(300));
-        w.fault_at(1_291, holder, Fault::Stall(300));
-        w.fault_at(1_000, logout, Fault::LogDeleted);
-        w.fault_at(1_020, logout, Fault::Close);
-        request(&mut w, 1_100, newcomer, "x", 10);
-        w.fault_at(3_000, holder, Fault::Close);
+        logout_script(&mut w, [holder, logout, newcomer], Fault::LogDeleted);
         run(&mut w, 2_990);
         assert_eq!(record(&w, holder, 1).0, ReqState::Held, "seed {seed}");
         assert_eq!(
