@@ -19,8 +19,8 @@
 // member that joined before it. Each context keeps the register open and does not give it up on
 // `versionchange`, so a page that deletes it (logout code clearing every database) waits until the
 // origin's contexts are gone, and a joiner that starts meanwhile waits behind that deletion: the register
-// is never read empty while a member lives. (`indexedDB.databases()` would list the names too, but a page script can
-// delete it from its realm, and engines before Chrome 71, Firefox 126 and Safari 14 lack it.)
+// is never read empty while a member lives. (`indexedDB.databases()` would list the names too, but a page
+// script can delete it from its realm, and engines before Chrome 71, Firefox 126 and Safari 14 lack it.)
 //
 // The edge talks to one object per context: `prepare(clientId, openOwn)` as soon as it exists (the
 // work that needs no engine, done while the engine loads), `listen(handler)` once, then `open(clientId)`,

@@ -88,8 +88,9 @@ export function makeLogChannelFactory(globalObject = theGlobal, carried = typeof
  * every database) waits until every context that has it open is gone, and a context that starts meanwhile
  * waits behind the deletion, so a log is never made anew under a context that still runs on the old one.
  * The connection ends when the browser closes it (`close`: site data cleared from its settings, WebKit's
- * "Connection to Indexed Database server lost"), or when a transaction cannot be made on it: `lost(db)`. The log then ends here for every log object of this
- * global (a `gap`: its participant steps out), and the database is opened again. An open that fails is
+ * "Connection to Indexed Database server lost"), or when a transaction cannot be made on it: `lost(db)`.
+ * The log then ends here for every log object of this global (a `gap`: its participant steps out), and the
+ * database is opened again. An open that fails is
  * tried again after each wait of OPEN_BACKOFF_MS, and so is one whose connection keeps failing before any
  * transaction completes on it; after the last, every log object tells its participant that it cannot reach
  * the log (a `fail`: the participant refuses requests from then on). None of it is told within the call

@@ -117,8 +117,6 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
     return Promise.resolve(inBrowser ? REFUSED_UNREACHABLE : preferred === BROADCAST ? BROADCAST : ALONE);
   }
   const watch = (db, transport) => {
-    // A deletion (or another version's upgrade, which no version makes) waits for this connection.
-    db.onversionchange = () => {};
     db.onclose = () => agree(transport).then((settled) => settled === transport || onChange(typeof settled === 'number' ? settled : REFUSED_DISAGREES));
   };
   const agree = (wanted) =>
@@ -139,7 +137,7 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
         request.onerror = retry;
         request.onsuccess = () => {
           const db = request.result;
-          // Kept through a deletion from the moment it is open, as after the agreement.
+          // A deletion (or another version's upgrade, which no version makes) waits for this connection.
           db.onversionchange = () => {};
           try {
             const transaction = db.transaction([STORE], 'readwrite');
