@@ -6,7 +6,8 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { repoRoot } from '../../tests/e2e/server.mjs';
 import { CLASSIC_BUDGET_GZIP } from '../../scripts/size/sizes.mjs';
-import { openReady, sleep, withTab, withTabs } from './tabs.mjs';
+import { openReady, sleep, withTab, withTabs, withTimeout } from './tabs.mjs';
+import { urlFor } from './variants.mjs';
 
 /** Run in-page scenario `scenario` with `args` in a fresh tab. */
 function inPage(scenario, args) {
@@ -115,6 +116,22 @@ function libraryBytes(resources) {
   return { raw, gzip, files };
 }
 
+/**
+ * One load of bench/pages/storage_floor.html in a fresh tab on `variant`'s origin: the storage and messaging
+ * steps a lone weblocks context waits for before its first grant, with no library. Returns { firstGrantMs }.
+ */
+async function loadStorageFloor(ctx, variant) {
+  const timeoutMs = 30_000;
+  const tab = await withTimeout(ctx.browser.newTab(urlFor(variant, ctx.port, 'bench/pages/storage_floor.html')), timeoutMs, 'storage floor: open');
+  try {
+    const steps = await withTimeout(tab.evaluate(() => self.floor.ready), timeoutMs, 'storage floor: steps');
+    if (steps.secureContext !== variant.secure) throw new Error(`storage floor page: secure context ${steps.secureContext}, expected ${variant.secure}`);
+    return steps;
+  } finally {
+    await tab.close();
+  }
+}
+
 export function loadScenario(sizes) {
   return {
     number: '9',
@@ -139,11 +156,16 @@ export function loadScenario(sizes) {
       } finally {
         await idle.close();
       }
+      // The floor on the variant's origin (bench/pages/storage_floor.html): its storage steps, bare.
+      const floors = [];
+      for (let i = 0; i < sizes.loads; i++) floors.push(await loadStorageFloor(ctx, variant));
       const median = (of, key) => medianOf(of.map((l) => l[key]));
       return {
         usableMs: median(loads, 'usableMs'),
         firstGrantMs: median(loads, 'firstGrantMs'),
         besideFirstGrantMs: median(besideLoads, 'firstGrantMs'),
+        storageFloorMs: median(floors, 'firstGrantMs'),
+        floors,
         bytes: libraryBytes(loads[0].resources),
         loads,
         besideLoads,
@@ -153,6 +175,12 @@ export function loadScenario(sizes) {
       { label: 'ms to usable API', better: 'lower', pick: (r) => r.usableMs },
       { label: 'ms to first grant', better: 'lower', pick: (r) => r.firstGrantMs, target: { overNativeAtMost: 20 } },
       { label: 'ms to first grant, beside an idle tab of the origin', better: 'lower', pick: (r) => r.besideFirstGrantMs, target: { overNativeAtMost: 20 } },
+      {
+        label: 'ms to the storage floor: the storage steps of a lone context, bare (no library)',
+        better: 'lower',
+        pick: (r) => r.storageFloorMs,
+        noRatio: true,
+      },
       { label: 'library bytes loaded (raw)', better: 'lower', pick: (r) => r.bytes.raw, digits: 0, noRatio: true },
       {
         label: 'library bytes loaded (gzip -9)',
