@@ -1,7 +1,8 @@
 // esbuild plugin for the classic build (scripts/build.mjs): `import wasmBytes from '../pkg/x.wasm'` gives
 // a promise of the wasm's bytes, embedded LZMA-compressed and base64-encoded, and decoded when the script
-// runs by js/lzma_decoder.js (~1 KB gzipped). Decoding runs once, in the engines' baseline tiers: the
-// largest part of a page's wait for its first lock, so it runs after the storage requests (decodingModule).
+// runs by js/lzma_decoder.js (~1 KB gzipped). Decoding runs once, in the engines' baseline tiers: a large
+// part of a page's wait for its first lock, so it runs after the storage requests, and in steps between
+// the page's own tasks (decodingModule).
 //
 // Why LZMA: what counts is the gzipped script, and compressed bytes in base64 gzip back to about their own
 // size (+0.5%), so the embedded wasm costs what its compressor makes of it. LZMA (xz's, tuned below) makes
@@ -25,6 +26,11 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 const LC = 3;
 const LP = 0;
 const PB = 0;
+/**
+ * The bytes decoded in one task at load: 1–5 ms of the decoder in the engines' baseline tiers (the whole
+ * wasm takes 12–45 ms), short enough for the storage events between steps to be handled soon.
+ */
+const DECODE_STEP = 8192;
 // The encoder's own settings, which the decoder never needs: the match finder and the match length it
 // settles for. The best pair shifts with every change of the wasm (bt3 with 128 beat xz's preset, bt4 with
 // 273, by 26 B at 2ea5de3), so each build tries these and keeps the smallest stream (xz takes 0.1 s each).
@@ -76,17 +82,38 @@ export function embeddedStream(bytes) {
 /**
  * The module that replaces the wasm file: its default export is a promise of the bytes (wasm-bindgen's
  * init awaits it), which rejects, and so fails the engine's load and not the script, if decoding throws.
- * The bytes are decoded (base64, then LZMA) in a microtask, once the script has run: the storage requests a
- * context starts as it is made (js/wasm_lock_api.js) are then under way while the decoder runs.
+ * The bytes are decoded (base64, then LZMA) once the script has run, so that the storage requests a context
+ * starts as it is made (js/wasm_lock_api.js) are under way while the decoder runs; and in steps of
+ * `DECODE_STEP` bytes, one per task (a MessageChannel message, which no engine delays as it does nested
+ * timers; a timer where a page took MessageChannel away): the page's own scripts and tasks, and the storage
+ * events of the context's start, run in between instead of waiting for the whole decoding
+ * (tests/e2e/decode_steps.test.mjs).
  */
 function decodingModule(bytes) {
   const packed = embeddedStream(bytes).toString('base64');
-  return `import { lzmaDecode } from './js/lzma_decoder.js';
+  return `import { lzmaDecoder } from './js/lzma_decoder.js';
 export default Promise.resolve().then(() => {
   const text = atob(${JSON.stringify(packed)});
   const packed = new Uint8Array(text.length);
   for (let i = 0; i < text.length; i++) packed[i] = text.charCodeAt(i);
-  return lzmaDecode(packed, ${bytes.length}, ${LC}, ${LP}, ${PB});
+  const step = lzmaDecoder(packed, ${bytes.length}, ${LC}, ${LP}, ${PB});
+  return new Promise((resolve, reject) => {
+    const channel = typeof MessageChannel === 'function' ? new MessageChannel() : null;
+    const next = () => {
+      try {
+        const out = step(${DECODE_STEP});
+        if (out !== undefined) {
+          if (channel !== null) channel.port1.close();
+          resolve(out);
+        } else if (channel !== null) channel.port2.postMessage(0);
+        else setTimeout(next);
+      } catch (error) {
+        reject(error);
+      }
+    };
+    if (channel !== null) channel.port1.onmessage = next;
+    next();
+  });
 });
 `;
 }

@@ -1,7 +1,8 @@
 // js/lzma_decoder.js, the decoder of the wasm the classic build embeds (scripts/size/embed_wasm.mjs),
 // against xz's encoder: every byte comes back, for the literal/position settings the build uses and
 // others (each changes which probabilities the decoder picks), on data with long repeats, on incompressible
-// data (long distances, the direct-bit path), on the built wasm itself when present, and on edge sizes.
+// data (long distances, the direct-bit path), on the built wasm itself when present, and on edge sizes;
+// and decoded in steps of any size, as the classic script decodes, the same bytes.
 // No browser: Node runs the same code.
 //
 // Run: node --test tests/e2e/lzma_decoder.test.mjs
@@ -12,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { repoRoot } from './server.mjs';
-import { lzmaDecode } from '../../js/lzma_decoder.js';
+import { lzmaDecode, lzmaDecoder } from '../../js/lzma_decoder.js';
 import { embeddedStream, lzmaCompress } from '../../scripts/size/embed_wasm.mjs';
 
 function xz(bytes, lc, lp, pb) {
@@ -50,6 +51,22 @@ for (const [lc, lp, pb] of settings) {
     }
   });
 }
+
+test('decoded in steps (lzmaDecoder), the bytes are those of one decoding, whatever the step', () => {
+  const data = mixedData(150_000);
+  const packed = xz(data, 3, 0, 0);
+  for (const size of [1, 7, 300, 8192, 100_000]) {
+    const step = lzmaDecoder(packed, data.length, 3, 0, 0);
+    let out;
+    let steps = 0;
+    while ((out = step(size)) === undefined) steps++;
+    assert.ok(Buffer.from(out).equals(data), `steps of ${size}`);
+    // Each step decoded at least its count (a match, at most 273 bytes, may run past it), so the steps
+    // before the last are fewer than the output has counts, and there was one at least.
+    assert.ok(steps < Math.ceil(data.length / size), `steps of ${size}: ${steps}`);
+    assert.ok(steps >= 1);
+  }
+});
 
 test('edge sizes: empty, one byte, one byte repeated', () => {
   for (const data of [Buffer.alloc(0), Buffer.from([7]), Buffer.alloc(100_000, 0x61)]) {
