@@ -10,7 +10,7 @@ use crate::scheduler::{LockManager, LockOptions};
 #[cfg(feature = "coordination")]
 use super::coordination::Coordination;
 #[cfg(feature = "coordination")]
-use super::evidence::Evidence;
+use super::evidence::LivenessStorage;
 use super::refusal::Refusal;
 use super::request_options::RequestOptions;
 use super::sink::{EFFECT_SNAPSHOT, deliver, notify, refuse, snapshot_to_js};
@@ -51,9 +51,10 @@ impl Engine {
     /// the global object of the context the engine serves: its timers, page lifecycle events and
     /// channels. `refusal` (a `REFUSED_*` of js/transport_choice.js) makes instead an engine that
     /// decides nothing, where the context cannot be sure it shares its origin's lock manager: every
-    /// request and query is rejected with its error. `evidence` is the context's evidence object
-    /// (`makeEvidence` of js/liveness.js); an engine that could reach the others without one refuses
-    /// too, since only silence could then tell who is gone or alone.
+    /// request and query is rejected with its error. `evidence` is the context's liveness storage object
+    /// (`makeLivenessStorage` of js/liveness.js), which runs the evidence's storage operations; an
+    /// engine that could reach the others without one refuses too, since only silence could then tell
+    /// who is gone or alone.
     // One argument per thing JS hands the engine, as the glue passes them: an options object would cost
     // the glue and the wasm code to unpack it.
     #[allow(clippy::too_many_arguments)]
@@ -237,7 +238,7 @@ fn origin_backend(
     wake: Option<u32>,
     evidence: JsValue,
 ) -> Option<Backend> {
-    let evidence = (!evidence.is_undefined()).then(|| evidence.unchecked_into::<Evidence>());
+    let evidence = (!evidence.is_undefined()).then(|| evidence.unchecked_into::<LivenessStorage>());
     let transport = match (&open_channel, wake) {
         (None, _) => Transport::Broadcast,
         (Some(_), Some(WAKE_CARRIER)) => Transport::Log(Wake::Carrier),

@@ -413,7 +413,9 @@ impl Participant {
     /// This context's liveness database is open under key `watch` (`Effect::OpenAlive`). A joiner
     /// waiting for it posts its Join; a context that left the protocol meanwhile closes it again.
     pub fn handle_alive(&mut self, now: u64, watch: u64) {
-        self.core.alive_opened(watch);
+        if !self.core.alive_opened(watch) {
+            return;
+        }
         if self.phase.is_detached() || self.phase.lifecycle() != Lifecycle::Running {
             self.core.close_alive();
             return;
@@ -544,6 +546,7 @@ impl Participant {
         if self.phase.lifecycle() != Lifecycle::Retired {
             self.leave();
         }
+        self.core.end_alive();
         self.phase.move_to_gone();
         self.core.set_deadline(None);
         self.sync_farewell();

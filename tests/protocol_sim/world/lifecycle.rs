@@ -43,7 +43,7 @@ impl World {
                     }
                 }
                 for j in crashed {
-                    self.close_alive(j);
+                    self.storage_gone(j);
                     self.release_record(j);
                 }
             }
@@ -63,6 +63,8 @@ impl World {
                 if self.over_log() {
                     self.farewell_relay(i);
                 }
+                // The edge's capture listener closes the liveness database before the participant's.
+                self.storage_hide(i);
                 self.hiding = Some(i);
                 self.contexts[i].participant.handle_pagehide(now, true);
                 self.effects(i);
@@ -80,7 +82,7 @@ impl World {
             Fault::CutHide(d) => {
                 self.farewell(i);
                 // The edge's own pagehide listener closes the liveness database too.
-                self.close_alive(i);
+                self.storage_hide(i);
                 self.enter_cache(i, d);
             }
             Fault::Gap(d) => {
@@ -166,7 +168,7 @@ impl World {
         if matches!(self.env.config.transport, Transport::Log(_)) {
             n.life += 1;
         }
-        self.close_alive(i);
+        self.storage_gone(i);
         self.release_record(i);
     }
 
