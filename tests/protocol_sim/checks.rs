@@ -105,15 +105,16 @@ impl World {
             // Only a context that is gone loses its membership to the others: one that still runs
             // (busy, stalled, frozen) never does.
             LossReason::Evicted => false,
-            // A reset needs every member to have been silent for a while (or gone), an older
-            // version's context that started its own history, or entries of the log lost for readers
-            // (an append that aborted, a connection the browser closed, a read that failed: its
-            // context steps out).
+            // A context that runs is reset only by an older version's context that started its own
+            // history, or by entries of the log lost for readers (an append that aborted, a connection
+            // the browser closed, a read that failed: its context steps out). A crash elsewhere is no
+            // cause: with evidence, a joiner starts a history only once every member its census lists
+            // is gone, and this context is a member that runs.
             LossReason::Reset => {
                 let v = self.contexts[i].participant.version();
                 self.contexts
                     .iter()
-                    .any(|n| n.status == Status::Crashed || n.participant.version() < v)
+                    .any(|n| n.participant.version() < v)
                     || self.stat("entries dropped by an edge") > 0
                     || self.stat("gaps") > 0
                     || self.stat("aborted appends") > 0

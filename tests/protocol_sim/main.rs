@@ -724,3 +724,43 @@ fn replay() {
         report_failure(&world, seed, &violations)
     );
 }
+
+/// `RESET_SCAN=n` runs n seeds of every family that must pass and counts, per family, the
+/// runs the checks fail, and the runs in which a context that was running (not crashed) had a lock
+/// taken by a reset or an eviction (what the evidence design says never happens to a live context).
+#[test]
+fn reset_scan() {
+    let Some(n) = std::env::var("RESET_SCAN")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return;
+    };
+    for (f, family) in FAMILIES.iter().enumerate() {
+        if f == MUST_FAIL || f == MUST_FAIL_RECORD {
+            continue;
+        }
+        let (mut failed, mut faultless_resets, mut resets) = (0, 0, 0);
+        let mut first = None;
+        for k in 0..n {
+            let seed = family.base + k;
+            let (world, violations) = run_seed(seed, false);
+            if !violations.is_empty() {
+                failed += 1;
+                first.get_or_insert((seed, violations[0].clone()));
+            }
+            let r = world.stats.get("stolen:reset").copied().unwrap_or(0)
+                + world.stats.get("stolen:evicted").copied().unwrap_or(0);
+            if r > 0 {
+                resets += 1;
+                if !family.faults {
+                    faultless_resets += 1;
+                }
+            }
+        }
+        eprintln!(
+            "family {:?}: {n} runs, {failed} fail the checks, {resets} with a lock lost to a reset or eviction ({faultless_resets} of them without faults); first failure {first:?}",
+            family.name
+        );
+    }
+}
