@@ -460,6 +460,9 @@ pub struct World {
     /// The origin's record of its transport, in a world whose contexts go through it
     /// (`World::with_record`).
     pub record: Option<TransportRecord>,
+    /// The contexts whose census the host answers with an empty list, as if their joining skipped
+    /// it (`Joining::alone` deciding without the census): the joiner the checks must catch.
+    pub skips_census: std::collections::BTreeSet<usize>,
     /// Each context that met a loss of the origin's messages since it last opened its channels (a
     /// gap of its transport, an append of its own that aborted, a read that failed, its connection
     /// the browser closed, an entry its edge dropped): which one. Only such a context may be reset by
@@ -514,6 +517,7 @@ impl World {
             deleting: false,
             blocked: Vec::new(),
             record: None,
+            skips_census: Default::default(),
             met_loss: BTreeMap::new(),
         }
     }
