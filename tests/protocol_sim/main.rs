@@ -730,6 +730,31 @@ fn the_checks_catch_a_joiner_that_skips_its_census() {
     assert_eq!(world.stat("censuses skipped"), 0);
 }
 
+/// In the family of census-skipping joiners, every run in which a context lost a lock to a reset or an
+/// eviction fails the checks (this family has no fault that would justify one: no log, no gap), and
+/// most runs do (the crash clause the checks once had let 17 of 163 such runs through).
+#[test]
+fn the_checks_fail_every_census_skipping_run_that_takes_a_lock() {
+    let family = FAMILIES[MUST_FAIL_CENSUS];
+    let (mut taken, mut failed) = (0, 0);
+    for k in 0..100 {
+        let seed = family.base + k;
+        let (world, violations) = run_seed(seed, false);
+        let took = world.stat("stolen:reset") + world.stat("stolen:evicted") > 0;
+        assert!(
+            !took || !violations.is_empty(),
+            "seed {seed}: a lock taken by a census-skipping joiner, and the checks passed: {:?}",
+            world.stats
+        );
+        taken += u64::from(took);
+        failed += u64::from(!violations.is_empty());
+    }
+    assert!(
+        failed >= 60,
+        "{failed} of 100 runs failed ({taken} took a lock)"
+    );
+}
+
 /// Scans the families that must fail for their first failing seeds (`WEBLOCKS_SIM_SCAN=n` seeds each),
 /// to pin a regression seed: `WEBLOCKS_SIM_SCAN=50 cargo test --test protocol_sim -- scan --nocapture`.
 #[test]
