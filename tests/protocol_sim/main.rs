@@ -572,10 +572,12 @@ fn report_failure(world: &World, seed: u64, violations: &[String]) -> String {
 }
 
 fn runs() -> u64 {
-    std::env::var("WEBLOCKS_SIM_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(DEFAULT_RUNS)
+    env_number("WEBLOCKS_SIM_RUNS").unwrap_or(DEFAULT_RUNS)
+}
+
+/// The number an environment variable of the runs sets, if it is set to one.
+fn env_number(var: &str) -> Option<u64> {
+    std::env::var(var).ok().and_then(|v| v.parse().ok())
 }
 
 fn run_family(family: Family) {
@@ -759,10 +761,7 @@ fn the_checks_fail_every_census_skipping_run_that_takes_a_lock() {
 /// to pin a regression seed: `WEBLOCKS_SIM_SCAN=50 cargo test --test protocol_sim -- scan --nocapture`.
 #[test]
 fn scan() {
-    let Some(n) = std::env::var("WEBLOCKS_SIM_SCAN")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    else {
+    let Some(n) = env_number("WEBLOCKS_SIM_SCAN") else {
         return;
     };
     for family in MUST_FAIL_ALL.map(|f| FAMILIES[f]) {
@@ -783,10 +782,7 @@ fn scan() {
 /// the trace of one run, and its violations.
 #[test]
 fn replay() {
-    let Some(seed) = std::env::var("WEBLOCKS_SIM_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    else {
+    let Some(seed) = env_number("WEBLOCKS_SIM_SEED") else {
         return;
     };
     let (world, violations) = run_seed(seed, true);
@@ -813,10 +809,7 @@ fn replay() {
 /// example `RESET_SCAN=200 cargo test --release --test protocol_sim -- reset_scan --nocapture`.
 #[test]
 fn reset_scan() {
-    let Some(n) = std::env::var("RESET_SCAN")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    else {
+    let Some(n) = env_number("RESET_SCAN") else {
         return;
     };
     let skips_census = std::env::var_os("RESET_SCAN_SKIP_CENSUS").is_some();
