@@ -464,6 +464,14 @@ pub struct World {
     /// The origin's record of its transport, in a world whose contexts go through it
     /// (`World::with_record`).
     pub record: Option<TransportRecord>,
+    /// The contexts whose census the host answers with an empty list, as if their joining skipped
+    /// it (`Joining::alone` deciding without the census): the joiner the checks must catch.
+    pub skips_census: std::collections::BTreeSet<usize>,
+    /// Each context that met a loss of the origin's messages since it last opened its channels (a
+    /// gap of its transport, an append of its own that aborted, a read that failed, its connection
+    /// the browser closed, an entry its edge dropped): which one. Only such a context may be reset by
+    /// its own participant (`checks.rs`).
+    pub met_loss: BTreeMap<usize, &'static str>,
 }
 
 impl World {
@@ -512,6 +520,8 @@ impl World {
             deleting: false,
             blocked: Vec::new(),
             record: None,
+            skips_census: Default::default(),
+            met_loss: BTreeMap::new(),
         }
     }
 
@@ -599,6 +609,11 @@ impl World {
 
     pub fn bump(&mut self, stat: &'static str) {
         *self.stats.entry(stat).or_insert(0) += 1;
+    }
+
+    /// Context `i` meets `what`, a loss of the origin's messages of its own (see `World::met_loss`).
+    pub(super) fn meets_loss(&mut self, i: usize, what: &'static str) {
+        self.met_loss.insert(i, what);
     }
 
     /// Adds a context that starts at `at`.
@@ -868,7 +883,7 @@ impl World {
             }
             Ev::Committed { log, key } => {
                 let msg = self.log[self.log_bases[log] + key as usize - 1].clone();
-                if self.edge_hands_on(&msg) {
+                if self.edge_hands_on(i, &msg) {
                     self.log_event(i, |n, now| n.handle_log_entry(now, key, entry_data(&msg)));
                 }
                 // The writer hands the committed entry to the others: on the carrier, or with a poke.
@@ -904,7 +919,7 @@ impl World {
                     .participant
                     .handle_log_identity(LOG + log as u64);
                 for (key, msg) in entries {
-                    if self.edge_hands_on(&msg) {
+                    if self.edge_hands_on(i, &msg) {
                         self.log_event(i, |n, now| n.handle_log_entry(now, key, entry_data(&msg)));
                     }
                 }
@@ -926,6 +941,7 @@ impl World {
                 self.note(|| {
                     format!("ctx{i}'s connection to the log is closed: the log is cleared")
                 });
+                self.meets_loss(i, "the log cleared");
                 self.contexts[i].conn_log = self.log_generation + 1;
                 self.contexts[i].db_log = None;
                 self.contexts[i].participant.handle_missed_messages(now);
@@ -933,11 +949,13 @@ impl World {
             }
             Ev::LogGap(what) => {
                 self.note(|| format!("ctx{i}'s edge reports a gap: {what}"));
+                self.meets_loss(i, what);
                 self.contexts[i].participant.handle_missed_messages(now);
                 self.effects(i);
             }
             Ev::EndGap => {
                 self.note(|| format!("ctx{i} reads a gap"));
+                self.meets_loss(i, "a gap");
                 if self.over_log() {
                     // The log was trimmed past this context while it read nothing of it: the read it
                     // makes now shows the floor.

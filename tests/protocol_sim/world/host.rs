@@ -101,6 +101,8 @@ impl Host for SimHost<'_> {
         let n = &mut w.contexts[i];
         n.connected = true;
         n.epoch += 1;
+        // A new membership: a loss met before it is no cause for losing what it is granted.
+        w.met_loss.remove(&i);
         if w.over_log() {
             // The start read sees the log as it is now: the context's next appends come after it.
             // A context whose global still holds its connection to the log goes on with it; a new

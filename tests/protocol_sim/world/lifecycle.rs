@@ -90,6 +90,7 @@ impl World {
                 self.contexts[i].gap_floor = self.log_len() + self.floor;
                 self.contexts[i].unresponsive.push((now, now + d, false));
                 self.bump("gaps");
+                self.meets_loss(i, "a gap");
                 self.schedule(now + d, i, Ev::EndGap);
             }
             Fault::CutClose => {
@@ -102,6 +103,7 @@ impl World {
                     // Its transactions in flight may still commit (or abort: `Fault::AppendAborts`);
                     // the `close` event comes after them.
                     self.bump("connections closed");
+                    self.meets_loss(i, "its connection closed");
                     self.contexts[i].db_log = None;
                     let delay = self.rng.range(0, 2);
                     self.schedule(now + delay, i, Ev::LogGap("its connection closed"));

@@ -225,6 +225,14 @@ impl World {
                 }
                 StorageEvent::Written { tx, ok: true }
             }
+            // A context that skips its census (a must-fail family's mutation) reads it as empty.
+            RegisterTx::Read { tx } if self.skips_census.contains(&i) => {
+                self.bump("censuses skipped");
+                StorageEvent::Listed {
+                    tx,
+                    entries: Some(Vec::new()),
+                }
+            }
             RegisterTx::Read { tx } => StorageEvent::Listed {
                 tx,
                 entries: Some(self.storage.entries.iter().map(entry_of).collect()),
