@@ -73,6 +73,9 @@ pub trait Host {
     fn storage(&mut self, op: StorageOp);
     /// The evidence cannot be given ([`Finding::Unreachable`]): the context refuses from now on.
     fn unreachable(&mut self);
+    /// The register has not opened for a while ([`Finding::RegisterWaits`]): say why, once (in a
+    /// browser, in the console).
+    fn register_waits(&mut self);
     /// Arms the host's timer to call [`timeout`] at (or after) `at` (the loop cancels an armed one
     /// first); false where it cannot.
     fn arm_timer(&mut self, at: u64) -> bool;
@@ -173,6 +176,7 @@ fn deliver<H: Host>(host: &mut H, finding: Finding) {
         Finding::Census(listed) => host.participant(|p| p.handle_census(now, listed)),
         Finding::Gone(client, key) => host.participant(|p| p.handle_gone(now, &client, key)),
         Finding::Unreachable => host.unreachable(),
+        Finding::RegisterWaits => host.register_waits(),
     }
 }
 
@@ -194,10 +198,16 @@ fn carry_out_one<H: Host>(host: &mut H, effect: Effect) {
         Effect::ArmFarewell(farewell) => host.arm_farewell(farewell),
         Effect::ReadLog { after } => host.read_log(after),
         Effect::TrimLog { upto } => host.trim_log(upto),
-        Effect::OpenAlive => host.evidence(Evidence::open_own),
+        Effect::OpenAlive => {
+            let now = host.now();
+            host.evidence(|e| e.open_own(now));
+        }
         Effect::CloseAlive => host.evidence(Evidence::leave_own),
         Effect::EndAlive => host.evidence(Evidence::end_own),
-        Effect::Census => host.evidence(Evidence::census),
+        Effect::Census => {
+            let now = host.now();
+            host.evidence(|e| e.census(now));
+        }
         Effect::Watch { client, watch } => host.evidence(|e| e.watch(client, watch)),
         Effect::Granted(id) => host.granted(id),
         Effect::NotAvailable(id) => host.not_available(id),

@@ -39,6 +39,9 @@ use std::rc::Rc;
 pub const OPEN_BACKOFF_MS: [u64; 4] = [0, 100, 400, 1600];
 /// The wait before a watch whose open failed is made again, in ms.
 pub const WATCH_RETRY_MS: u64 = 1000;
+/// How long the register may take to open before the context says why it waits: an open of it waits
+/// behind a page's deletion of it, which waits for every context that has it open.
+pub const REGISTER_WAIT_MS: u64 = 2000;
 
 /// A database of the evidence (docs/PROTOCOL.md §9 fixes their names, versions and shape).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -154,6 +157,9 @@ pub enum Finding {
     Gone(Rc<str>, u64),
     /// This context's database cannot be opened: it cannot give evidence, and refuses.
     Unreachable,
+    /// The register has not opened for [`REGISTER_WAIT_MS`]: say so, once (a page of the origin is
+    /// deleting it, and the deletion waits for every context that has it open).
+    RegisterWaits,
 }
 
 /// This context's own liveness database. Its entry is in the register before the database exists (as
@@ -242,6 +248,9 @@ pub struct Evidence {
     /// The context ended (`EndAlive`): whatever of it is still under way goes once it completes.
     ended: bool,
     register: Register,
+    /// Since when the register has been opening (the first time), and whether that was told.
+    register_since: Option<u64>,
+    register_told: bool,
     /// Jobs waiting for the register's connection, and those under way, by transaction.
     queued: Vec<(u32, Job)>,
     running: Vec<(u32, Job)>,
@@ -264,6 +273,8 @@ impl Evidence {
             wanted: false,
             ended: false,
             register: Register::Opening(1),
+            register_since: None,
+            register_told: false,
             queued: vec![(2, Job::Read { census: false })],
             running: Vec::new(),
             watches: Vec::new(),
@@ -344,10 +355,13 @@ impl Evidence {
             .filter(|w| w.handle == 0)
             .map(|w| w.retry_at)
             .min();
-        match (own, watch) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let register = match (self.register_since, &self.register) {
+            (Some(since), Register::Opening(_)) if !self.register_told => {
+                Some(since + REGISTER_WAIT_MS)
+            }
+            _ => None,
+        };
+        [own, watch, register].into_iter().flatten().min()
     }
 
     /// How many watches are under way or wait to be made again: at most one per database listed or
@@ -360,7 +374,8 @@ impl Evidence {
 
     /// `Effect::OpenAlive`: this context's database, open and a member's in the register
     /// ([`Finding::Alive`]).
-    pub fn open_own(&mut self) {
+    pub fn open_own(&mut self, now: u64) {
+        self.note_time(now);
         if self.ended {
             return;
         }
@@ -406,7 +421,8 @@ impl Evidence {
     }
 
     /// `Effect::Census`: read the register ([`Finding::Census`]) and watch every database it lists.
-    pub fn census(&mut self) {
+    pub fn census(&mut self, now: u64) {
+        self.note_time(now);
         self.run(Job::Read { census: true });
     }
 
@@ -419,6 +435,7 @@ impl Evidence {
 
     /// An answer to one of the operations.
     pub fn handle_storage(&mut self, now: u64, event: StorageEvent) {
+        self.note_time(now);
         match event {
             StorageEvent::Upgrading { handle } => {
                 if let Some(w) = self.watches.iter().position(|w| w.handle == handle) {
@@ -441,6 +458,14 @@ impl Evidence {
 
     /// The deadline [`Evidence::poll_timeout`] gave has come: attempts and watches due are made again.
     pub fn handle_timeout(&mut self, now: u64) {
+        self.note_time(now);
+        if let (Some(since), Register::Opening(_)) = (self.register_since, &self.register)
+            && !self.register_told
+            && now >= since + REGISTER_WAIT_MS
+        {
+            self.register_told = true;
+            self.findings.push_back(Finding::RegisterWaits);
+        }
         if let Own::Waiting { attempt, at } = self.own
             && at <= now
         {
@@ -454,6 +479,14 @@ impl Evidence {
     }
 
     // ---- internals ------------------------------------------------------------------------------------
+
+    /// Notes when the register began opening, the first time this machine learns the time while it
+    /// opens (it is told the time by every call that can change it).
+    fn note_time(&mut self, now: u64) {
+        if matches!(self.register, Register::Opening(_)) && self.register_since.is_none() {
+            self.register_since = Some(now);
+        }
+    }
 
     fn handle(&mut self) -> u32 {
         self.next_handle += 1;

@@ -463,6 +463,17 @@ impl Host for &Coordination {
     }
 
     #[inline(always)]
+    fn register_waits(&mut self) {
+        web_sys::console::warn_1(
+            &"weblocks: its register of live contexts (the IndexedDB database weblocks-alive:) has not \
+              opened for 2 s: a page of this origin is deleting it (logout code that deletes every \
+              database?), and IndexedDB holds the deletion until every context that uses weblocks has \
+              closed. This context's locks wait until then."
+                .into(),
+        );
+    }
+
+    #[inline(always)]
     fn arm_timer(&mut self, at: u64) -> bool {
         let Some(set_timeout) = &self.set_timeout else {
             return false;

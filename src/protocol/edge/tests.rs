@@ -176,6 +176,9 @@ impl Host for &TestHost {
     fn unreachable(&mut self) {
         self.call("unreachable".into());
     }
+    fn register_waits(&mut self) {
+        self.call("register waits".into());
+    }
     fn arm_timer(&mut self, at: u64) -> bool {
         self.call(format!("arm {at}"));
         true

@@ -59,7 +59,7 @@ fn ahead_write(ops: &[StorageOp]) -> (u64, u32) {
 /// Opens this context's database the way a browser answers: entry first, then the database, then the
 /// member's entry. Returns the key and the connection.
 fn open_alive(e: &mut Evidence) -> (u64, u32) {
-    e.open_own();
+    e.open_own(0);
     let (key, tx) = ahead_write(&ops(e));
     e.handle_storage(0, StorageEvent::Written { tx, ok: true });
     let handle = match ops(e).as_slice() {
@@ -104,7 +104,7 @@ fn a_context_is_announced_only_once_its_database_is_open_and_a_members_entry() {
 fn its_entry_is_in_the_register_before_its_database_exists() {
     // So whenever the context ends, what it made is listed: nothing is left that no one collects.
     let mut e = machine(None);
-    e.open_own();
+    e.open_own(0);
     let (_, tx) = ahead_write(&ops(&mut e));
     assert_eq!(
         ops(&mut e),
@@ -121,7 +121,7 @@ fn its_entry_is_in_the_register_before_its_database_exists() {
 #[test]
 fn a_failed_open_is_tried_again_after_each_wait_and_only_then_refused() {
     let mut e = machine(None);
-    e.open_own();
+    e.open_own(0);
     let mut now = 0;
     for (attempt, wait) in OPEN_BACKOFF_MS.iter().enumerate() {
         if attempt > 0 {
@@ -168,7 +168,7 @@ fn a_context_that_leaves_keeps_its_database_and_rejoins_with_one_write() {
             if *r == member("me", key) && *p == ahead("me", key)),
         "no member's entry any more, nothing closed: {leave:?}"
     );
-    e.open_own();
+    e.open_own(0);
     let tx = match ops(&mut e).as_slice() {
         [
             StorageOp::Write {
@@ -205,7 +205,7 @@ fn a_context_that_ends_closes_deletes_and_unlists_its_database() {
         ]
     );
     // Nothing it asks for afterwards is made.
-    e.open_own();
+    e.open_own(0);
     assert_eq!(ops(&mut e), []);
 }
 
@@ -221,7 +221,7 @@ fn a_database_opened_ahead_is_entered_with_one_write_and_dropped_if_never_asked_
     dropped.handle_storage(0, StorageEvent::Opened { handle: 2 });
     dropped.end_own();
     assert!(ops(&mut dropped).contains(&StorageOp::Close { handle: 2 }));
-    e.open_own();
+    e.open_own(0);
     let tx = match ops(&mut e).as_slice() {
         [
             StorageOp::Write {
@@ -277,7 +277,7 @@ fn a_missing_database_is_evidence_for_a_member_only() {
     assert_eq!(findings(&mut e), [Finding::Gone("gone".into(), 5)]);
     ops(&mut e);
     // One opened ahead may not exist yet: its owner writes its entry first.
-    e.census();
+    e.census(0);
     let tx = match ops(&mut e).as_slice() {
         [StorageOp::Read { tx, .. }] => *tx,
         other => panic!("{other:?}"),
@@ -345,7 +345,7 @@ fn the_browser_closing_its_database_is_told_and_it_goes() {
     let (_, handle) = open_alive(&mut e);
     e.handle_storage(0, StorageEvent::Closed { handle });
     assert_eq!(findings(&mut e), [Finding::Lost]);
-    e.open_own();
+    e.open_own(0);
     ahead_write(
         &ops(&mut e)
             .into_iter()
@@ -358,7 +358,7 @@ fn the_browser_closing_its_database_is_told_and_it_goes() {
 fn a_register_closed_by_the_browser_is_opened_again_for_the_next_transaction() {
     let mut e = machine(None);
     e.handle_storage(0, StorageEvent::Closed { handle: 1 });
-    e.census();
+    e.census(0);
     let handle = match ops(&mut e).as_slice() {
         [
             StorageOp::Open {
@@ -371,4 +371,23 @@ fn a_register_closed_by_the_browser_is_opened_again_for_the_next_transaction() {
     };
     e.handle_storage(0, StorageEvent::Opened { handle });
     assert!(matches!(ops(&mut e).as_slice(), [StorageOp::Read { handle: h, .. }] if *h == handle));
+}
+
+#[test]
+fn a_register_that_does_not_open_is_said_once_to_wait() {
+    // Its open waits behind a page's deletion of it (logout code), which waits for every context that
+    // has it open: never a silent wait.
+    let mut e = Evidence::new("me", 1, None);
+    e.census(100);
+    assert_eq!(e.poll_timeout(), Some(100 + REGISTER_WAIT_MS));
+    e.handle_timeout(100 + REGISTER_WAIT_MS - 1);
+    assert_eq!(findings(&mut e), []);
+    e.handle_timeout(100 + REGISTER_WAIT_MS);
+    assert_eq!(findings(&mut e), [Finding::RegisterWaits]);
+    assert_eq!(e.poll_timeout(), None, "said once");
+    e.handle_storage(9_000, StorageEvent::Opened { handle: 1 });
+    assert!(matches!(
+        ops(&mut e).as_slice(),
+        [StorageOp::Read { .. }, StorageOp::Read { .. }]
+    ));
 }
