@@ -39,6 +39,11 @@ use std::rc::Rc;
 pub const OPEN_BACKOFF_MS: [u64; 4] = [0, 100, 400, 1600];
 /// The wait before a watch whose open failed is made again, in ms.
 pub const WATCH_RETRY_MS: u64 = 1000;
+/// How long a database opened ahead may stay missing while its entry is listed before the entry is
+/// taken out: its owner writes the entry before it creates the database, and a live owner that is slow
+/// (busy, frozen, in the back/forward cache) opens it later. Only non-members' entries are so taken
+/// out, which nobody waits for: the wait decides when garbage goes, never who is gone.
+pub const COLLECT_AFTER_MS: u64 = 60_000;
 /// How long the register may take to open before the context says why it waits: an open of it waits
 /// behind a page's deletion of it, which waits for every context that has it open.
 pub const REGISTER_WAIT_MS: u64 = 2000;
@@ -233,6 +238,8 @@ struct Watch {
     retry_at: u64,
     /// Its upgrade started: the context is gone (told once).
     told: bool,
+    /// When it first found no such database (one opened ahead whose owner may not have made it yet).
+    missing_since: Option<u64>,
 }
 
 /// One context's evidence: see the module docs.
@@ -444,7 +451,7 @@ impl Evidence {
             }
             StorageEvent::Missing { handle } => {
                 if let Some(w) = self.watches.iter().position(|w| w.handle == handle) {
-                    self.missing(w);
+                    self.missing(w, now);
                 }
             }
             StorageEvent::Opened { handle } => self.opened(handle),
@@ -689,11 +696,15 @@ impl Evidence {
             return;
         }
         if let Some(w) = self.watches.iter().position(|w| w.handle == handle) {
-            if self.watches[w].told {
+            let watch = &mut self.watches[w];
+            if watch.told {
                 self.watches.swap_remove(w);
             } else {
-                self.watches[w].handle = 0;
-                self.watches[w].retry_at = now + WATCH_RETRY_MS;
+                // Made again later: sooner after an open that failed, at doubling waits while a
+                // database opened ahead stays missing.
+                let missing = watch.missing_since.map_or(0, |since| now - since);
+                watch.handle = 0;
+                watch.retry_at = now + WATCH_RETRY_MS.max(missing);
             }
         }
     }
@@ -848,6 +859,7 @@ impl Evidence {
             handle: 0,
             retry_at: 0,
             told: false,
+            missing_since: None,
         });
         self.open_watch(self.watches.len() - 1);
     }
@@ -883,18 +895,23 @@ impl Evidence {
     /// Watch `w` found no such database. For a member's entry that is evidence too: a member's entry
     /// is written only once its database is open, and the database is deleted only once its context
     /// closed it. For one opened ahead it is none: its owner writes the entry before it opens the
-    /// database, and may not have opened it yet. Its entry goes all the same (an owner that lives
-    /// writes it again once its database is open), but nothing is told.
-    fn missing(&mut self, w: usize) {
+    /// database, and may not have opened it yet. That watch is made again later (its failed open
+    /// follows), and the entry goes only once it has been missing for [`COLLECT_AFTER_MS`]; nothing is
+    /// told.
+    fn missing(&mut self, w: usize, now: u64) {
         let watch = &mut self.watches[w];
         if watch.told {
             return;
         }
-        watch.told = true;
-        let entry = watch.entry.clone();
-        if matches!(entry, Entry::Member { .. }) {
-            self.collect(entry);
-        } else {
+        if matches!(watch.entry, Entry::Member { .. }) {
+            watch.told = true;
+            let entry = watch.entry.clone();
+            return self.collect(entry);
+        }
+        let since = *watch.missing_since.get_or_insert(now);
+        if now >= since + COLLECT_AFTER_MS {
+            watch.told = true;
+            let entry = watch.entry.clone();
             self.run(Job::Write {
                 remove: Some(entry),
                 put: None,

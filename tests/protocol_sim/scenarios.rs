@@ -386,10 +386,13 @@ fn a_lone_member_is_granted_without_waiting_for_the_channel_until_another_contex
     }
     let (id, effects) = request_now(&mut w, 0);
     assert!(effects.contains(&Effect::Granted(id)), "{effects:?}");
-    // With a second member, a request waits for its echo.
+    // With a second member, a request waits for its echo. (Each holds a lock of its own for good, so
+    // that neither is idle and makes way for the other.)
     let mut w = world_of(2, 11);
     request(&mut w, 0, 0, "x", 5);
     request(&mut w, 0, 1, "x", 5);
+    request(&mut w, 0, 0, "held by 0", FOREVER);
+    request(&mut w, 0, 1, "held by 1", FOREVER);
     run(&mut w, 500);
     let (id, effects) = request_now(&mut w, 0);
     assert!(

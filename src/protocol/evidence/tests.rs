@@ -274,6 +274,7 @@ fn a_missing_database_is_evidence_for_a_member_only() {
         other => panic!("{other:?}"),
     };
     e.handle_storage(0, StorageEvent::Missing { handle });
+    e.handle_storage(0, StorageEvent::OpenFailed { handle });
     assert_eq!(findings(&mut e), [Finding::Gone("gone".into(), 5)]);
     ops(&mut e);
     // One opened ahead may not exist yet: its owner writes its entry first.
@@ -295,9 +296,36 @@ fn a_missing_database_is_evidence_for_a_member_only() {
         other => panic!("its own is not watched: {other:?}"),
     };
     e.handle_storage(0, StorageEvent::Missing { handle });
+    e.handle_storage(0, StorageEvent::OpenFailed { handle });
     assert_eq!(findings(&mut e), [], "no evidence");
-    assert!(matches!(ops(&mut e).as_slice(),
-        [StorageOp::Write { remove: Some(r), put: None, .. }] if *r == ahead("slow", 6)));
+    assert_eq!(
+        ops(&mut e),
+        [],
+        "its entry stays while its owner may still make it"
+    );
+    // Looked at again at doubling waits; its entry goes once it has been missing that long.
+    let mut now = 0;
+    loop {
+        now = e.poll_timeout().expect("looked at again");
+        e.handle_timeout(now);
+        let handle = match ops(&mut e).as_slice() {
+            [StorageOp::Open { handle, .. }] => *handle,
+            other => panic!("{other:?}"),
+        };
+        e.handle_storage(now, StorageEvent::Missing { handle });
+        let after = ops(&mut e);
+        e.handle_storage(now, StorageEvent::OpenFailed { handle });
+        if now < COLLECT_AFTER_MS {
+            assert_eq!(after, [], "at {now} ms");
+            continue;
+        }
+        assert!(matches!(after.as_slice(),
+            [StorageOp::Write { remove: Some(r), put: None, .. }] if *r == ahead("slow", 6)));
+        break;
+    }
+    assert!(now < 2 * COLLECT_AFTER_MS, "{now}");
+    assert_eq!(e.watch_count(), 0);
+    assert_eq!(findings(&mut e), []);
 }
 
 #[test]

@@ -434,7 +434,8 @@ impl World {
         let version = self.observers.iter().map(|o| o.version).max().unwrap_or(1);
         let at = self.now;
         self.add_context(at, version, 0);
-        let until = self.now + 10_000;
+        // Long enough for entries of databases that were never made to be taken for garbage.
+        let until = self.now + 2 * weblocks::protocol::evidence::COLLECT_AFTER_MS;
         if !self.run_until(until) {
             return self.violation("not quiet after a new window looked around".into());
         }
