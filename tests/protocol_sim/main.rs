@@ -664,26 +664,50 @@ fn runs_of_contexts_that_prefer_different_transports_agree_on_one() {
 
 /// WebKit hands a post to the contexts of the sender's own process first, and to the others in the
 /// network process's order. Over that delivery the broadcast design, which rests on one order for
-/// every context (A1), splits: in this run two contexts of different processes start a history at the
-/// same moment, each applies its own `Genesis` first and grants itself "a", as two Safari windows did.
-/// The checks catch it at that step; the same run over the log, carried by the same channel, passes.
-const WEBKIT_SPLIT_SEED: u64 = 8_000_581;
+/// every context (A1), splits: two contexts of different processes start a history at the same moment,
+/// each applies its own `Genesis` first and grants itself "a", as two Safari windows did. Among the
+/// family's first seeds there is such a run (the first is found rather than pinned, so that a change of
+/// what the simulation draws does not lose it): the checks catch it at that step, within a few ms of the
+/// second `Genesis`, and the same run over the log, carried by the same channel, passes.
+fn webkit_split_seed() -> Option<u64> {
+    let base = FAMILIES[MUST_FAIL].base;
+    (base..base + 3000).find(|&seed| {
+        let (_, violations) = run_seed(seed, false);
+        let Some(first) = violations.first() else {
+            return false;
+        };
+        if !(first.contains("mutual exclusion broken on \"a\"") && first.contains("held at once")) {
+            return false;
+        }
+        let (world, _) = run_seed(seed, true);
+        let genesis: Vec<(u64, &str)> = world
+            .trace
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .filter(|line| line.contains(" post Genesis"))
+            .filter_map(|line| {
+                let mut words = line.split_whitespace();
+                Some((words.next()?.parse().ok()?, words.next()?))
+            })
+            .collect();
+        let at: Option<u64> = first
+            .strip_prefix("t=")
+            .and_then(|t| t.split_whitespace().next()?.parse().ok());
+        matches!((genesis.as_slice(), at), ([(t0, c0), (t1, c1), ..], Some(at))
+            if t1 - t0 <= 1 && c0 != c1 && at < t1 + 30)
+    })
+}
 
 #[test]
 fn the_checks_catch_the_broadcast_designs_split_under_webkits_delivery() {
-    let (_, violations) = run_seed(WEBKIT_SPLIT_SEED, false);
-    assert!(
-        violations.first().is_some_and(
-            |v| v.contains("mutual exclusion broken on \"a\"") && v.contains("held at once")
-        ),
-        "{violations:?}"
-    );
+    let seed = webkit_split_seed().expect("a run that splits as two Safari windows did");
     let over_log = Family {
         carriage: Carriage::CarriedLog(Delivery::OwnProcessFirst),
         ..FAMILIES[MUST_FAIL]
     };
-    let (_, violations) = run_world(build_as(WEBKIT_SPLIT_SEED, over_log), false);
-    assert_eq!(violations, Vec::<String>::new());
+    let (_, violations) = run_world(build_as(seed, over_log), false);
+    assert_eq!(violations, Vec::<String>::new(), "seed {seed} over the log");
 }
 
 /// Contexts that close the origin's record on `versionchange` and at once ask again let a deletion
