@@ -171,6 +171,29 @@ test('on a faulty network: one failed extension is tried again; hung requests en
   assert.deepEqual([local.code, local.deadline], ['Expired', true]);
 });
 
+test('timers that ran late (a machine that slept, a page frozen): the deadline is reported, nothing is extended after it', async () => {
+  const sent = [];
+  const alice = createLeases(
+    serverLeaseStore({
+      url: service.url,
+      token: mintToken(secret, { sub: 'alice' }),
+      fetch: faultyFetch((url) => (url.endsWith('/v1/extendLockExpiration') && sent.push(Date.now()), 'pass')),
+    }),
+  );
+  const lockId = await alice.tryLock('net', '4', { ttlMs: 2000 });
+  const lost = [];
+  alice.keepAlive(lockId, { everyMs: 300, onLost: (e) => lost.push({ at: Date.now(), code: e.code, deadline: e.deadline }) });
+  await sleep(400);
+  // Nothing runs for 2.5 s: every timer (the ticks, the deadline's) fires late, after the deadline.
+  const frozenAt = Date.now();
+  for (const end = frozenAt + 2500; Date.now() < end; );
+  await sleep(100);
+  assert.deepEqual(lost.map((l) => [l.code, l.deadline]), [['Expired', true]]);
+  assert.deepEqual(sent.filter((at) => at >= frozenAt), [], 'no extension was sent once the deadline had passed');
+  const local = await rejection(alice.checkLock(lockId));
+  assert.deepEqual([local.code, local.deadline], ['Expired', true]);
+});
+
 test('a lost tryLock answer: the retry (same request id) gets the granted lease; another user is still refused', async () => {
   let lose = 1;
   const bodies = [];
