@@ -210,9 +210,9 @@ export function createLeases(store) {
       return () => watching.then(() => stop && stop());
     },
     /**
-     * Extend the lease every `everyMs` (or at half its time left, if sooner) while this page is open; stops on `pagehide` (a page put in the
-     * back/forward cache pauses, and on `pageshow` resumes or reports the loss), on `stop()`, or when the
-     * lease is lost: then `onLost(lockError)` is called once, with the store's definite answer (`Expired`,
+     * Extend the lease every `everyMs` (or at half its time left, if sooner) while this page is open;
+     * stops on `pagehide` (a page put in the back/forward cache pauses, and on `pageshow` resumes or
+     * reports the loss), on `stop()`, or when the lease is lost: then `onLost(lockError)` is called once, with the store's definite answer (`Expired`,
      * `TakenOver`, `Revoked`, `NotFound`, `Unauthorized`...) or with `Expired` and `deadline: true` when
      * this page's deadline passed first. A failed extension (the store unreachable, a timeout) is tried
      * again with backoff while the deadline leaves time; each try times out well before the deadline,
@@ -306,9 +306,13 @@ export function createLeases(store) {
       /** Back from the background (or from the back/forward cache): the timers may have been held back. */
       const wake = () => {
         if (stopped || deadlinePassed()) return;
+        const wasPaused = paused;
         paused = false;
         watchDeadline();
-        if (!inFlight && Date.now() - extendedAt >= everyMs) schedule(0);
+        if (inFlight) return;
+        const dueInMs = everyMs - (Date.now() - extendedAt);
+        if (dueInMs <= 0) schedule(0);
+        else if (wasPaused) schedule(dueInMs); // its timer was cleared on pagehide
       };
       const onVisibility = () => typeof document !== 'undefined' && document.visibilityState === 'visible' && wake();
       const onPageHide = (event) => {

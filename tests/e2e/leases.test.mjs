@@ -240,6 +240,34 @@ test('the page’s deadline holds for IndexedDB leases: checkLock says Expired a
     assert.deepEqual(outcome.lost, ['Expired', true]);
   }));
 
+test('keepAlive in the back/forward cache: paused on a persisted pagehide; on pageshow it resumes, or reports the deadline that passed', () =>
+  withContext(async (context) => {
+    const tab = await openTab(context);
+    const outcome = await tab.evaluate(async () => {
+      const { leases } = weblocks;
+      const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+      const transition = (type) => dispatchEvent(new PageTransitionEvent(type, { persisted: true }));
+      const lockId = await leases.tryLock('doc', 'bfcache', { ttlMs: 1500 });
+      let lost = null;
+      leases.keepAlive(lockId, { everyMs: 100, onLost: (e) => (lost = [e.code, e.deadline]) });
+      await sleep(300);
+      transition('pagehide');
+      await sleep(150); // an extension in flight settles
+      const before = (await leases.checkLock(lockId)).expiresAt;
+      await sleep(400);
+      const during = (await leases.checkLock(lockId)).expiresAt;
+      transition('pageshow');
+      await sleep(400);
+      const after = (await leases.checkLock(lockId)).expiresAt;
+      transition('pagehide');
+      await sleep(1700); // past the deadline while in the cache
+      const lostWhileCached = lost;
+      transition('pageshow');
+      return { paused: during === before, resumed: after > during, lostWhileCached, lost };
+    });
+    assert.deepEqual(outcome, { paused: true, resumed: true, lostWhileCached: null, lost: ['Expired', true] });
+  }));
+
 test('keepAlive adds the time that really elapsed, so late timers (a busy or throttled page) do not lose the lease', () =>
   withContext(async (context) => {
     const tab = await openTab(context);
