@@ -8,7 +8,8 @@
 // - a lost tryLock answer: the retry (same request id) gets the lease the service granted, not
 //   AlreadyLocked, and only one lease was made;
 // - a take-over during an edit, the page not hearing the change stream: the form turns read-only on the
-//   next extension (Revoked) and offers the unsaved text, which is kept as a draft; bob's save stands.
+//   next extension (Revoked) and offers the unsaved text, which is kept as a draft; bob's save stands;
+// - and the IndexedDB store (no network) under the same deadline.
 // The engines' drivers are the bench's (bench/lib/{chromium,firefox,webkit}.mjs): one tab interface.
 // The page's origin is http://127.0.0.1 (leases use no navigator.locks: nothing native to remove).
 // Needs the build (`npm run build`).
@@ -125,7 +126,8 @@ for (const engine of engines) {
       assert.deepEqual(lost, [], 'onLost was not called');
       const checked = await direct('alice').checkLock(lockId);
       assert.equal(checked.status, 200, JSON.stringify(checked.body));
-      assert.ok(checked.body.expiresAt - checked.body.now > 2500, `the lease kept its time: ${checked.body.expiresAt - checked.body.now} ms left`);
+      // 3.2 s or more since the grant: unextended, the 4 s lease would have under 0.8 s left.
+      assert.ok(checked.body.expiresAt - checked.body.now > 1000, `the lease kept its time: ${checked.body.expiresAt - checked.body.now} ms left`);
       await tab.evaluate(() => window.net.stop());
       await direct('alice').releaseLock(lockId);
     });
@@ -185,16 +187,35 @@ for (const engine of engines) {
       await direct('alice').releaseLock(lockId);
     });
 
+    test('the IndexedDB store keeps the same deadline: checkLock says Expired a margin before the store would, keepAlive reports it', async () => {
+      const outcome = await tab.evaluate(async (id) => {
+        const { leases } = await import('/js/index.js');
+        const lockId = await leases.tryLock('net.Local', id, { ttlMs: 3000 });
+        const { expiresAt } = await leases.checkLock(lockId);
+        // On this page's clock, the store's own: past the deadline (253 ms before the expiry), not at the expiry.
+        while (Date.now() < expiresAt - 120);
+        const refusal = await leases.checkLock(lockId).then(() => null, (e) => ({ code: e.code, deadline: e.deadline === true, at: Date.now() }));
+        const lost = await new Promise((resolve) => leases.keepAlive(lockId, { everyMs: 50, onLost: (e) => resolve([e.code, e.deadline === true]) }));
+        await leases.releaseLock(lockId);
+        return { expiresAt, refusal, lost };
+      }, key());
+      assert.deepEqual([outcome.refusal?.code, outcome.refusal?.deadline], ['Expired', true]);
+      assert.ok(outcome.refusal.at < outcome.expiresAt, `refused ${outcome.expiresAt - outcome.refusal.at} ms before the store's expiry`);
+      assert.deepEqual(outcome.lost, ['Expired', true]);
+    });
+
     test('a take-over during an edit: the form turns read-only and keeps the unsaved text as a draft; bob’s save stands', async () => {
       const article = `${engine.name.length}${keyCount++}`;
       // alice's page cannot hear the change stream: she learns of the take-over from her next extension.
       proxy.fail('GET /v1/events', 'stall', Infinity);
-      const form = await browser.newTab(`${web.url}www/edit-form.html?user=alice&article=${article}&ttl=3000&every=300&service=${encodeURIComponent(proxy.url)}`);
+      const form = await browser.newTab(`${web.url}www/edit-form.html?user=alice&article=${article}&ttl=6000&every=300&service=${encodeURIComponent(proxy.url)}`);
       const state = () => form.evaluate(() => document.getElementById('status').dataset.state);
       const waitFor = async (wanted, ms = 10_000) => {
         const until = Date.now() + ms;
         while ((await state()) !== wanted) {
-          if (Date.now() > until) assert.fail(`state ${await state()}, not ${wanted}`);
+          if (Date.now() > until) {
+            assert.fail(`state ${await state()}, not ${wanted}: ${await form.evaluate(() => document.getElementById('status').textContent)}`);
+          }
           await sleep(50);
         }
       };
