@@ -152,10 +152,35 @@ export function createLeases(store) {
     const expired = expiredHere.get(lockId);
     if (expired !== undefined) throw deadlineError(lockId, expired);
   };
+  /** `promise`, or the local `Expired` once `lockId`'s deadline passes first (a request that hangs past
+   *  it, offline, is not waited for: from the deadline on the answer is Expired). */
+  const beforeDeadline = (lockId, promise) =>
+    new Promise((resolve, reject) => {
+      let timer;
+      const arm = () => {
+        const deadline = deadlines.get(lockId);
+        if (deadline === undefined) return;
+        timer = setTimeout(() => {
+          try {
+            refuseAfterDeadline(lockId);
+            arm(); // another answer moved the deadline meanwhile
+          } catch (e) {
+            reject(e);
+          }
+        }, Math.max(0, timeLeftMs(deadline, readClocks())) + 1);
+      };
+      arm();
+      promise.then(
+        (value) => (clearTimeout(timer), resolve(value)),
+        (e) => (clearTimeout(timer), reject(e)),
+      );
+    });
   /** `method` on the store, then the deadline of the lease its answer reports (sent: before the call). */
   const reporting = async (method, ...args) => {
     const sent = readClocks();
-    const answer = await call(method, ...args);
+    const calling = call(method, ...args);
+    const grants = method === 'tryLock' || method === 'takeOver';
+    const answer = await (grants ? calling : beforeDeadline(args[0], calling));
     const lockId = answer.lockId !== undefined ? answer.lockId : args[0];
     // An answer that arrives after the deadline passed does not bring the lease back on this page.
     if (expiredHere.has(lockId)) throw deadlineError(lockId, expiredHere.get(lockId));

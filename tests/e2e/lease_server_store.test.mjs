@@ -169,6 +169,27 @@ test('on a faulty network: one failed extension is tried again; hung requests en
   assert.ok(extensions.filter((e) => e.fate === 'hang').length >= 2, 'a hung extension did not stall the next tries');
   const local = await rejection(alice.checkLock(short));
   assert.deepEqual([local.code, local.deadline], ['Expired', true]);
+
+  // A check sent while the lease still had time, whose request then hangs: Expired at the deadline, not
+  // StorageError at the request's 10 s timeout.
+  hang = false;
+  let hangChecks = false;
+  const bob = createLeases(
+    serverLeaseStore({
+      url: service.url,
+      token: mintToken(secret, { sub: 'bob' }),
+      fetch: faultyFetch((url) => (hangChecks && url.endsWith('/v1/checkLock') ? 'hang' : 'pass')),
+    }),
+  );
+  const bobs = await bob.tryLock('net', '5', { ttlMs: 1500 });
+  hangChecks = true;
+  const asked = Date.now();
+  const hung = await rejection(bob.checkLock(bobs));
+  const waited = Date.now() - asked;
+  const bobsExpiry = (await leasesOf('bob').checkLock(bobs).catch((e) => e)).expiresAt;
+  console.log(`# node: a hung checkLock said Expired after ${waited} ms, ${bobsExpiry - Date.now()} ms before the service's expiry`);
+  assert.deepEqual([hung.code, hung.deadline], ['Expired', true]);
+  assert.ok(waited < 1500, `at the deadline (${waited} ms)`);
 });
 
 test('timers that ran late (a machine that slept, a page frozen): the deadline is reported, nothing is extended after it', async () => {
