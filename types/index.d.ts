@@ -65,7 +65,7 @@ export declare class LockError extends Error {
   constructor(
     code: LockErrorCode,
     message: string,
-    options?: { expiresAt?: number; holder?: LeaseHolder; acquiredAt?: number; cause?: unknown },
+    options?: { expiresAt?: number; holder?: LeaseHolder; acquiredAt?: number; cause?: unknown; deadline?: boolean },
   );
   readonly name: 'LockError';
   readonly code: LockErrorCode;
