@@ -208,8 +208,10 @@ async function takeLease() {
   const resumed = sessionStorage.getItem(site.lockIdKey);
   if (resumed) {
     // This tab held the lease before a reload: resume it if it is still ours and live.
+    // It resumes with its full ttl left: the reload's time is given back, so reloads never wear it down.
     const info = await leases.checkLock(resumed).catch(() => null);
-    if (info) return startEditing(resumed, info);
+    const topped = info && (await leases.extendLockExpiration(resumed, Math.max(1, ttlMs - (info.expiresAt - (info.now ?? Date.now())))).catch(() => null));
+    if (topped) return startEditing(resumed, topped);
     sessionStorage.removeItem(site.lockIdKey);
   }
   try {
