@@ -116,7 +116,9 @@ export function serverLeaseStore({ url, token, fetch: fetchImpl = globalThis.fet
     const leftMs = () => ttlMs - marginFor(ttlMs) - elapsedMs(started, readClocks());
     for (let failures = 0; ; ) {
       try {
-        return await request(path, body, { timeout: Math.min(timeoutMs, attemptTimeoutMs(leftMs())) });
+        // Half the time left, so that a retry fits, but never under a second (a ttl within the margin
+        // leaves no time left, and still deserves one fair try).
+        return await request(path, body, { timeout: Math.min(timeoutMs, Math.max(1000, attemptTimeoutMs(leftMs()))) });
       } catch (e) {
         failures += 1;
         const next = isTransient(e.code) && !(e.status >= 400 && e.status < 500) ? nextAttempt({ failures, leftMs: leftMs(), random: Math.random() }) : null;

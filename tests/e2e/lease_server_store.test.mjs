@@ -240,10 +240,13 @@ test('a lost tryLock answer: the retry (same request id) gets the granted lease;
   assert.equal(info.fence, 1, 'one lease granted');
   const bob = await rejection(leasesOf('bob').tryLock('net', '3', { ttlMs: 5000 }));
   assert.deepEqual([bob.code, bob.holder.sub], ['AlreadyLocked', 'alice']);
+  // A lease shorter than the page's margin still gets its one fair try (and no retry).
+  const brief = await alice.tryLock('net', '6', { ttlMs: 200 });
+  assert.match(brief, /^net\/6\//);
   // A definite refusal is not retried.
   const refused = await rejection(alice.tryLock('net', '3', { ttlMs: 5000 }));
   assert.equal(refused.code, 'AlreadyLocked');
-  assert.equal(bodies.length, 3);
+  assert.equal(bodies.length, 4);
 });
 
 test('a bad token is Unauthorized, an unreachable service a StorageError; a refused stream calls onError', async () => {
