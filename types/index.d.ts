@@ -65,7 +65,7 @@ export declare class LockError extends Error {
   constructor(
     code: LockErrorCode,
     message: string,
-    options?: { expiresAt?: number; holder?: LeaseHolder; acquiredAt?: number; cause?: unknown },
+    options?: { expiresAt?: number; holder?: LeaseHolder; acquiredAt?: number; cause?: unknown; deadline?: boolean },
   );
   readonly name: 'LockError';
   readonly code: LockErrorCode;
@@ -75,6 +75,8 @@ export declare class LockError extends Error {
   readonly holder?: LeaseHolder;
   /** With `holder`: since when it holds the key (ms since the epoch). */
   readonly acquiredAt?: number;
+  /** With `Expired`: true when this page decided it (its deadline for the lease passed), not the store. */
+  readonly deadline?: true;
 }
 
 /** A live lease as `checkLock`, `extendLockExpiration` and `list` report it (never its token). */
@@ -89,6 +91,8 @@ export interface LeaseInfo {
   acquiredAt?: number;
   /** Lease service: the lease's fencing number; a later lease on the same (type, id) always has a larger one. */
   fence?: number;
+  /** Lease service: its database's clock when it answered (`expiresAt - now` is the time left). */
+  now?: number;
 }
 
 /** A change of a (type, id), as the lease service's stream reports it to `watch`. */
@@ -127,7 +131,9 @@ export interface KeepAliveOptions {
   everyMs?: number;
   /** By how much each time (ms); default `everyMs`. */
   incMs?: number;
-  /** Called once when an extension fails (keepAlive then stops). */
+  /** Called once when the lease is lost (keepAlive then stops): the store's definite answer (`Expired`,
+   *  `TakenOver`, `Revoked`, `NotFound`, `Unauthorized`...), or `Expired` with `deadline: true` when this
+   *  page's deadline passed first. A failed extension is tried again while the deadline leaves time. */
   onLost?: (error: LockError) => void;
 }
 
@@ -139,8 +145,8 @@ export interface Leases {
   checkLock(lockId: string): Promise<LeaseInfo>;
   /** Remove the lease. */
   releaseLock(lockId: string): Promise<void>;
-  /** Move a live lease's expiry `incMs` later. */
-  extendLockExpiration(lockId: string, incMs: number): Promise<LeaseInfo>;
+  /** Move a live lease's expiry `incMs` later; `signal` aborts the request where the store can. */
+  extendLockExpiration(lockId: string, incMs: number, options?: { signal?: AbortSignal }): Promise<LeaseInfo>;
   /** The live leases (of the origin, or the lease service's; there, of `type` if given). */
   list(type?: string): Promise<LeaseInfo[]>;
   /** Extend the lease periodically while this page is open; returns `stop`. */
@@ -164,6 +170,8 @@ export interface ServerLeaseStoreOptions {
   token: string | (() => string | Promise<string>);
   /** The fetch to use (default: the global one). */
   fetch?: typeof fetch;
+  /** The longest one request may take, in ms (default 10,000); then it fails with `StorageError`. */
+  timeoutMs?: number;
 }
 
 /** Extension: the store of the lease service (weblocks-lease-server): leases shared between users. */
