@@ -24,7 +24,7 @@ export const RETRY_FIRST_MS = 250;
 /** ...up to this long between two tries. */
 export const RETRY_MAX_MS = 5000;
 /** The longest any one lease request may take before it counts as failed (and is aborted). */
-export const REQUEST_TIMEOUT_MS = 10_000;
+export const REQUEST_TIMEOUT_MS = 10000;
 
 /** A clock reading: `{ mono, wall }`, the monotonic and the wall-clock time, in ms. */
 export function readClocks() {
