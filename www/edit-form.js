@@ -3,6 +3,8 @@
 // (releaseLock). A page that cannot get the lease says who is editing and gets it once it is free.
 //
 // Two settings, one story:
+// The leases come from their own module, `weblocks/leases` (here from the repository: ../js/leases_entry.js).
+//
 // - in this browser (the default): the lease in IndexedDB (weblocks' default store), the article in
 //   localStorage. Open the page in two tabs; a waiting tab tries again every `retry` ms.
 // - between users (`?user=alice`): the lease in the lease service (createLeases(serverLeaseStore(...))),
@@ -10,7 +12,7 @@
 //   user's token and checks the lease before it saves. Open it as alice and as bob in two browser
 //   profiles. The page watches the article's lease: a waiting user is told as soon as it is released or
 //   expires, and an editor whose lease is taken over turns read-only at once. bob may take over.
-import { leases as browserLeases, createLeases, serverLeaseStore } from '../js/index.js';
+import { leases as browserLeases, createLeases, serverLeaseStore } from '../js/leases_entry.js';
 
 const params = new URLSearchParams(location.search);
 const articleId = params.get('article') ?? '10';

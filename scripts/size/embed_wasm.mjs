@@ -88,11 +88,13 @@ export function embeddedStream(bytes) {
  * timers; a timer where a page took MessageChannel away): the page's own scripts and tasks, and the storage
  * events of the context's start, run in between instead of waiting for the whole decoding
  * (tests/e2e/decode_steps.test.mjs).
+ * With `lazy`, the default export is instead a function that starts the decoding and returns that promise:
+ * the leases' add-on decodes its wasm only at the first lease operation, not while the page starts.
  */
-function decodingModule(bytes) {
+function decodingModule(bytes, { lazy = false } = {}) {
   const packed = embeddedStream(bytes).toString('base64');
   return `import { lzmaDecoder } from './js/lzma_decoder.js';
-export default Promise.resolve().then(() => {
+export default ${lazy ? '() => ' : ''}Promise.resolve().then(() => {
   const text = atob(${JSON.stringify(packed)});
   const packed = new Uint8Array(text.length);
   for (let i = 0; i < text.length; i++) packed[i] = text.charCodeAt(i);
@@ -184,9 +186,11 @@ function wasm2jsModule(wasm) {
  * names (scripts/size/wasm_names.mjs): both are loaded through this plugin, so they always agree. The glue
  * is also cut to what the classic build runs (scripts/size/trim_glue.mjs), and the wasm keeps only the
  * exports that glue uses (`wasm.<name>`), and the code they reach (withoutUnreachableCode).
- * With `legacy`, the wasm is embedded compiled to JavaScript (wasm2jsModule) instead of compressed.
+ * With `legacy`, the wasm is embedded compiled to JavaScript (wasm2jsModule) instead of compressed; with
+ * `lazy`, decoded only when asked (decodingModule). `engine: false` for the leases' glue, which has no
+ * Engine class (trimGlue).
  */
-export function embedCompressedWasm({ legacy = false } = {}) {
+export function embedCompressedWasm({ legacy = false, lazy = false, engine = true } = {}) {
   // Both hooks need the wasm's names and the trimmed glue: read and made once per wasm and build.
   const loaded = new Map();
   const load = (wasmPath) => {
@@ -196,7 +200,7 @@ export function embedCompressedWasm({ legacy = false } = {}) {
         (async () => {
           const wasm = await fs.readFile(wasmPath);
           const names = shortNames(wasm);
-          const glue = renameGlue(trimGlue(await fs.readFile(wasmPath.replace(/_bg\.wasm$/, '.js'), 'utf8'), { legacy }), names);
+          const glue = renameGlue(trimGlue(await fs.readFile(wasmPath.replace(/_bg\.wasm$/, '.js'), 'utf8'), { legacy, engine }), names);
           return { wasm, names, glue };
         })(),
       );
@@ -210,7 +214,7 @@ export function embedCompressedWasm({ legacy = false } = {}) {
         const { wasm, names, glue } = await load(args.path);
         const used = (name) => new RegExp(`\\bwasm\\.${names.exports.get(name)}\\b`).test(glue);
         const embedded = withoutUnreachableCode(renameWasm(wasm, names, used));
-        return { contents: legacy ? wasm2jsModule(embedded) : decodingModule(embedded), loader: 'js', resolveDir: root };
+        return { contents: legacy ? wasm2jsModule(embedded) : decodingModule(embedded, { lazy }), loader: 'js', resolveDir: root };
       });
       build.onLoad({ filter: /[\\/]pkg[\\/][^\\/]+\.js$/ }, async (args) => {
         const { glue } = await load(args.path.replace(/\.js$/, '_bg.wasm'));
