@@ -1,10 +1,9 @@
 // The edit-form story with leases (docs/LEASES.md): take the lease when the form is shown (tryLock), keep it
 // alive while the page is open (keepAlive), check it when saving (checkLock) and release it after the save
-// (releaseLock). A page that cannot get the lease says who is editing and gets it once it is free.
+// (releaseLock). A page that cannot get the lease says who is editing and gets it once it is free. The
+// leases come from their own module, `weblocks/leases` (here from the repository: ../js/leases_entry.js).
 //
 // Two settings, one story:
-// The leases come from their own module, `weblocks/leases` (here from the repository: ../js/leases_entry.js).
-//
 // - in this browser (the default): the lease in IndexedDB (weblocks' default store), the article in
 //   localStorage. Open the page in two tabs; a waiting tab tries again every `retry` ms.
 // - between users (`?user=alice`): the lease in the lease service (createLeases(serverLeaseStore(...))),

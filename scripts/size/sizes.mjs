@@ -23,7 +23,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 /** The classic script's budget, gzip -9 (docs/SIZE.md). */
 export const CLASSIC_BUDGET_GZIP = 36_000;
 /** The budget of the classic script's leases' add-on, gzip -9 (docs/SIZE.md). */
-export const LEASES_ADDON_BUDGET_GZIP = 9_000;
+export const LEASES_ADDON_BUDGET_GZIP = 12_300;
 /** The classic files' budgets, which `--check` enforces. */
 export const BUDGETS = [
   { file: 'dist/weblocks.polyfill.js', gzip: CLASSIC_BUDGET_GZIP },
@@ -111,18 +111,18 @@ export function toMarkdown({ groups }) {
 }
 
 /**
- * The wasm of each feature set, and what each feature adds to the set it builds on (`over`): the runtime
- * alone (the allocator and wasm-bindgen's), the spec's lock manager alone in each context with the Engine
- * edge, the coordination on top (the shipped lock engine, pkg/weblocks_bg.wasm), the leases on the runtime
- * (the shipped leases' wasm, pkg/weblocks_leases_bg.wasm), and both in one wasm (what the lock engine would
- * weigh with the leases in it).
+ * The wasm of each feature set, and what each feature adds to the set it builds on (`over`): none (nothing
+ * exported, so nearly empty), the spec's lock manager alone in each context with the Engine edge (and the
+ * allocator and wasm-bindgen's runtime), the coordination on top (the shipped lock engine,
+ * pkg/weblocks_bg.wasm), the leases alone (the shipped leases' wasm, pkg/weblocks_leases_bg.wasm, with its
+ * own allocator and runtime), and both in one wasm (what the lock engine would weigh with the leases in it).
  */
 export function measureFeatureCosts() {
   const sets = [
-    { what: 'runtime: allocator + wasm-bindgen (no features)', features: [] },
-    { what: '+ locks: scheduler + Engine edge (src/scheduler.rs, src/wasm/engine.rs)', features: ['locks'], over: 0 },
+    { what: 'no features: nothing exported (the allocator and the runtime come with the first feature)', features: [] },
+    { what: '+ locks: scheduler, Engine edge, allocator, runtime (src/scheduler.rs, src/wasm/engine.rs)', features: ['locks'], over: 0 },
     { what: '+ coordination (src/protocol, src/wasm/coordination.rs): the lock engine, pkg/weblocks_bg.wasm', features: ['coordination'], over: 1 },
-    { what: "runtime + leases (src/lease, src/wasm/lease_operation.rs): the leases' wasm, pkg/weblocks_leases_bg.wasm", features: ['leases'], over: 0 },
+    { what: "leases alone, with the allocator and runtime (src/lease, src/wasm/lease_operation.rs): the leases' wasm, pkg/weblocks_leases_bg.wasm", features: ['leases'], over: 0 },
     { what: 'the lock engine with the leases in it (not shipped)', features: ['coordination', 'leases'], over: 2 },
   ];
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'weblocks-features-'));
