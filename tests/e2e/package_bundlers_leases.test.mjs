@@ -12,9 +12,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import * as esbuild from 'esbuild';
-import { build as viteBuild } from 'vite';
-import webpack from 'webpack';
+import { bundlers, wasmFilesIn } from './bundlers.mjs';
 import { startServer } from './server.mjs';
 import { launchChromium, openPage } from './browser.mjs';
 import { makeApp } from './package_install.mjs';
@@ -22,37 +20,8 @@ import { makeApp } from './package_install.mjs';
 const bundleHtml = '<!doctype html><meta charset="utf-8"><title>weblocks bundled leases app</title><link rel="icon" href="data:,"><script type="module" src="./main.js"></script>';
 const LEASES_WASM = 'weblocks_leases_bg.wasm';
 
-const bundlers = {
-  async vite(app, outDir) {
-    await viteBuild({ root: app.dir, configFile: false, logLevel: 'warn', build: { outDir, emptyOutDir: true } });
-  },
-
-  async esbuild(app, outDir) {
-    await esbuild.build({ absWorkingDir: app.dir, entryPoints: ['src/main.js'], bundle: true, format: 'esm', outdir: outDir, logLevel: 'warning' });
-    // esbuild leaves `new URL('weblocks_leases_bg.wasm', import.meta.url)` as it is: the wasm is copied next to the bundle.
-    fs.copyFileSync(path.join(app.dir, 'node_modules', 'weblocks', 'pkg', LEASES_WASM), path.join(outDir, LEASES_WASM));
-    fs.writeFileSync(path.join(outDir, 'index.html'), bundleHtml);
-  },
-
-  async webpack(app, outDir) {
-    const stats = await new Promise((resolve, reject) =>
-      webpack(
-        {
-          mode: 'production',
-          context: app.dir,
-          entry: { main: './src/main.js' },
-          output: { path: outDir, filename: '[name].js', clean: true },
-          target: 'web',
-          devtool: false,
-          infrastructureLogging: { level: 'warn' },
-        },
-        (error, result) => (error ? reject(error) : resolve(result)),
-      ),
-    );
-    if (stats.hasErrors()) throw new Error(stats.toString({ all: false, errors: true }));
-    fs.writeFileSync(path.join(outDir, 'index.html'), bundleHtml);
-  },
-};
+/** What the esbuild and webpack builds of the app need (tests/e2e/bundlers.mjs). */
+const bundleOptions = { entries: ['src/main.js'], wasm: [LEASES_WASM], html: bundleHtml };
 
 let app;
 let browser;
@@ -69,16 +38,10 @@ after(async () => {
   app?.remove();
 });
 
-const wasmFilesIn = (dir) =>
-  fs
-    .readdirSync(dir, { recursive: true })
-    .map(String)
-    .filter((f) => f.endsWith('.wasm'));
-
 for (const [name, buildApp] of Object.entries(bundlers)) {
   test(`${name}: an app of 'weblocks/leases' alone gets the leases' wasm and not the lock engine's; the lease story works`, { timeout: 90_000 }, async () => {
     const outDir = path.join(app.dir, `dist-${name}`);
-    await buildApp(app, outDir);
+    await buildApp(app, outDir, bundleOptions);
     const wasm = wasmFilesIn(outDir);
     assert.equal(wasm.length, 1, `wasm files in the output: ${wasm}`);
     assert.ok(fs.readFileSync(path.join(outDir, wasm[0])).equals(leasesWasm), `${wasm[0]} is the package's leases' wasm`);
