@@ -2,7 +2,7 @@
 // wasm-opt): the lock engine (pkg/weblocks.js, weblocks_bg.wasm) and the leases' (pkg/weblocks_leases.js,
 // weblocks_leases_bg.wasm); then the classic-script polyfill dist/weblocks.polyfill.js (esbuild: one IIFE,
 // the lock engine's wasm embedded, global `weblocks`), the legacy build, and the leases' add-on
-// dist/weblocks.leases.js (the leases' wasm embedded, added to that global).
+// dist/weblocks.leases.js (the leases' wasm embedded, added to that global) with its legacy twin.
 // `node scripts/build.mjs --bundle-only` skips the wasm build and rebundles the existing pkg/.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -21,6 +21,7 @@ const bundleOnly = process.argv.includes('--bundle-only');
 const classicOut = path.join(root, 'dist', 'weblocks.polyfill.js');
 const legacyOut = path.join(root, 'dist', 'weblocks.legacy.js');
 const classicLeasesOut = path.join(root, 'dist', 'weblocks.leases.js');
+const legacyLeasesOut = path.join(root, 'dist', 'weblocks.leases-legacy.js');
 
 /**
  * The two wasm modules the package ships, from the one crate with different cargo features (Cargo.toml):
@@ -147,6 +148,12 @@ const CLASSIC_OPTIONS = {
   define: { process: 'undefined' },
 };
 
+/** What the legacy files have instead of the classic ones': ES2015, and the wasm run as JavaScript. */
+const LEGACY_OPTIONS = {
+  target: 'es2015',
+  inject: [path.join(root, 'js', 'legacy_webassembly.js'), path.join(root, 'js', 'legacy_text.js')],
+};
+
 /**
  * dist/weblocks.legacy.js: the classic script for engines without WebAssembly (or where a page's CSP
  * forbids compiling it), from the same sources: the wasm compiled to JavaScript by wasm2js
@@ -154,13 +161,7 @@ const CLASSIC_OPTIONS = {
  * generators), with UTF-8 in JavaScript where the engine has no TextEncoder (js/legacy_text.js).
  */
 async function bundleLegacy() {
-  await esbuild.build({
-    ...CLASSIC_OPTIONS,
-    outfile: legacyOut,
-    target: 'es2015',
-    inject: [path.join(root, 'js', 'legacy_webassembly.js'), path.join(root, 'js', 'legacy_text.js')],
-    plugins: [embedCompressedWasm({ legacy: true })],
-  });
+  await esbuild.build({ ...CLASSIC_OPTIONS, ...LEGACY_OPTIONS, outfile: legacyOut, plugins: [embedCompressedWasm({ legacy: true })] });
   const text = fs.readFileSync(legacyOut, 'utf8');
   if (text.includes('import.meta')) fail('the legacy build still mentions import.meta');
 }
@@ -190,13 +191,13 @@ async function minifyClassic(file) {
  * only IndexedDB leases about 1 KB, for one more file to load in the right order.
  */
 async function bundleClassicLeases() {
-  await esbuild.build({
-    ...IIFE,
-    entryPoints: [path.join(root, 'js', 'classic_leases.js')],
-    outfile: classicLeasesOut,
-    plugins: [embedCompressedWasm({ lazy: true, engine: false })],
-  });
+  const entry = { ...IIFE, entryPoints: [path.join(root, 'js', 'classic_leases.js')] };
+  await esbuild.build({ ...entry, outfile: classicLeasesOut, plugins: [embedCompressedWasm({ lazy: true, engine: false })] });
   await minifyClassic(classicLeasesOut);
+  // dist/weblocks.leases-legacy.js: the same add-on for the legacy build, the leases' wasm compiled to
+  // JavaScript, where WebAssembly cannot run.
+  await esbuild.build({ ...entry, ...LEGACY_OPTIONS, outfile: legacyLeasesOut, plugins: [embedCompressedWasm({ legacy: true, lazy: true, engine: false })] });
+  if (fs.readFileSync(legacyLeasesOut, 'utf8').includes('import.meta')) fail('the legacy add-on still mentions import.meta');
 }
 
 function sizes(file) {
@@ -215,7 +216,7 @@ if (isMain) {
   await bundleLegacy();
   await bundleClassicLeases();
   const pkg = WASM_MODULES.flatMap(({ name }) => [`pkg/${name}_bg.wasm`, `pkg/${name}.js`]);
-  for (const file of [...pkg, 'dist/weblocks.polyfill.js', 'dist/weblocks.legacy.js', 'dist/weblocks.leases.js']) {
+  for (const file of [...pkg, 'dist/weblocks.polyfill.js', 'dist/weblocks.legacy.js', 'dist/weblocks.leases.js', 'dist/weblocks.leases-legacy.js']) {
     console.log(`build: ${sizes(file)}`);
   }
 }

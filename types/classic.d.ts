@@ -3,7 +3,8 @@
 // define one global, `weblocks`, holding the ponyfill's exports. In TypeScript code for a page that loads
 // either with a <script> tag: `/// <reference types="weblocks/classic" />` (or "weblocks/legacy").
 // The leases (`leases`, `createLeases`, `LockError`, `serverLeaseStore`) are there only once the add-on
-// dist/weblocks.leases.js is loaded too (after the classic script): optional.
+// dist/weblocks.leases.js (or, after the legacy build, dist/weblocks.leases-legacy.js) is loaded too:
+// optional.
 declare global {
   var weblocks: typeof import('./index.js') & Partial<typeof import('./leases.js')>;
 }

@@ -155,10 +155,10 @@ function withoutUnreachableCode(wasm) {
 /**
  * The legacy build's module for the wasm: `wasm` compiled to JavaScript by binaryen's wasm2js, as a module
  * whose default export is wasm2js's `asmFunc(imports)`, which returns the exports (js/legacy_webassembly.js
- * instantiates it). wasm2js writes an ES module that imports the wasm's import module and calls
+ * instantiates it); with `lazy`, a function that returns it, as decodingModule's. wasm2js writes an ES module that imports the wasm's import module and calls
  * `asmFunc` itself: both ends are cut, and a module of another shape fails the build.
  */
-function wasm2jsModule(wasm) {
+function wasm2jsModule(wasm, { lazy = false } = {}) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'weblocks-wasm2js-'));
   try {
     const input = path.join(dir, 'in.wasm');
@@ -175,7 +175,7 @@ function wasm2jsModule(wasm) {
     if (opening === null || ending < 0 || !/\nfunction asmFunc\(imports\) \{\n/.test(text)) {
       throw new Error('embed_wasm: wasm2js wrote a module of another shape (one import, asmFunc, retasmFunc)');
     }
-    return `${text.slice(opening[0].length, ending)}\nexport default asmFunc;\n`;
+    return `${text.slice(opening[0].length, ending)}\nexport default ${lazy ? '() => asmFunc' : 'asmFunc'};\n`;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -214,7 +214,7 @@ export function embedCompressedWasm({ legacy = false, lazy = false, engine = tru
         const { wasm, names, glue } = await load(args.path);
         const used = (name) => new RegExp(`\\bwasm\\.${names.exports.get(name)}\\b`).test(glue);
         const embedded = withoutUnreachableCode(renameWasm(wasm, names, used));
-        return { contents: legacy ? wasm2jsModule(embedded) : decodingModule(embedded, { lazy }), loader: 'js', resolveDir: root };
+        return { contents: legacy ? wasm2jsModule(embedded, { lazy }) : decodingModule(embedded, { lazy }), loader: 'js', resolveDir: root };
       });
       build.onLoad({ filter: /[\\/]pkg[\\/][^\\/]+\.js$/ }, async (args) => {
         const { glue } = await load(args.path.replace(/\.js$/, '_bg.wasm'));

@@ -5,7 +5,8 @@
 //   - the same two for the leases' add-on, `import { leases } from 'weblocks/leases'`, and its own wasm;
 //   - classic script: dist/weblocks.polyfill.js, one file with the wasm embedded;
 //   - its leases' add-on: dist/weblocks.leases.js, one file with the leases' wasm embedded;
-//   - legacy build: dist/weblocks.legacy.js, the classic script with the wasm compiled to JavaScript.
+//   - legacy build: dist/weblocks.legacy.js, the classic script with the wasm compiled to JavaScript, and its
+//     leases' add-on dist/weblocks.leases-legacy.js.
 // `--check`: exit 1 if the classic script or its add-on is over its budget (BUDGETS, gzip -9); the test
 // command runs it after the build (scripts/test.sh).
 // `--features`: also what each part of the wasm costs: builds the wasm once per cargo feature set (a few
@@ -80,7 +81,7 @@ async function esmGroups(entry, wasmFile, name) {
 
 /** Rows `{ what, raw, gzip }` of each way; each group ends with its total. */
 export async function measureSizes() {
-  const files = ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'pkg/weblocks_leases_bg.wasm', 'pkg/weblocks_leases.js', ...BUDGETS.map((b) => b.file), 'dist/weblocks.legacy.js'];
+  const files = ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'pkg/weblocks_leases_bg.wasm', 'pkg/weblocks_leases.js', ...BUDGETS.map((b) => b.file), 'dist/weblocks.legacy.js', 'dist/weblocks.leases-legacy.js'];
   for (const file of files) {
     if (!fs.existsSync(path.join(root, file))) throw new Error(`${file} is missing: run \`npm run build\` first`);
   }
@@ -95,6 +96,7 @@ export async function measureSizes() {
       single('Classic script dist/weblocks.polyfill.js (one file, wasm embedded)', 'dist/weblocks.polyfill.js'),
       single("Classic leases' add-on dist/weblocks.leases.js (one file, the leases' wasm embedded)", 'dist/weblocks.leases.js'),
       single('Legacy build dist/weblocks.legacy.js (one file, the core compiled to JavaScript)', 'dist/weblocks.legacy.js'),
+      single("Legacy leases' add-on dist/weblocks.leases-legacy.js (one file, the leases compiled to JavaScript)", 'dist/weblocks.leases-legacy.js'),
     ],
     budgets: BUDGETS.map(({ file, gzip }) => ({ file, budget: gzip, gzip: measure(read(file)).gzip })),
   };

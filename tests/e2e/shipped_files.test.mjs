@@ -54,6 +54,7 @@ test("the package ships the ESM entries, the glues, the wasm modules, the classi
     'dist/weblocks.polyfill.js',
     'dist/weblocks.legacy.js',
     'dist/weblocks.leases.js',
+    'dist/weblocks.leases-legacy.js',
   ];
   for (const file of expected) {
     assert.ok(files.includes(file), `${file} is not in the package (files: ${files.join(', ')})`);
@@ -67,8 +68,9 @@ test('every shipped JS file parses as ES2017', () => {
   assert.deepEqual(errors, []);
 });
 
-test('the legacy build parses as ES2015', () => {
+test("the legacy build and its leases' add-on parse as ES2015", () => {
   assert.equal(syntaxError(read('dist/weblocks.legacy.js'), 2015), null);
+  assert.equal(syntaxError(read('dist/weblocks.leases-legacy.js'), 2015), null);
 });
 
 test('the check rejects syntax newer than ES2017', () => {
@@ -127,6 +129,7 @@ test('the lock-only builds carry no lease code; the leases\' wasm and add-on do'
   // The check sees lease code where there is some.
   assert.deepEqual(leaseCodeIn(fs.readFileSync(path.join(repoRoot, 'pkg/weblocks_leases_bg.wasm'))), ['AlreadyLocked', 'decideLease', 'leaseKey', 'LockError']);
   assert.ok(leaseCodeIn(read('dist/weblocks.leases.js')).includes('LockError'));
+  assert.ok(leaseCodeIn(read('dist/weblocks.leases-legacy.js')).includes('LockError'));
   assert.ok(leaseCodeIn(await embeddedWasm(read('dist/weblocks.leases.js'), { addOn: true })).includes('AlreadyLocked'));
 });
 
