@@ -1,9 +1,9 @@
 // Entry of the classic add-on dist/weblocks.leases.js, and of its legacy twin dist/weblocks.leases-legacy.js
 // (scripts/build.mjs): leases for a page or worker that loaded the classic script dist/weblocks.polyfill.js
-// (or the legacy build) first. It adds the exports of
-// `weblocks/leases` to that script's `weblocks` global: `leases` (IndexedDB), `createLeases`, `LockError` and
-// `serverLeaseStore` (the lease service's store). The leases' wasm is embedded, and decoded and compiled
-// only at the first lease operation, so that loading the add-on costs the page's first lock nothing.
+// (or the legacy build) first. It adds the exports of `weblocks/leases` to that script's `weblocks` global:
+// `leases` (IndexedDB), `createLeases`, `LockError` and `serverLeaseStore` (the lease service's store). The
+// leases' wasm is embedded, and decoded and compiled only at the first lease operation, so that loading the
+// add-on costs the page's first lock nothing.
 import { LockError, createLeases, createWasmLeases } from './leases.js';
 import { serverLeaseStore } from './lease_server_store.js';
 import { leaseWasmReady, setLeaseWasmSource } from './lease_wasm.js';
