@@ -373,8 +373,8 @@ export function createLeases(store) {
 }
 
 /**
- * The leases API over the default IndexedDB store. `whenWasmReady()` must resolve once the wasm module
- * is initialised (the entry points pass their lock API's `ready`, so the module is initialised once).
+ * The leases API over the default IndexedDB store. `whenWasmReady()` must resolve once the leases' wasm
+ * module is initialised (the entry points pass js/lease_wasm.js's `leaseWasmReady`).
  */
 export function createWasmLeases(whenWasmReady, { databaseName = DEFAULT_DATABASE_NAME } = {}) {
   return createLeases(async () => {

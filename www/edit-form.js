@@ -1,6 +1,7 @@
 // The edit-form story with leases (docs/LEASES.md): take the lease when the form is shown (tryLock), keep it
 // alive while the page is open (keepAlive), check it when saving (checkLock) and release it after the save
-// (releaseLock). A page that cannot get the lease says who is editing and gets it once it is free.
+// (releaseLock). A page that cannot get the lease says who is editing and gets it once it is free. The
+// leases come from their own module, `weblocks/leases` (here from the repository: ../js/leases_entry.js).
 //
 // Two settings, one story:
 // - in this browser (the default): the lease in IndexedDB (weblocks' default store), the article in
@@ -14,7 +15,7 @@
 // An editor who loses the lease (taken over, expired, a save refused) never loses the text: the form turns
 // read-only and offers what was not saved, to copy or to keep as a draft in this browser (restored on a
 // later edit, by hand); it is never written over the article someone else saved.
-import { leases as browserLeases, createLeases, serverLeaseStore } from '../js/index.js';
+import { leases as browserLeases, createLeases, serverLeaseStore } from '../js/leases_entry.js';
 
 const params = new URLSearchParams(location.search);
 const articleId = params.get('article') ?? '10';

@@ -1,11 +1,11 @@
 // The leases API over the lease service: `createLeases(serverLeaseStore({ url, token }))` from the ESM
-// package (in Node, through the package's `node` entry), and `weblocks.serverLeaseStore` from the classic
-// add-on (dist/weblocks.lease-server.js) in Chromium. Same methods and LockError codes as the IndexedDB
+// leases' add-on (`weblocks/leases`; in Node, through its `node` entry), and `weblocks.serverLeaseStore` from
+// the classic leases' add-on (dist/weblocks.leases.js) in Chromium. Same methods and LockError codes as the IndexedDB
 // store, plus the holder and since when on a conflict, takeOver, watch, and keepAlive against the service.
 // Needs the build (`npm run build`).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createLeases, serverLeaseStore, LockError } from '../../js/index_node.js';
+import { createLeases, serverLeaseStore, LockError } from '../../js/leases_entry_node.js';
 import { startLeaseService, mintToken, newSecret, temporarySqlite } from './lease_service.mjs';
 import { startServer } from './server.mjs';
 import { withBrowser, openPage } from './browser.mjs';
@@ -266,12 +266,12 @@ test('a bad token is Unauthorized, an unreachable service a StorageError; a refu
   assert.equal(asked, 2);
 });
 
-test('the classic add-on puts serverLeaseStore on the weblocks global, across origins (CORS)', async () => {
+test('the classic leases add-on puts serverLeaseStore on the weblocks global, across origins (CORS)', async () => {
   await withBrowser({}, async (browser) => {
     const page = await openPage(browser);
     await page.goto(`${web.url}blank.html`);
     await page.addScriptTag({ url: '/dist/weblocks.polyfill.js' });
-    await page.addScriptTag({ url: '/dist/weblocks.lease-server.js' });
+    await page.addScriptTag({ url: '/dist/weblocks.leases.js' });
     const token = mintToken(secret, { sub: 'erin', name: 'erin' });
     const result = await page.evaluate(
       async ({ url, token }) => {

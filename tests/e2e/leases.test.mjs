@@ -346,13 +346,15 @@ test('a dedicated worker (no window, no localStorage) uses the same leases', () 
     assert.equal(outcome.workerTry.error?.isLockError, true);
   }));
 
-test('the classic script exposes weblocks.leases and weblocks.LockError', () =>
+test('the classic leases add-on, loaded after the classic script, exposes weblocks.leases and weblocks.LockError', () =>
   withContext(async (context) => {
     const page = await context.newPage();
     const blank = server.url + 'blank-for-classic.html'; // a page of the origin without the ESM entry
     await page.route(blank, (route) => route.fulfill({ contentType: 'text/html', body: '<!doctype html><title>classic</title>' }));
     await page.goto(blank);
     await page.addScriptTag({ url: '/dist/weblocks.polyfill.js' });
+    assert.equal(await page.evaluate(() => 'leases' in weblocks || 'LockError' in weblocks), false, 'the classic script alone has no leases');
+    await page.addScriptTag({ url: '/dist/weblocks.leases.js' });
     const outcome = await page.evaluate(async () => {
       const { leases, LockError } = globalThis.weblocks;
       const lockId = await leases.tryLock('classic', '1', { ttlMs: 60_000 });
@@ -361,13 +363,28 @@ test('the classic script exposes weblocks.leases and weblocks.LockError', () =>
     });
     assert.match(outcome.lockId, /^classic\/1\/[0-9a-f]{32}$/);
     assert.equal(outcome.conflict, 'AlreadyLocked');
-    // Loaded a second time, it keeps the first leases and LockError (errors stay `instanceof LockError`).
-    await page.evaluate(() => (window.firstWeblocks = globalThis.weblocks));
+    // Either file loaded a second time keeps the first leases and LockError (errors stay `instanceof LockError`).
+    await page.evaluate(() => (window.firstWeblocks = { ...globalThis.weblocks }));
     await page.addScriptTag({ url: '/dist/weblocks.polyfill.js' });
+    await page.addScriptTag({ url: '/dist/weblocks.leases.js' });
     const reused = await page.evaluate(async () => {
       const { leases, LockError } = globalThis.weblocks;
       const error = await leases.tryLock('classic', '1').catch((e) => e);
       return [leases === firstWeblocks.leases, LockError === firstWeblocks.LockError, error instanceof LockError];
     });
     assert.deepEqual(reused, [true, true, true]);
+  }));
+
+test('the classic leases add-on without the classic script says to load that first, and defines nothing', () =>
+  withContext(async (context) => {
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    const blank = server.url + 'blank-for-classic.html';
+    await page.route(blank, (route) => route.fulfill({ contentType: 'text/html', body: '<!doctype html><title>classic</title>' }));
+    await page.goto(blank);
+    await page.addScriptTag({ url: '/dist/weblocks.leases.js' });
+    assert.equal(await page.evaluate(() => typeof globalThis.weblocks), 'undefined');
+    assert.equal(errors.length, 1, `page errors: ${errors}`);
+    assert.match(errors[0], /weblocks\.leases\.js needs the classic script weblocks\.polyfill\.js/);
   }));

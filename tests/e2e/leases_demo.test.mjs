@@ -58,7 +58,7 @@ test('two tabs: the second waits while the first edits, and edits once the close
     await second.click('#save');
     assert.match(await waitForState(second, 'saved'), /Saved, and the lease is released/);
     assert.equal((await storedArticle(second, '10')).title, 'Edited in the second tab');
-    const left = await second.evaluate(async () => (await import('/js/index.js')).leases.list());
+    const left = await second.evaluate(async () => (await import('/js/leases_entry.js')).leases.list());
     assert.deepEqual(left, [], 'the save released the lease');
     assert.deepEqual(second.errors, []);
   } finally {

@@ -65,7 +65,7 @@ test('bob sees who edits since when; he takes over and alice’s page turns read
     const locked = await waitForState(bob, 'locked');
     const [lease] = await bob.evaluate(async () => {
       const { token, service } = await (await fetch('/dev/token?user=bob')).json();
-      const { createLeases, serverLeaseStore } = await import('/js/index.js');
+      const { createLeases, serverLeaseStore } = await import('/js/leases_entry.js');
       return createLeases(serverLeaseStore({ url: service, token })).list('domain.Article');
     });
     assert.equal(lease.holder.name, 'alice');
