@@ -304,7 +304,7 @@ fn a_missing_database_is_evidence_for_a_member_only() {
         "its entry stays while its owner may still make it"
     );
     // Looked at again at doubling waits; its entry goes once it has been missing that long.
-    let mut now = 0;
+    let mut now;
     loop {
         now = e.poll_timeout().expect("looked at again");
         e.handle_timeout(now);
