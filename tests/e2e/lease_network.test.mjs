@@ -189,7 +189,7 @@ for (const engine of engines) {
 
     test('the IndexedDB store keeps the same deadline: checkLock says Expired a margin before the store would, keepAlive reports it', async () => {
       const outcome = await tab.evaluate(async (id) => {
-        const { leases } = await import('/js/index.js');
+        const { leases } = await import('/js/leases_entry.js');
         const lockId = await leases.tryLock('net.Local', id, { ttlMs: 3000 });
         const { expiresAt } = await leases.checkLock(lockId);
         // On this page's clock, the store's own: past the deadline (253 ms before the expiry), not at the expiry.
