@@ -637,6 +637,18 @@ impl Evidence {
         self.running.push((tx, job));
     }
 
+    /// The key and attempt of this context's database being opened as `handle`, if it is.
+    fn opening(&self, handle: u32) -> Option<(u64, usize)> {
+        match self.own {
+            Own::Opening {
+                handle: h,
+                key,
+                attempt,
+            } if h == handle => Some((key, attempt)),
+            _ => None,
+        }
+    }
+
     fn opened(&mut self, handle: u32) {
         if self.register == Register::Opening(handle) {
             self.register = Register::Open(handle);
@@ -645,13 +657,7 @@ impl Evidence {
             }
             return;
         }
-        if let Own::Opening {
-            handle: h,
-            key,
-            attempt,
-        } = self.own
-            && h == handle
-        {
+        if let Some((key, attempt)) = self.opening(handle) {
             // Its entry is written again (as a member's, or as one opened ahead): another context
             // may have collected it while the open waited (the page hidden or busy), taking it for
             // one whose context ended before it made its database.
@@ -684,13 +690,7 @@ impl Evidence {
             self.fail_queued(now);
             return;
         }
-        if let Own::Opening {
-            handle: h,
-            key,
-            attempt,
-        } = self.own
-            && h == handle
-        {
+        if let Some((key, attempt)) = self.opening(handle) {
             self.forget_own(key, false);
             self.again(attempt, now);
             return;
