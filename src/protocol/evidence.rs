@@ -701,10 +701,13 @@ impl Evidence {
                 self.watches.swap_remove(w);
             } else {
                 // Made again later: sooner after an open that failed, at doubling waits while a
-                // database opened ahead stays missing.
-                let missing = watch.missing_since.map_or(0, |since| now - since);
+                // database opened ahead stays missing, the last when it has been missing long enough.
+                let wait = watch.missing_since.map_or(0, |since| {
+                    let left = (since + COLLECT_AFTER_MS).saturating_sub(now);
+                    (now - since).min(left)
+                });
                 watch.handle = 0;
-                watch.retry_at = now + WATCH_RETRY_MS.max(missing);
+                watch.retry_at = now + WATCH_RETRY_MS.max(wait);
             }
         }
     }

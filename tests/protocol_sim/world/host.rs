@@ -122,6 +122,10 @@ impl Host for SimHost<'_> {
             };
             let delay = w.rng.range(0, 2);
             w.schedule(w.now + delay, i, Ev::LogStarted { log, last });
+            // Its read/write transactions made after that read run after it (A1′): none of its
+            // appends commits, nor is told, before its start.
+            let n = &mut w.contexts[i];
+            n.last_append = n.last_append.max(w.now + delay);
         }
     }
 
