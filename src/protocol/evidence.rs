@@ -39,10 +39,11 @@ use std::rc::Rc;
 pub const OPEN_BACKOFF_MS: [u64; 4] = [0, 100, 400, 1600];
 /// The wait before a watch whose open failed is made again, in ms.
 pub const WATCH_RETRY_MS: u64 = 1000;
-/// How long a database opened ahead may stay missing while its entry is listed before the entry is
-/// taken out: its owner writes the entry before it creates the database, and a live owner that is slow
-/// (busy, frozen, in the back/forward cache) opens it later. Only non-members' entries are so taken
-/// out, which nobody waits for: the wait decides when garbage goes, never who is gone.
+/// How long a database opened ahead may stay missing while its entry is listed before a read of the
+/// register takes the entry out: its owner writes the entry before it creates the database, and a live
+/// owner that is slow (busy, frozen, in the back/forward cache) opens it later. Only non-members'
+/// entries are so taken out, which nobody waits for: the wait decides when garbage goes, never who is
+/// gone, and no timer is armed for it.
 pub const COLLECT_AFTER_MS: u64 = 60_000;
 /// How long the register may take to open before the context says why it waits: an open of it waits
 /// behind a page's deletion of it, which waits for every context that has it open.
@@ -238,8 +239,6 @@ struct Watch {
     retry_at: u64,
     /// Its upgrade started: the context is gone (told once).
     told: bool,
-    /// When it first found no such database (one opened ahead whose owner may not have made it yet).
-    missing_since: Option<u64>,
 }
 
 /// One context's evidence: see the module docs.
@@ -262,6 +261,9 @@ pub struct Evidence {
     queued: Vec<(u32, Job)>,
     running: Vec<(u32, Job)>,
     watches: Vec<Watch>,
+    /// Entries opened ahead whose database a watch found missing, and since when: taken out by a read
+    /// of the register once missing for [`COLLECT_AFTER_MS`]. Only entries still listed are kept.
+    missing: Vec<(Entry, u64)>,
     ops: VecDeque<StorageOp>,
     findings: VecDeque<Finding>,
 }
@@ -285,6 +287,7 @@ impl Evidence {
             queued: vec![(2, Job::Read { census: false })],
             running: Vec::new(),
             watches: Vec::new(),
+            missing: Vec::new(),
             ops: VecDeque::new(),
             findings: VecDeque::new(),
         };
@@ -459,7 +462,7 @@ impl Evidence {
             StorageEvent::Closed { handle } => self.closed(handle, now),
             StorageEvent::Hidden { handle } => self.hidden(handle),
             StorageEvent::Written { tx, ok } => self.written(tx, ok, now),
-            StorageEvent::Listed { tx, entries } => self.listed(tx, entries),
+            StorageEvent::Listed { tx, entries } => self.listed(tx, entries, now),
         }
     }
 
@@ -700,14 +703,9 @@ impl Evidence {
             if watch.told {
                 self.watches.swap_remove(w);
             } else {
-                // Made again later: sooner after an open that failed, at doubling waits while a
-                // database opened ahead stays missing, the last when it has been missing long enough.
-                let wait = watch.missing_since.map_or(0, |since| {
-                    let left = (since + COLLECT_AFTER_MS).saturating_sub(now);
-                    (now - since).min(left)
-                });
+                // Made again later: an open that failed is no evidence.
                 watch.handle = 0;
-                watch.retry_at = now + WATCH_RETRY_MS.max(wait);
+                watch.retry_at = now + WATCH_RETRY_MS;
             }
         }
     }
@@ -718,7 +716,7 @@ impl Evidence {
             let read = matches!(job, Job::Read { .. });
             self.running.push((tx, job));
             if read {
-                self.listed(tx, None);
+                self.listed(tx, None, now);
             } else {
                 self.written(tx, false, now);
             }
@@ -829,7 +827,7 @@ impl Evidence {
         }
     }
 
-    fn listed(&mut self, tx: u32, entries: Option<Vec<Entry>>) {
+    fn listed(&mut self, tx: u32, entries: Option<Vec<Entry>>, now: u64) {
         let Some(Job::Read { census }) = self.take_job(tx) else {
             return;
         };
@@ -837,14 +835,25 @@ impl Evidence {
             return; // no census: the participant asks again
         };
         let mut members = Vec::new();
+        let mut missing = Vec::new();
         for entry in entries {
             if let Entry::Member { client, key } = &entry {
                 members.push((client.clone(), *key));
             }
-            if *entry.owner() != self.client {
+            if let Some(&(_, since)) = self.missing.iter().find(|(e, _)| *e == entry) {
+                if now >= since + COLLECT_AFTER_MS {
+                    self.run(Job::Write {
+                        remove: Some(entry),
+                        put: None,
+                    });
+                } else {
+                    missing.push((entry, since));
+                }
+            } else if *entry.owner() != self.client {
                 self.watch_entry(entry);
             }
         }
+        self.missing = missing;
         if census {
             self.findings.push_back(Finding::Census(members));
         }
@@ -862,7 +871,6 @@ impl Evidence {
             handle: 0,
             retry_at: 0,
             told: false,
-            missing_since: None,
         });
         self.open_watch(self.watches.len() - 1);
     }
@@ -898,27 +906,22 @@ impl Evidence {
     /// Watch `w` found no such database. For a member's entry that is evidence too: a member's entry
     /// is written only once its database is open, and the database is deleted only once its context
     /// closed it. For one opened ahead it is none: its owner writes the entry before it opens the
-    /// database, and may not have opened it yet. That watch is made again later (its failed open
-    /// follows), and the entry goes only once it has been missing for [`COLLECT_AFTER_MS`]; nothing is
-    /// told.
+    /// database, and may not have opened it yet: nothing is told, and the entry goes only once a read of
+    /// the register finds it still listed after it has been missing for [`COLLECT_AFTER_MS`].
     fn missing(&mut self, w: usize, now: u64) {
         let watch = &mut self.watches[w];
         if watch.told {
             return;
         }
-        if matches!(watch.entry, Entry::Member { .. }) {
-            watch.told = true;
-            let entry = watch.entry.clone();
+        watch.told = true;
+        let entry = watch.entry.clone();
+        if matches!(entry, Entry::Member { .. }) {
             return self.collect(entry);
         }
-        let since = *watch.missing_since.get_or_insert(now);
-        if now >= since + COLLECT_AFTER_MS {
-            watch.told = true;
-            let entry = watch.entry.clone();
-            self.run(Job::Write {
-                remove: Some(entry),
-                put: None,
-            });
+        // No timer: a later read of the register (this context's census, or its next start) takes
+        // it out if it is still listed then, and has been missing long enough.
+        if !self.missing.iter().any(|(e, _)| *e == entry) {
+            self.missing.push((entry, now));
         }
     }
 

@@ -431,12 +431,15 @@ impl World {
     /// that is gone may be left, and no context may watch more than the entries the databases there
     /// are can have (a member's and one opened ahead each).
     pub fn check_collected(&mut self) {
+        // A new window looks around as it starts, and again (a query: its census) once what it then
+        // saw missing has been missing long enough: an entry of a database that was never made goes
+        // only then.
         let version = self.observers.iter().map(|o| o.version).max().unwrap_or(1);
         let at = self.now;
-        self.add_context(at, version, 0);
-        // Long enough for entries of databases that were never made to be taken for garbage.
-        let until = self.now + 2 * weblocks::protocol::evidence::COLLECT_AFTER_MS;
-        if !self.run_until(until) {
+        let window = self.add_context(at, version, 0);
+        let later = at + weblocks::protocol::evidence::COLLECT_AFTER_MS + 1_000;
+        self.client_at(later, window, super::Action::Query);
+        if !self.run_until(later + 10_000) {
             return self.violation("not quiet after a new window looked around".into());
         }
         let left = self.uncollected();
