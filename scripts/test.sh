@@ -24,6 +24,8 @@ step() {
 # --workspace: the weblocks crate and the lease service (lease-server/); `cargo test` also builds the
 # service's debug binary, which the e2e tests of the service start.
 step fmt cargo fmt --all --check
+# Every module of src/, js/ and the simulated world has its line in docs/ARCHITECTURE.md.
+step architecture node scripts/architecture_lines.mjs
 step clippy-host cargo clippy --workspace --all-targets -- -D warnings
 step clippy-wasm cargo clippy --target wasm32-unknown-unknown --lib -- -D warnings
 # The two wasm modules the build ships, each with its own features (Cargo.toml, scripts/build.mjs).
