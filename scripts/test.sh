@@ -9,14 +9,17 @@ bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 logs=$(mktemp -d)
 failed_steps=()
+step_times=()
 step() {
   local name=$1; shift
   printf '\n== test: %s\n' "$name"
   local start=$SECONDS
   if "$@" 2>&1 | tee "$logs/$name.log"; then
     printf '== test: %s ok (%ss)\n' "$name" $((SECONDS - start))
+    step_times+=("$name $((SECONDS - start))s")
   else
     printf '== test: %s FAILED (%ss)\n' "$name" $((SECONDS - start))
+    step_times+=("$name $((SECONDS - start))s FAILED")
     failed_steps+=("$name")
   fi
 }
@@ -37,8 +40,11 @@ step build npm run build
 # over either, this step fails.
 step size-budget node scripts/size/sizes.mjs --check
 export WASM_BINDGEN_TEST_TIMEOUT=120  # the runner's budget for a whole test binary (default 20 s)
-step wasm-chrome wasm-pack test --headless --chrome --mode no-install
-step wasm-firefox wasm-pack test --headless --firefox --mode no-install
+# The ponyfill's browser tests (tests/web.rs), through wasm-bindgen's own runner (wasm-bindgen-cli installs
+# it): cargo runs each wasm test binary with it, and it drives the browser whose driver is set (one per run).
+wasm_browser_tests() { env "$@" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner cargo test --target wasm32-unknown-unknown --test web; }
+step wasm-chrome wasm_browser_tests CHROMEDRIVER="$(command -v chromedriver)"
+step wasm-firefox wasm_browser_tests GECKODRIVER="$(command -v geckodriver)"
 # The builds in old JavaScript engines (the V8 of Chrome 51 to 94), in worker-shaped contexts.
 step old-engines node --test --test-timeout=600000 tests/old_engines/
 # A hung browser or process fails its test after 4 minutes instead of stalling the run.
@@ -55,6 +61,7 @@ for f in "$logs"/*.log; do
 done
 rm -rf "$logs"
 echo
+echo "seconds per step (docs/DEVELOPMENT.md's table of what a group costs): ${step_times[*]/%/,}"
 if [ ${#failed_steps[@]} -gt 0 ]; then
   echo "failed steps: ${failed_steps[*]}"
   [ "$failed" -gt 0 ] || failed=${#failed_steps[@]}
