@@ -7,7 +7,7 @@
 // guarantee. Works wherever `indexedDB` exists (windows, all workers).
 import { decideLease, decideLeaseList, leaseKey } from '../pkg/weblocks_leases.js';
 
-// The operations as the wasm edge numbers them (src/wasm/lease_operation.rs; tests/e2e/boundary_codes.test.mjs).
+// The operations as the wasm edge numbers them (src/wasm/lease_operation.rs; tests/static/boundary_codes.test.mjs).
 const TRY_LOCK = 0;
 const CHECK = 1;
 const RELEASE = 2;

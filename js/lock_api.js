@@ -11,7 +11,7 @@
 // classic build renames them to one letter (scripts/build.mjs, `mangleProps`), which it cannot do to other
 // names.
 
-// Sink kinds, as src/wasm/sink.rs numbers them (tests/e2e/boundary_codes.test.mjs checks both agree).
+// Sink kinds, as src/wasm/sink.rs numbers them (tests/static/boundary_codes.test.mjs checks both agree).
 const EFFECT_GRANTED = 1;
 const EFFECT_NOT_AVAILABLE = 2;
 const EFFECT_STOLEN = 3;

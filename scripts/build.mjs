@@ -132,7 +132,7 @@ const IIFE = {
   minify: true,
   legalComments: 'none',
   logLevel: 'warning',
-  target: 'es2017', // every shipped JS file is ES2017 (tests/e2e/shipped_files.test.mjs)
+  target: 'es2017', // every shipped JS file is ES2017 (tests/static/shipped_files.test.mjs)
 };
 
 /**

@@ -39,6 +39,9 @@ step build npm run build
 # The classic script and its leases' add-on within their budgets (scripts/size/sizes.mjs, docs/SIZE.md):
 # over either, this step fails.
 step size-budget node scripts/size/sizes.mjs --check
+# The checks that read sources and the built files, no browser (tests/static/): the numbers both sides of the
+# wasm boundary name, the shipped files' syntax and wasm features, the LZMA decoder, the lease deadline.
+step static node --test tests/static/
 export WASM_BINDGEN_TEST_TIMEOUT=120  # the runner's budget for a whole test binary (default 20 s)
 # The ponyfill's browser tests (tests/web.rs), through wasm-bindgen's own runner (wasm-bindgen-cli installs
 # it): cargo runs each wasm test binary with it, and it drives the browser whose driver is set (one per run).

@@ -119,7 +119,7 @@ pub(super) struct Coordination {
 /// `poke`, `gap` (a post or a read failed, or the log's database went away: messages were lost),
 /// `identity` (a read found the log's identity, before its `start` or `read`) and `fail` (the log's
 /// database cannot be reached: the context refuses). Named as `js/log_channel.js` names them
-/// (tests/e2e/boundary_codes.test.mjs checks both say the same).
+/// (tests/static/boundary_codes.test.mjs checks both say the same).
 const ENTRY: u8 = b'e';
 const IDENTITY: u8 = b'i';
 const START: u8 = b's';

@@ -5,7 +5,7 @@
 //! (as after a reset), and every request and query, pending or new, is rejected with the DOMException
 //! [`Refusal::name`]. Pure, so that it also builds natively, for its tests.
 
-/// The codes of the refusals, as `js/transport_choice.js` names them (tests/e2e/boundary_codes.test.mjs
+/// The codes of the refusals, as `js/transport_choice.js` names them (tests/static/boundary_codes.test.mjs
 /// checks that both say the same).
 const REFUSED_DISAGREES: u32 = 1;
 const REFUSED_UNREACHABLE: u32 = 2;

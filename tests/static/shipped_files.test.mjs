@@ -9,7 +9,7 @@
 // The one later syntax allowed is `import.meta` (ES2020), in ES modules only: the glue's default wasm URL
 // and js/wasm_source_node.js (Node only) use it, and a bundler replaces it.
 //
-// Run: npm run build && node --test tests/e2e/shipped_files.test.mjs
+// Run: npm run build && node --test tests/static/shipped_files.test.mjs
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -17,7 +17,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import vm from 'node:vm';
 import * as acorn from 'acorn';
-import { repoRoot } from './server.mjs';
+import { repoRoot } from '../e2e/server.mjs';
 import { postMvpNeeds } from '../../scripts/wasm_mvp.mjs';
 
 /** The files `npm pack` would put in the package, relative to the repository. */

@@ -5,14 +5,14 @@
 // and decoded in steps of any size, as the classic script decodes, the same bytes.
 // No browser: Node runs the same code.
 //
-// Run: node --test tests/e2e/lzma_decoder.test.mjs
+// Run: node --test tests/static/lzma_decoder.test.mjs
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { repoRoot } from './server.mjs';
+import { repoRoot } from '../e2e/server.mjs';
 import { lzmaDecode, lzmaDecoder } from '../../js/lzma_decoder.js';
 import { embeddedStream, lzmaCompress } from '../../scripts/size/embed_wasm.mjs';
 

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { repoRoot } from './server.mjs';
+import { repoRoot } from '../e2e/server.mjs';
 
 const read = (file) => fs.readFileSync(path.join(repoRoot, file), 'utf8');
 
