@@ -50,8 +50,13 @@ step wasm-chrome wasm_browser_tests CHROMEDRIVER="$(command -v chromedriver)"
 step wasm-firefox wasm_browser_tests GECKODRIVER="$(command -v geckodriver)"
 # The builds in old JavaScript engines (the V8 of Chrome 51 to 94), in worker-shaped contexts.
 step old-engines node --test --test-timeout=600000 tests/old_engines/
-# A hung browser or process fails its test after 4 minutes instead of stalling the run.
-step e2e node --test --test-concurrency=1 --test-timeout=240000 tests/e2e/
+# End to end, one step per group of tests/e2e/ (docs/DEVELOPMENT.md says what each checks and costs), so that a
+# red step names the layer that broke: the platform's assumptions per engine, the protocol across contexts,
+# the facade's conformance, the leases, the lease service, the package. A hung browser or process fails its
+# test after 4 minutes instead of stalling the run.
+for group in platform protocol facade leases lease_service package; do
+  step "e2e-$group" node --test --test-concurrency=1 --test-timeout=240000 "tests/e2e/$group/"
+done
 
 # Sum what each runner reported: cargo's "test result: ... N passed; M failed" and node's "# pass N"/"# fail N".
 passed=0; failed=0
