@@ -1,19 +1,18 @@
 // WebKit, the engine of Safari and of every iOS browser: Debian's WebKitGTK through bench/lib/webkit.mjs, on a
 // plain-http origin (weblocks.test, mapped to 127.0.0.1 in /etc/hosts by scripts/setup.sh), where it has
 // BroadcastChannel and no native navigator.locks. WebKit's BroadcastChannel hands a post to the sender's own
-// process first, so the contexts of an origin do not see one order of messages (the first test records it);
-// weblocks coordinates over the IndexedDB log there, carried by BroadcastChannel (docs/PROTOCOL.md §12).
-// Every weblocks test runs twice: with BroadcastChannel, and with it deleted before weblocks loads, as in
-// Safari before 15.4. Needs the build (`npm run build`).
+// process first, so the contexts of an origin do not see one order of messages (tests/e2e/platform/
+// total_order_webkit.test.mjs records it); weblocks coordinates over the IndexedDB log there, carried by
+// BroadcastChannel (docs/PROTOCOL.md §12). These are the protocol's tests across WebKit's windows, frames and
+// workers; the classic script's conformance is in tests/e2e/facade/webkit_facade.test.mjs, the leases' race in
+// tests/e2e/leases/leases_webkit.test.mjs. Every test runs twice: with BroadcastChannel, and with it deleted
+// before weblocks loads, as in Safari before 15.4. Needs the build (`npm run build`).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../server.mjs';
 import { launch as launchWebKit } from '../../../bench/lib/webkit.mjs';
 import { plainHttpHost } from '../../../bench/lib/variants.mjs';
-import { compareRecordings, runTotalOrder } from '../fixtures/xctx_order_run.mjs';
 import { call, checkFifo, child, expectEvent, expectNoEvent, fixtureUrl, makeAgreeAnew, runCycles, sleep, untilPending, untilSnapshot } from '../fixtures/xctx_harness.mjs';
-import { expectedScenarioResults, withoutNativeApi } from '../fixtures/native_style_expected.mjs';
-import { race } from '../fixtures/leases_race_run.mjs';
 import { checkRemadeLog } from '../fixtures/log_lifecycle_run.mjs';
 
 let server;
@@ -60,22 +59,6 @@ async function withWindows(labels, query, body) {
     for (const tab of tabs) if (!tab.closed) await tab.close();
   }
 }
-
-test('WebKit: BroadcastChannel keeps each sender\'s order, not one order across processes (weblocks does not rely on one)', async () => {
-  const tabs = [];
-  try {
-    for (let i = 0; i < 4; i++) tabs.push(await webkit.newTab(plain.url + 'tests/e2e/fixtures/xctx_order.html'));
-    const messages = 300;
-    const recordings = await runTotalOrder(tabs, { channel: 'order-webkit', messages, maxBurst: 12, seed: 100 });
-    const { participants, differences, incomplete, switches, fifo } = compareRecordings(recordings, { messages });
-    console.log(`# webkit: ${participants.length} participants, ${switches} sender switches, ${differences.length} of ${participants.length - 1} recordings differ from the first`);
-    assert.equal(participants.length, 6);
-    assert.deepEqual(incomplete, []);
-    assert.ok(fifo, 'per-sender FIFO');
-  } finally {
-    for (const tab of tabs) await tab.close();
-  }
-});
 
 for (const { label, query, broadcastChannel } of TRANSPORTS) {
   test(`WebKit ${label}: plain http, no native API, weblocks over the IndexedDB log; exclusion and FIFO across windows, query() from the waiting window`, async () => {
@@ -202,68 +185,7 @@ for (const { label, query, broadcastChannel } of TRANSPORTS) {
     });
   });
 
-  test(`WebKit ${label}: the classic script installs navigator.locks on plain http, and a native-style script runs unchanged in a page and a worker`, async () => {
-    const url = `${plain.url}tests/e2e/fixtures/plain_http.html${broadcastChannel === 'undefined' ? '?broadcastchannel=none' : ''}`;
-    await agreeAnew(broadcastChannel === 'function');
-    const tab = await webkit.newTab(url);
-    try {
-      const page = await tab.evaluate(async () => ({
-        before: self.before,
-        early: await self.early,
-        results: await nativeStyleScenarios('page'),
-        broadcastChannel: typeof BroadcastChannel,
-      }));
-      assert.deepEqual(page.before, withoutNativeApi);
-      assert.equal(page.broadcastChannel, broadcastChannel);
-      assert.equal(page.early, 'early shared');
-      assert.deepEqual(page.results, expectedScenarioResults);
-      const worker = await tab.evaluate((u) => runInWorker(u), '/dist/weblocks.polyfill.js');
-      assert.equal(worker.error, undefined, worker.error);
-      assert.deepEqual(worker.before, withoutNativeApi);
-      assert.deepEqual(worker.results, expectedScenarioResults);
-    } finally {
-      await tab.close();
-    }
-  });
-
-  test(`WebKit ${label}: two windows race leases.tryLock on one (type, id) 100 times: exactly one winner each round`, async () => {
-    const suffix = broadcastChannel === 'undefined' ? '?broadcastchannel=none' : '';
-    const tabs = [];
-    try {
-      await agreeAnew(broadcastChannel === 'function');
-      for (let i = 0; i < 2; i++) {
-        const tab = await webkit.newTab(`${plain.url}tests/e2e/fixtures/leases.html${suffix}`);
-        assert.equal(await tab.evaluate(() => window.fixtureReady), true);
-        tabs.push(tab);
-      }
-      const rounds = 100;
-      const run = ++runs;
-      const { ms, wins, doubleWins, noWinner } = await race(tabs, { rounds, makeLeases: '() => weblocks.leases', channel: `race-${run}`, type: `race-${run}` });
-      console.log(`# webkit ${label} leases race: ${rounds} rounds in ${ms} ms, wins per window ${wins.join('/')}`);
-      assert.deepEqual(doubleWins, []);
-      assert.deepEqual(noWinner, []);
-      assert.ok(wins.every((w) => w > 0), `wins per window: ${wins}`);
-    } finally {
-      for (const tab of tabs) await tab.close();
-    }
-  });
 }
-
-test('WebKit: on a secure origin (localhost) the classic script leaves the native API alone, and the same script gives the same results natively', async () => {
-  const tab = await webkit.newTab(`http://localhost:${server.port}/tests/e2e/fixtures/native_baseline.html`);
-  try {
-    const page = await tab.evaluate(async () => ({
-      before: self.before,
-      untouched: navigator.locks === self.nativeLocks && weblocks.locks !== navigator.locks,
-      results: await nativeStyleScenarios('page'),
-    }));
-    assert.deepEqual(page.before, { secure: true, locksInNavigator: true, typeofLockManager: 'function', typeofLock: 'function' });
-    assert.equal(page.untouched, true);
-    assert.deepEqual(page.results, expectedScenarioResults, 'native results');
-  } finally {
-    await tab.close();
-  }
-});
 
 test("WebKit with BroadcastChannel: the log's database deleted and made anew while frames of the old log come again late: one lock manager", async () => {
   const scope = `remade-${++runs}`;
