@@ -2,28 +2,15 @@
 // origin, where WebKit has no native navigator.locks, it installs one and a native-style script runs unchanged
 // in a page and a worker, with BroadcastChannel and without it (Safari before 15.4); on a secure origin it
 // leaves the native API alone, and the same script gives the same results natively. Needs the build.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer } from '../server.mjs';
 import { launch as launchWebKit } from '../../../bench/lib/webkit.mjs';
-import { plainHttpHost } from '../../../bench/lib/variants.mjs';
 import { makeAgreeAnew } from '../fixtures/xctx_harness.mjs';
 import { expectedScenarioResults, withoutNativeApi } from '../fixtures/native_style_expected.mjs';
+import { browserSession } from '../browser_session.mjs';
 
-let server;
-let webkit;
-let plain;
-
-before(async () => {
-  server = await startServer();
-  webkit = await launchWebKit();
-  plain = { url: `http://${plainHttpHost}:${server.port}/` };
-});
-
-after(async () => {
-  await webkit?.close();
-  await server?.close();
-});
+let server, webkit, plain;
+browserSession(launchWebKit, (session) => ({ server, browser: webkit, plain } = session));
 
 /** The two ways a WebKit origin coordinates: the log carried by BroadcastChannel, and the log alone. */
 const TRANSPORTS = [

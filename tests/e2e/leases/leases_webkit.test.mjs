@@ -1,28 +1,15 @@
 // Leases in WebKit (Debian's WebKitGTK through bench/lib/webkit.mjs, on the plain-http origin): two windows race
 // leases.tryLock on one (type, id), with BroadcastChannel and without it (Safari before 15.4): exactly one
 // winner each round. Needs the build.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer } from '../server.mjs';
 import { launch as launchWebKit } from '../../../bench/lib/webkit.mjs';
-import { plainHttpHost } from '../../../bench/lib/variants.mjs';
 import { makeAgreeAnew } from '../fixtures/xctx_harness.mjs';
 import { race } from '../fixtures/leases_race_run.mjs';
+import { browserSession } from '../browser_session.mjs';
 
-let server;
-let webkit;
-let plain;
-
-before(async () => {
-  server = await startServer();
-  webkit = await launchWebKit();
-  plain = { url: `http://${plainHttpHost}:${server.port}/` };
-});
-
-after(async () => {
-  await webkit?.close();
-  await server?.close();
-});
+let server, webkit, plain;
+browserSession(launchWebKit, (session) => ({ server, browser: webkit, plain } = session));
 
 let runs = 0;
 

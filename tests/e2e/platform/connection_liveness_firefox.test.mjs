@@ -10,24 +10,15 @@
 // origin one of its own here, and the check asserts that the two differ. (Driven through geckodriver instead,
 // Marionette loses every window of the session after such a kill, "no such window", though the other windows'
 // processes live on and their reports arrive; over BiDi they stay drivable, which the check asserts.)
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { contentProcesses, launch as launchFirefox } from '../../../bench/lib/firefox.mjs';
 import { aliveName, killBusyOwner, startLivenessServer } from '../fixtures/liveness_harness.mjs';
 import { closeTab, windowChecks } from '../fixtures/liveness_window_checks.mjs';
+import { browserSession } from '../browser_session.mjs';
 
-let server;
-let firefox;
-
-before(async () => {
-  server = await startLivenessServer();
-  firefox = await launchFirefox();
-});
-
-after(async () => {
-  await firefox?.close();
-  await server?.close();
-});
+let server, firefox;
+browserSession(launchFirefox, (session) => ({ server, browser: firefox } = session), startLivenessServer);
 
 windowChecks('Firefox', () => ({ server, browser: firefox }));
 

@@ -11,19 +11,10 @@ import { test, before, after } from 'node:test';
 import { launch as launchWebKit, webProcesses } from '../../../bench/lib/webkit.mjs';
 import { aliveName, killBusyOwner, startLivenessServer } from '../fixtures/liveness_harness.mjs';
 import { windowChecks } from '../fixtures/liveness_window_checks.mjs';
+import { browserSession } from '../browser_session.mjs';
 
-let server;
-let webkit;
-
-before(async () => {
-  server = await startLivenessServer();
-  webkit = await launchWebKit();
-});
-
-after(async () => {
-  await webkit?.close();
-  await server?.close();
-});
+let server, webkit;
+browserSession(launchWebKit, (session) => ({ server, browser: webkit } = session), startLivenessServer);
 
 windowChecks('WebKit', () => ({ server, browser: webkit }));
 

@@ -2,26 +2,16 @@
 // through the bench's driver, bench/lib/firefox.mjs): all contexts of an origin receive the BroadcastChannel
 // messages of every sender in ONE total order, seen through a second channel object. Same run as
 // total_order.test.mjs: 4 tabs + a dedicated worker + an iframe posting interleaved bursts on one channel.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer } from '../server.mjs';
 import { launch as launchFirefox } from '../../../bench/lib/firefox.mjs';
 import { compareRecordings, runTotalOrder } from '../fixtures/xctx_order_run.mjs';
+import { browserSession } from '../browser_session.mjs';
 
 const MESSAGES = 300;
 
-let server;
-let firefox;
-
-before(async () => {
-  server = await startServer();
-  firefox = await launchFirefox();
-});
-
-after(async () => {
-  await firefox?.close();
-  await server?.close();
-});
+let server, firefox;
+browserSession(launchFirefox, (session) => ({ server, browser: firefox } = session));
 
 for (const seed of [1, 2, 3]) {
   test(`Firefox: 4 tabs + a worker + an iframe see one total order of interleaved bursts (seed ${seed})`, async () => {

@@ -3,27 +3,14 @@
 // post to the sender's own process first, so the contexts of an origin do not see one order of messages. The
 // test records that, and asserts what weblocks relies on there: per-sender FIFO (it coordinates over the
 // IndexedDB log instead, docs/PROTOCOL.md §12).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer } from '../server.mjs';
 import { launch as launchWebKit } from '../../../bench/lib/webkit.mjs';
-import { plainHttpHost } from '../../../bench/lib/variants.mjs';
 import { compareRecordings, runTotalOrder } from '../fixtures/xctx_order_run.mjs';
+import { browserSession } from '../browser_session.mjs';
 
-let server;
-let webkit;
-let plain;
-
-before(async () => {
-  server = await startServer();
-  webkit = await launchWebKit();
-  plain = { url: `http://${plainHttpHost}:${server.port}/` };
-});
-
-after(async () => {
-  await webkit?.close();
-  await server?.close();
-});
+let server, webkit, plain;
+browserSession(launchWebKit, (session) => ({ server, browser: webkit, plain } = session));
 
 test('WebKit: BroadcastChannel keeps each sender\'s order, not one order across processes (weblocks does not rely on one)', async () => {
   const tabs = [];

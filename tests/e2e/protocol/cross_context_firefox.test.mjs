@@ -3,25 +3,15 @@
 // handoff latency, a short read-modify-write stress with the overlap marker, and closed holders.
 // The tabs use the ponyfill with the native navigator.locks removed (fixtures/xctx_page.html).
 // Needs the build (`npm run build`).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer } from '../server.mjs';
 import { launch as launchFirefox } from '../../../bench/lib/firefox.mjs';
 import { call, checkFifo, checkLongTask, expectEvent, fixtureUrl, makeAgreeAnew, measureHandoffs, percentile, runCycles, untilPending } from '../fixtures/xctx_harness.mjs';
+import { browserSession } from '../browser_session.mjs';
 
-let server;
-let firefox;
+let server, firefox;
 let runs = 0;
-
-before(async () => {
-  server = await startServer();
-  firefox = await launchFirefox();
-});
-
-after(async () => {
-  await firefox?.close();
-  await server?.close();
-});
+browserSession(launchFirefox, (session) => ({ server, browser: firefox } = session));
 
 // Forgets the origin's transport record when the contexts to come differ in having BroadcastChannel.
 const agreeAnew = makeAgreeAnew(() => firefox.newTab(`${server.url}tests/e2e/fixtures/xctx_classic_page.html`));

@@ -7,29 +7,16 @@
 // workers; the classic script's conformance is in tests/e2e/facade/webkit_facade.test.mjs, the leases' race in
 // tests/e2e/leases/leases_webkit.test.mjs. Every test runs twice: with BroadcastChannel, and with it deleted
 // before weblocks loads, as in Safari before 15.4. Needs the build (`npm run build`).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer } from '../server.mjs';
 import { launch as launchWebKit } from '../../../bench/lib/webkit.mjs';
-import { plainHttpHost } from '../../../bench/lib/variants.mjs';
 import { call, checkFifo, child, expectEvent, expectNoEvent, fixtureUrl, makeAgreeAnew, runCycles, sleep, untilPending, untilSnapshot } from '../fixtures/xctx_harness.mjs';
 import { checkRemadeLog } from '../fixtures/log_lifecycle_run.mjs';
+import { browserSession } from '../browser_session.mjs';
 
-let server;
-let webkit;
-let plain;
+let server, webkit, plain;
 let runs = 0;
-
-before(async () => {
-  server = await startServer();
-  webkit = await launchWebKit();
-  plain = { url: `http://${plainHttpHost}:${server.port}/` };
-});
-
-after(async () => {
-  await webkit?.close();
-  await server?.close();
-});
+browserSession(launchWebKit, (session) => ({ server, browser: webkit, plain } = session));
 
 /** The two ways a WebKit origin coordinates: the log carried by BroadcastChannel, and the log alone. */
 const TRANSPORTS = [
