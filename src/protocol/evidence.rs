@@ -30,6 +30,9 @@
 //! - **It gives up only after trying.** This context's own database is opened with the waits of
 //!   [`OPEN_BACKOFF_MS`]; only after the last does it tell the participant it cannot give evidence
 //!   ([`Finding::Unreachable`]), and the context then refuses requests rather than decide without it.
+//!   Whether the browser had closed a connection of this context's that was open before
+//!   ([`Evidence::storage_lost`]: WebKit's storage process ended, iOS suspended the tab) tells the page
+//!   why: in WebKit such a document cannot open IndexedDB again until it is reloaded.
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -254,7 +257,8 @@ pub struct Evidence {
     /// The context ended (`EndAlive`): whatever of it is still under way goes once it completes.
     ended: bool,
     register: Register,
-    /// Since when the register has been opening (the first time), and whether that was told.
+    /// Since when the register has been opening (the first time since its last open failed), and
+    /// whether that was told.
     register_since: Option<u64>,
     register_told: bool,
     /// Jobs waiting for the register's connection, and those under way, by transaction.
@@ -264,6 +268,9 @@ pub struct Evidence {
     /// Entries opened ahead whose database a watch found missing, and since when: taken out by a read
     /// of the register once missing for [`COLLECT_AFTER_MS`]. Only entries still listed are kept.
     missing: Vec<(Entry, u64)>,
+    /// The browser closed a connection of this context's that was open (the register, or its own
+    /// database): see [`Evidence::storage_lost`].
+    lost: bool,
     ops: VecDeque<StorageOp>,
     findings: VecDeque<Finding>,
 }
@@ -288,6 +295,7 @@ impl Evidence {
             running: Vec::new(),
             watches: Vec::new(),
             missing: Vec::new(),
+            lost: false,
             ops: VecDeque::new(),
             findings: VecDeque::new(),
         };
@@ -372,6 +380,13 @@ impl Evidence {
             _ => None,
         };
         [own, watch, register].into_iter().flatten().min()
+    }
+
+    /// Whether the browser closed a connection of this context's that was open (a `Closed` of the
+    /// register or of its own database): once its attempts then fail too ([`Finding::Unreachable`]),
+    /// its storage was taken from it while it lives, rather than never given.
+    pub fn storage_lost(&self) -> bool {
+        self.lost
     }
 
     /// How many watches are under way or wait to be made again: at most one per database listed or
@@ -689,7 +704,10 @@ impl Evidence {
 
     fn open_failed(&mut self, handle: u32, now: u64) {
         if self.register == Register::Opening(handle) {
+            // An open that failed is not one that waits (behind a page's deletion): the wait to tell
+            // of starts again with the next open.
             self.register = Register::Closed;
+            self.register_since = None;
             self.fail_queued(now);
             return;
         }
@@ -726,12 +744,16 @@ impl Evidence {
     fn closed(&mut self, handle: u32, now: u64) {
         if self.register == Register::Open(handle) || self.register == Register::Opening(handle) {
             // Opened again at the next use.
+            self.lost |= self.register == Register::Open(handle);
             self.register = Register::Closed;
             if !self.queued.is_empty() {
                 self.open_register();
             }
             return;
         }
+        self.lost |= matches!(self.own,
+            Own::Open { handle: h, .. } | Own::Entering { handle: h, .. } | Own::Ahead { handle: h, .. }
+                if h == handle);
         match self.own {
             Own::Open { handle: h, key } if h == handle => {
                 self.own = Own::None;

@@ -152,6 +152,7 @@ fn a_failed_open_is_tried_again_after_each_wait_and_only_then_refused() {
             assert_eq!(told, [], "attempt {attempt}: not yet");
         } else {
             assert_eq!(told, [Finding::Unreachable]);
+            assert!(!e.storage_lost(), "its storage was never given");
             assert_eq!(e.poll_timeout(), None);
         }
     }
@@ -425,4 +426,49 @@ fn a_register_that_does_not_open_is_said_once_to_wait() {
         ops(&mut e).as_slice(),
         [StorageOp::Read { .. }, StorageOp::Read { .. }]
     ));
+}
+
+#[test]
+fn a_register_whose_opens_fail_is_not_said_to_wait() {
+    // WebKit after its storage process ended: every open fails at once. That is no deletion waiting,
+    // and the page is told why it refuses instead (`storage_lost`), not that a deletion holds it.
+    let mut e = Evidence::new("me", 1, None);
+    let mut now = 100;
+    e.census(now);
+    e.handle_storage(now, StorageEvent::OpenFailed { handle: 1 });
+    while now < 100 + 3 * REGISTER_WAIT_MS {
+        now += 500;
+        e.census(now);
+        for op in ops(&mut e) {
+            if let StorageOp::Open { handle, .. } = op {
+                e.handle_storage(now, StorageEvent::OpenFailed { handle });
+            }
+        }
+        e.handle_timeout(now);
+        assert!(
+            !findings(&mut e).contains(&Finding::RegisterWaits),
+            "at {now}"
+        );
+    }
+}
+
+#[test]
+fn storage_taken_from_a_live_context_is_told_apart_from_storage_never_given() {
+    // Never given: every attempt fails from the start.
+    let mut never = Evidence::new("me", 1, None);
+    never.open_own(0);
+    // The register's open, closed before it succeeded: it was never open.
+    never.handle_storage(0, StorageEvent::Closed { handle: 1 });
+    assert!(!never.storage_lost());
+    // Taken: its database was open, the browser closed it, and then nothing opens.
+    let mut taken = machine(None);
+    let (_, handle) = open_alive(&mut taken);
+    assert!(!taken.storage_lost());
+    taken.handle_storage(0, StorageEvent::Closed { handle });
+    assert!(taken.storage_lost());
+    assert_eq!(findings(&mut taken), [Finding::Lost]);
+    // The register's open connection, closed by the browser, is a loss too.
+    let mut register = machine(None);
+    register.handle_storage(0, StorageEvent::Closed { handle: 1 });
+    assert!(register.storage_lost());
 }
