@@ -240,6 +240,8 @@ struct Watch {
     /// The open under way (0: none, it is made again at `retry_at`).
     handle: u32,
     retry_at: u64,
+    /// Its opens that failed since this context's storage was taken ([`Evidence::storage_lost`]).
+    failed: usize,
     /// Its upgrade started: the context is gone (told once).
     told: bool,
 }
@@ -718,8 +720,26 @@ impl Evidence {
         }
         if let Some(w) = self.watches.iter().position(|w| w.handle == handle) {
             let watch = &mut self.watches[w];
-            if watch.told {
+            if watch.told || self.ended {
+                // An ended context (closed, or refusing: its storage may be gone for good) makes it
+                // no more: nobody would hear its finding, and the others collect that database.
                 self.watches.swap_remove(w);
+            } else if self.lost {
+                // Since the browser took this context's storage, a watch that fails is tried with
+                // the waits of its own database; after the last, this context can watch nobody and
+                // be watched by nobody: it cannot give evidence, even while idle (it would otherwise
+                // try every second for as long as the page lives).
+                watch.failed += 1;
+                if let Some(wait) = OPEN_BACKOFF_MS.get(watch.failed) {
+                    watch.handle = 0;
+                    watch.retry_at = now + wait;
+                } else {
+                    self.watches.swap_remove(w);
+                    if !matches!(self.own, Own::Failed) {
+                        self.own = Own::Failed;
+                        self.findings.push_back(Finding::Unreachable);
+                    }
+                }
             } else {
                 // Made again later: an open that failed is no evidence.
                 watch.handle = 0;
@@ -892,6 +912,7 @@ impl Evidence {
             entry,
             handle: 0,
             retry_at: 0,
+            failed: 0,
             told: false,
         });
         self.open_watch(self.watches.len() - 1);

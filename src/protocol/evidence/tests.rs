@@ -472,3 +472,49 @@ fn storage_taken_from_a_live_context_is_told_apart_from_storage_never_given() {
     register.handle_storage(0, StorageEvent::Closed { handle: 1 });
     assert!(register.storage_lost());
 }
+
+#[test]
+fn an_ended_context_makes_no_failed_watch_again() {
+    // A context that refuses after its storage was taken ends its evidence: a watch of its that
+    // fails is not made again every second for as long as the page lives.
+    let mut e = machine(None);
+    e.watch("other".into(), 7);
+    let handle = match ops(&mut e).as_slice() {
+        [StorageOp::Open { handle, .. }] => *handle,
+        other => panic!("{other:?}"),
+    };
+    e.end_own();
+    e.handle_storage(0, StorageEvent::OpenFailed { handle });
+    assert_eq!(e.watch_count(), 0);
+    assert_eq!(e.poll_timeout(), None, "quiet");
+}
+
+#[test]
+fn an_idle_context_whose_storage_was_taken_gives_up_its_watches_after_the_waits() {
+    let mut e = machine(None);
+    let (_, own) = open_alive(&mut e);
+    e.watch("other".into(), 7);
+    let mut handle = match ops(&mut e).as_slice() {
+        [StorageOp::Open { handle, .. }] => *handle,
+        other => panic!("{other:?}"),
+    };
+    e.leave_own();
+    e.handle_storage(0, StorageEvent::Closed { handle: own });
+    let _ = (ops(&mut e), findings(&mut e));
+    let mut now = 0;
+    for wait in &OPEN_BACKOFF_MS[1..] {
+        e.handle_storage(now, StorageEvent::OpenFailed { handle });
+        assert_eq!(findings(&mut e), []);
+        assert_eq!(e.poll_timeout(), Some(now + wait));
+        now += wait;
+        e.handle_timeout(now);
+        handle = match ops(&mut e).as_slice() {
+            [StorageOp::Open { handle, .. }] => *handle,
+            other => panic!("{other:?}"),
+        };
+    }
+    e.handle_storage(now, StorageEvent::OpenFailed { handle });
+    assert_eq!(findings(&mut e), [Finding::Unreachable]);
+    assert_eq!(e.watch_count(), 0);
+    assert_eq!(e.poll_timeout(), None, "quiet");
+}
