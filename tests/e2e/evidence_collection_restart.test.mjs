@@ -17,39 +17,13 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startServer } from './server.mjs';
+import { startReportServer } from './fixtures/report_server.mjs';
 import { descendants } from '../../bench/lib/processes.mjs';
 import { firefoxPath } from '../../bench/lib/firefox.mjs';
 import { miniBrowserPath } from '../../bench/lib/webkit.mjs';
 import { plainHttpHost } from '../../bench/lib/variants.mjs';
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** The test server: the repository, and the windows' reports (`until(label, type)`). */
-async function startCollectionServer() {
-  const reports = [];
-  const server = await startServer({
-    async handle(req, res) {
-      if (req.method !== 'POST' || req.url !== '/collection/report') return false;
-      let body = '';
-      for await (const chunk of req) body += chunk;
-      reports.push(JSON.parse(body));
-      res.writeHead(204, { 'cache-control': 'no-store' });
-      res.end();
-      return true;
-    },
-  });
-  server.until = async (label, type, ms = 60_000) => {
-    for (const end = Date.now() + ms; Date.now() < end; await sleep(50)) {
-      const error = reports.find((r) => r.label === label && r.type === 'error');
-      if (error) throw new Error(`${label}: ${error.message}`);
-      const found = reports.find((r) => r.label === label && r.type === type);
-      if (found) return found;
-    }
-    throw new Error(`${label}: no '${type}' within ${ms} ms`);
-  };
-  return server;
-}
 
 /** Starts Xvfb on a display it picks; resolves with `{ display, stop }`. */
 function startXvfb() {
@@ -125,7 +99,7 @@ async function afterKills(engine, env, k) {
       const label = `${run}-doomed${n}`;
       const child = engine.start(dir, page(`role=doomed&label=${label}&hold=${n % 2 === 0 ? 1 : 0}`), env.display);
       try {
-        await env.server.until(label, 'ready');
+        await env.server.until(label, 'ready', { ms: 60_000 });
         // COLLECTION_KILL_AFTER_MS (a diagnosis): let the window finish collecting what the last one left.
         await sleep(Number(process.env.COLLECTION_KILL_AFTER_MS ?? 0));
       } finally {
@@ -135,7 +109,7 @@ async function afterKills(engine, env, k) {
     const label = `${run}-newcomer`;
     const child = engine.start(dir, page(`role=newcomer&label=${label}`), env.display);
     try {
-      return (await env.server.until(label, 'databases')).databases;
+      return (await env.server.until(label, 'databases', { ms: 60_000 }))[0].databases;
     } finally {
       await kill(child);
     }
@@ -156,7 +130,7 @@ const KNOWN_LEAK = 'a kill between the deletion of a gone context\'s database an
 
 for (const engine of [firefox, webkit]) {
   test(`${engine.name}: windows whose browser is killed leave nothing the next window, after a restart on the same profile, does not collect: the count of weblocks' databases does not grow with them`, { todo: KNOWN_LEAK }, async () => {
-    const env = { server: await startCollectionServer() };
+    const env = { server: await startReportServer('/collection') };
     const xvfb = engine === webkit ? await startXvfb() : null;
     env.display = xvfb?.display;
     try {

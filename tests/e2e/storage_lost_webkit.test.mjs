@@ -12,56 +12,17 @@
 // Needs the build (`npm run build`), WebKitGTK and Xvfb.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer } from './server.mjs';
+import { startReportServer } from './fixtures/report_server.mjs';
 import { launch } from '../../bench/lib/webkit.mjs';
 import { descendants, isAlive } from '../../bench/lib/processes.mjs';
 import { plainHttpHost } from '../../bench/lib/variants.mjs';
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The test server: serves the repository, takes the windows' reports and hands out their commands. */
-async function startStorageLostServer() {
-  const reports = [];
-  const commands = new Map();
-  const server = await startServer({
-    async handle(req, res) {
-      const url = new URL(req.url, 'http://x');
-      if (req.method === 'POST' && url.pathname === '/storage-lost/report') {
-        let body = '';
-        for await (const chunk of req) body += chunk;
-        reports.push(JSON.parse(body));
-        res.writeHead(204, { 'cache-control': 'no-store' });
-        res.end();
-        return true;
-      }
-      if (url.pathname === '/storage-lost/command') {
-        const queue = commands.get(url.searchParams.get('label')) ?? [];
-        res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-        res.end(JSON.stringify(queue.shift() ?? null));
-        return true;
-      }
-      return false;
-    },
-  });
-  server.reports = (label, type) => reports.filter((r) => r.label === label && (type === undefined || r.type === type));
-  server.send = (label, command) => {
-    if (!commands.has(label)) commands.set(label, []);
-    commands.get(label).push(command);
-  };
-  server.until = async (label, type, count = 1, ms = 15_000) => {
-    for (const end = Date.now() + ms; Date.now() < end; await sleep(20)) {
-      const found = server.reports(label, type);
-      if (found.length >= count) return found;
-    }
-    throw new Error(`${label}: fewer than ${count} '${type}' within ${ms} ms: ${JSON.stringify(server.reports(label))}`);
-  };
-  return server;
-}
-
 const TRIES = 5;
 
 test('WebKit: storage process killed under a holder and a waiter: no two holders, every later request refused at once and why, a new window locks', async () => {
-  const server = await startStorageLostServer();
+  const server = await startReportServer('/storage-lost');
   const browser = await launch();
   try {
     const page = (role, label) => `http://${plainHttpHost}:${server.port}/tests/e2e/fixtures/storage_lost.html?role=${role}&label=${label}`;
@@ -93,7 +54,7 @@ test('WebKit: storage process killed under a holder and a waiter: no two holders
     // Then each of P and Q tries again: every try refused at once, saying why and what restores it.
     for (const label of ['P', 'Q']) {
       server.send(label, { type: 'tries', count: TRIES });
-      const tries = await server.until(label, 'try', TRIES, 30_000);
+      const tries = await server.until(label, 'try', { count: TRIES, ms: 30_000 });
       const refused = tries.filter((t) => t.result === 'rejected' && t.name === 'OperationError');
       console.log(`# ${label}: ${refused.length} of ${TRIES} tries refused with OperationError, ${Math.max(...tries.map((t) => t.ms))} ms at most: ${tries[0].message ?? tries[0].result}`);
       assert.equal(refused.length, TRIES, `${label}'s tries: ${JSON.stringify(tries)}`);
@@ -105,7 +66,7 @@ test('WebKit: storage process killed under a holder and a waiter: no two holders
       const lines = server.reports(label, 'console');
       assert.equal(lines.length, 1, `${label} says so once in the console: ${JSON.stringify(lines)}`);
       server.send(label, { type: 'probes' });
-      for (const probe of await server.until(label, 'probe', 2)) {
+      for (const probe of await server.until(label, 'probe', { count: 2 })) {
         console.log(`# ${label}: IndexedDB in the ${probe.where} after the kill: ${probe.ok ? 'opens' : `fails (${probe.name}: ${probe.message})`}`);
       }
     }
