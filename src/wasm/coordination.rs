@@ -240,6 +240,14 @@ impl Coordination {
     /// [`Coordination::refusal`] first). Granting on from its replica could make it a second lock
     /// manager beside the origin's.
     pub(super) fn refuse(&self, refusal: Refusal) {
+        // Whichever of this context's IndexedDB users met the failure first (the evidence, the log, the
+        // transport's record), the page is told that the browser took its storage, if it did.
+        let lost = refusal == Refusal::Unreachable
+            && self
+                .evidence
+                .try_borrow()
+                .is_ok_and(|evidence| evidence.storage_lost());
+        let refusal = if lost { Refusal::StorageLost } else { refusal };
         if self.refusal.replace(Some(refusal)).is_some() {
             return;
         }
