@@ -233,6 +233,10 @@ async fn try_lock(app: &axum::Router, sub: &str, id: &str, ttl_ms: f64) -> (Stat
     .await
 }
 
+async fn check_lock(app: &axum::Router, sub: &str, lock_id: &Value) -> (StatusCode, Value) {
+    post(app, sub, "/v1/checkLock", json!({ "lockId": lock_id })).await
+}
+
 // --- each route ----------------------------------------------------------------------------------
 
 #[tokio::test]
@@ -310,13 +314,7 @@ async fn take_over_needs_the_permission_and_revokes_the_holder() {
         (&taken["holder"]["sub"], &taken["fence"]),
         (&json!("bob"), &json!(2))
     );
-    let revoked = post(
-        &app,
-        "alice",
-        "/v1/checkLock",
-        json!({ "lockId": alice["lockId"] }),
-    )
-    .await;
+    let revoked = check_lock(&app, "alice", &alice["lockId"]).await;
     assert_refused(&revoked, StatusCode::FORBIDDEN, "Revoked");
     assert_eq!(revoked.1["error"]["holder"]["sub"], "bob");
     let (status, again) = answer(&app, take(&["admin"])).await;
@@ -331,13 +329,7 @@ async fn take_over_needs_the_permission_and_revokes_the_holder() {
 async fn check_lock_answers_the_live_lease() {
     let app = service().await.app;
     let (_, granted) = try_lock(&app, "alice", "3", 60_000.0).await;
-    let (status, body) = post(
-        &app,
-        "alice",
-        "/v1/checkLock",
-        json!({ "lockId": granted["lockId"] }),
-    )
-    .await;
+    let (status, body) = check_lock(&app, "alice", &granted["lockId"]).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(shape(&body), held_shape(), "{body}");
     assert_documented("POST /v1/checkLock", &body);
@@ -346,25 +338,13 @@ async fn check_lock_answers_the_live_lease() {
         (&granted["expiresAt"], &granted["fence"])
     );
 
-    let malformed = post(&app, "alice", "/v1/checkLock", json!({ "lockId": "nope" })).await;
+    let malformed = check_lock(&app, "alice", &json!("nope")).await;
     assert_plain_refusal(&malformed, StatusCode::BAD_REQUEST, "InvalidArgument");
     let free_key = format!("{ARTICLE}/none/{}", "0".repeat(32));
-    let unknown = post(
-        &app,
-        "alice",
-        "/v1/checkLock",
-        json!({ "lockId": free_key }),
-    )
-    .await;
+    let unknown = check_lock(&app, "alice", &json!(free_key)).await;
     assert_refused(&unknown, StatusCode::FORBIDDEN, "NotFound");
     let wrong_token = format!("{ARTICLE}/3/{}", "0".repeat(32));
-    let other = post(
-        &app,
-        "bob",
-        "/v1/checkLock",
-        json!({ "lockId": wrong_token }),
-    )
-    .await;
+    let other = check_lock(&app, "bob", &json!(wrong_token)).await;
     assert_refused(&other, StatusCode::FORBIDDEN, "TakenOver");
 }
 
