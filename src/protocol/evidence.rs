@@ -244,6 +244,11 @@ struct Watch {
     failed: usize,
     /// Its upgrade started: the context is gone (told once).
     told: bool,
+    /// Made by this context right after it asked for the database's deletion, and so behind it in the
+    /// database's queue: its open finds the database missing once the deletion is done, and only then
+    /// does the entry leave the register. A context ended between the two (killed, say) thus leaves an
+    /// entry whose database is missing, which the next reader collects, never a database no entry lists.
+    deleting: bool,
 }
 
 /// One context's evidence: see the module docs.
@@ -908,12 +913,17 @@ impl Evidence {
         if self.watches.iter().any(|w| w.entry == entry) {
             return;
         }
+        self.push_watch(entry, false);
+    }
+
+    fn push_watch(&mut self, entry: Entry, deleting: bool) {
         self.watches.push(Watch {
             entry,
             handle: 0,
             retry_at: 0,
             failed: 0,
             told: false,
+            deleting,
         });
         self.open_watch(self.watches.len() - 1);
     }
@@ -931,8 +941,8 @@ impl Evidence {
 
     /// Watch `w` has its evidence: the database exists and no connection to it is left, so its
     /// context is gone (a context closes its database only as it ends). Told once, for a member's;
-    /// the database and its entries go (the deletion waits for this watch's own connection, closed
-    /// once its open completes).
+    /// the database is deleted (the deletion waits for this watch's own connection, closed once its
+    /// open completes), and its entries go once a watch made behind the deletion finds it missing.
     fn gone(&mut self, w: usize) {
         let watch = &mut self.watches[w];
         if watch.told {
@@ -940,10 +950,13 @@ impl Evidence {
         }
         watch.told = true;
         let entry = watch.entry.clone();
+        if !watch.deleting {
+            self.tell_gone(&entry);
+        }
         self.ops.push_back(StorageOp::Delete {
             database: entry.database(),
         });
-        self.collect(entry);
+        self.push_watch(entry, true);
     }
 
     /// Watch `w` found no such database. For a member's entry that is evidence too: a member's entry
@@ -958,8 +971,13 @@ impl Evidence {
         }
         watch.told = true;
         let entry = watch.entry.clone();
+        if watch.deleting {
+            // This context's deletion of it is done.
+            return self.unlist(entry);
+        }
         if matches!(entry, Entry::Member { .. }) {
-            return self.collect(entry);
+            self.tell_gone(&entry);
+            return self.unlist(entry);
         }
         // No timer: a later read of the register (this context's census, or its next start) takes
         // it out if it is still listed then, and has been missing long enough.
@@ -968,13 +986,16 @@ impl Evidence {
         }
     }
 
-    /// The context of `entry` is gone: told (for a member's entry), and its entries leave the register.
-    fn collect(&mut self, entry: Entry) {
-        let member = matches!(entry, Entry::Member { .. });
-        let (Entry::Member { client, key } | Entry::Ahead { client, key }) = entry;
-        if member {
-            self.findings.push_back(Finding::Gone(client.clone(), key));
+    /// The context of a member's `entry` is gone: the participant is told.
+    fn tell_gone(&mut self, entry: &Entry) {
+        if let Entry::Member { client, key } = entry {
+            self.findings.push_back(Finding::Gone(client.clone(), *key));
         }
+    }
+
+    /// The database of `entry` is no more: its entries leave the register.
+    fn unlist(&mut self, entry: Entry) {
+        let (Entry::Member { client, key } | Entry::Ahead { client, key }) = entry;
         // Its entry as a member's, and as one opened ahead: which one the register holds now, this
         // watch cannot tell.
         self.run(Job::Write {
