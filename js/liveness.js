@@ -240,11 +240,15 @@ export function makeEvidence(globalObject = theGlobal, scope) {
   };
   // A page entering the back/forward cache closes its database from a listener of its own, which runs
   // even where the participant's `pagehide` is cut short; shown again, it opens a new one if an open
-  // completed while it was hidden.
+  // completed while it was hidden. Unless its participant stays a member there (`keepOnHide()`, the
+  // participant's `BackForwardCache::Stay`): then its database stays open, so that the browser evicts the
+  // page when another context watches it (the participant itself closes it when it leaves, idle).
+  let keepOnHide = false;
   if (typeof globalObject.addEventListener === 'function') {
     globalObject.addEventListener(
       'pagehide',
       (event) => {
+        if (event.persisted && keepOnHide) return;
         if (event.persisted) {
           hidden = true;
           closeOwn();
@@ -320,6 +324,9 @@ export function makeEvidence(globalObject = theGlobal, scope) {
       closeOwn();
     },
     census: () => readRegister((data) => emit('known', 0, data)),
+    keepOnHide() {
+      keepOnHide = true;
+    },
     watch,
   };
 }

@@ -19,7 +19,7 @@ import { bindgenAndOptimize, cargoBuildWasm } from '../build.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The classic script's budget, gzip -9 (docs/SIZE.md). */
-export const CLASSIC_BUDGET_GZIP = 42_800;
+export const CLASSIC_BUDGET_GZIP = 43_000;
 
 // `gzip -9` itself where it is installed (its deflate differs a little from Node's zlib), else zlib level 9.
 function gzipSize(data) {

@@ -111,6 +111,9 @@ pub(super) struct Coordination {
     evidence: Evidence,
     on_evidence: Callback,
     client_id: String,
+    /// Where the participant stays a member in the back/forward cache: the JS function that makes the
+    /// farewell a `pagehide` listener that posts only when the page goes for good (js/page_cache.js).
+    unless_persisted: Option<Function>,
 }
 
 /// The events of a log channel (`js/log_channel.js`) are told apart by the first letter of their type,
@@ -139,6 +142,7 @@ impl Coordination {
         open_channel: Option<Function>,
         global: JsValue,
         evidence: Option<Evidence>,
+        unless_persisted: Option<Function>,
     ) -> Option<Result<Rc<Coordination>, Refusal>> {
         let client_id = participant.client_id().to_owned();
         let channel = match &scope {
@@ -155,6 +159,16 @@ impl Coordination {
         let Some(evidence) = evidence else {
             return Some(Err(Refusal::Unreachable));
         };
+        // A participant that stays a member in the back/forward cache keeps its liveness database
+        // open there, and posts its farewell only when the page goes for good: without the JS that
+        // tells the two apart, it does not start (the glue always gives it).
+        let stays = participant.stays_in_cache();
+        if stays {
+            if unless_persisted.is_none() {
+                return Some(Err(Refusal::Unreachable));
+            }
+            evidence.keep_on_hide();
+        }
         let this = Rc::new_cyclic(|weak: &Weak<Coordination>| Coordination {
             participant: RefCell::new(participant),
             channels: RefCell::new(None),
@@ -183,6 +197,7 @@ impl Coordination {
             evidence,
             on_evidence: callback(weak.clone(), |this, event| this.on_evidence(event)),
             client_id,
+            unless_persisted: if stays { unless_persisted } else { None },
         });
         this.evidence
             .listen(this.on_evidence.as_ref().unchecked_ref());
@@ -368,7 +383,7 @@ impl Coordination {
             return;
         };
         let data = message_to_js(&message);
-        let listener: Function = if self.open_channel.is_some() {
+        let mut listener: Function = if self.open_channel.is_some() {
             tx.farewell(&data)
         } else {
             let Some(post) = Reflect::get(tx, &"postMessage".into())
@@ -379,6 +394,22 @@ impl Coordination {
             };
             post.bind1(tx, &data).unchecked_into()
         };
+        // A member that stays in the back/forward cache says farewell only when the page goes for good.
+        if let Some(unless_persisted) = &self.unless_persisted {
+            match call(
+                unless_persisted,
+                &JsValue::UNDEFINED,
+                &listener,
+                &JsValue::UNDEFINED,
+                &JsValue::UNDEFINED,
+            )
+            .ok()
+            .and_then(|l| l.dyn_into().ok())
+            {
+                Some(filtered) => listener = filtered,
+                None => return,
+            }
+        }
         if page
             .add_event_listener_with_callback_and_bool("pagehide", &listener, true)
             .is_ok()

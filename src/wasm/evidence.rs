@@ -22,6 +22,11 @@ extern "C" {
     /// Closes this context's liveness database, and deletes it.
     #[wasm_bindgen(method)]
     pub(super) fn close(this: &Evidence);
+    /// From now on a `pagehide` with `persisted` leaves this context's liveness database open: the
+    /// participant stays a member in the back/forward cache (`BackForwardCache::Stay`), and the
+    /// browser evicts the page when another context watches that database.
+    #[wasm_bindgen(method, js_name = keepOnHide)]
+    pub(super) fn keep_on_hide(this: &Evidence);
     /// Lists the origin's liveness databases (a `known` event) and watches each.
     #[wasm_bindgen(method)]
     pub(super) fn census(this: &Evidence);

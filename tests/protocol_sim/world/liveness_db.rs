@@ -3,7 +3,7 @@
 
 use std::rc::Rc;
 
-use super::{Ev, World};
+use super::{Ev, Status, World};
 
 /// Evidence: a context's liveness database, as the storage backend keeps it.
 #[derive(Debug)]
@@ -42,6 +42,12 @@ impl World {
             Some(db) if db.open => {
                 if !db.watchers.contains(&i) {
                     db.watchers.push(i);
+                }
+                // A new open at a newer version of a database that a page in the back/forward cache
+                // keeps open evicts that page (Blink, Gecko), which closes the connection.
+                let owner = db.owner;
+                if self.contexts[owner].status == Status::Cached {
+                    self.evict(owner, "a watch opened its liveness database");
                 }
             }
             _ => {
