@@ -251,7 +251,18 @@ export function makeEvidence(globalObject = theGlobal, scope) {
         if (event.persisted && keepOnHide) return;
         if (event.persisted) {
           hidden = true;
-          closeOwn();
+          // Closed, but not taken out of the register: WebKitGTK leaves a transaction that a page begins in
+          // the `pagehide` that enters the cache unfinished, even once the page is back, and every later one
+          // on the register waits behind it (a joiner's census, for good). A watcher that finds the database
+          // without a connection takes its name out and deletes it.
+          for (const opened of [own, spare]) if (opened !== null) opened.db.close();
+          try {
+            // Never in the register, nor watched: nobody else would delete it.
+            if (spare !== null) indexedDB.deleteDatabase(spare.name);
+          } catch (e) {
+            // Left behind.
+          }
+          own = spare = null;
         } else if (spare !== null) {
           // Going for good without having joined: its database, which no one watches, goes with it.
           drop(spare.db, spare.name);
