@@ -323,28 +323,8 @@ for (const driverName of drivers) describe(driverName, () => {
 
   test(`${driverName}: the web-platform-tests' removed-frame steps (frames that request from their own message handlers): the next frame is granted`, { timeout: 120_000 }, async () => {
     const steps = async (own, scenario) => {
-      const helper = `/tests/e2e/fixtures/frame_helper.html${own ? '?own' : ''}`;
-      let nextId = 0;
-      const iframe = () =>
-        new Promise((resolve) => {
-          const frame = document.createElement('iframe');
-          frame.onload = () => resolve(frame);
-          frame.src = helper;
-          document.documentElement.appendChild(frame);
-        });
-      const post = (frame, data) => {
-        const view = frame.contentWindow;
-        const id = ++nextId;
-        view.postMessage(Object.assign(data, { id }), '*');
-        return new Promise((resolve) => {
-          const listener = (event) => {
-            if (event.source !== view || event.data.id !== id) return;
-            removeEventListener('message', listener);
-            resolve(event.data);
-          };
-          addEventListener('message', listener);
-        });
-      };
+      const iframe = () => frameHelper.open(own);
+      const post = frameHelper.post;
       const within = (promise, ms) => Promise.race([promise, new Promise((resolve) => setTimeout(() => resolve('never'), ms))]);
       const name = `wpt removed ${scenario} ${Math.random()}`;
       const frames = [await iframe(), await iframe(), await iframe()];
@@ -372,14 +352,15 @@ for (const driverName of drivers) describe(driverName, () => {
       for (const frame of frames) frame.remove();
       return outcome === 'never' ? 'never' : Math.round(performance.now() - start);
     };
-    const report = await withPage(browser, (tab) =>
-      tab.evaluate(async (source) => {
+    const report = await withPage(browser, async (tab) => {
+      await tab.evaluate(() => buildSmoke.loadScript('/tests/e2e/fixtures/frame_helper_parent.js'));
+      return tab.evaluate(async (source) => {
         const run = (0, eval)(`(${source})`);
         const result = {};
         for (const own of [false, true]) for (const scenario of ['pending', 'granted']) result[`${own ? 'own' : 'installed'} ${scenario}`] = await run(own, scenario);
         return result;
-      }, `${steps}`),
-    );
+      }, `${steps}`);
+    });
     console.log(`# ${driverName}: the web-platform-tests' removed-frame steps, ms to the next grant: ${JSON.stringify(report)}`);
     for (const [key, ms] of Object.entries(report)) assert.notEqual(ms, 'never', key);
   });

@@ -122,35 +122,16 @@ for (const { name, launch } of BROWSERS) {
 
 /**
  * The steps of the web-platform-tests' query-ordering file with frames, in the page: three same-origin frames
- * (fixtures/frame_helper.html, loading weblocks themselves with `own`, else installed into by the page) each
- * learn their client id in turn (request the name, query() in the callback, answer, release); the page takes
- * the name, asks frames 1, 2 and 3 to request it, in that order, without waiting for those grants; frame 3
- * requests and releases a second name as a checkpoint; then the page and each frame call query(). Returns, for
- * each, the frames (1, 2, 3; 0 for the page) of the name's held locks and pending requests.
+ * (fixtures/frame_helper.html, driven through fixtures/frame_helper_parent.js; loading weblocks themselves with
+ * `own`, else installed into by the page) each learn their client id in turn (request the name, query() in the
+ * callback, answer, release); the page takes the name, asks frames 1, 2 and 3 to request it, in that order,
+ * without waiting for those grants; frame 3 requests and releases a second name as a checkpoint; then the page
+ * and each frame call query(). Returns, for each, the frames (1, 2, 3; 0 for the page) of the name's held locks
+ * and pending requests.
  */
 async function frameOrderingSteps(own) {
-  const helper = `/tests/e2e/fixtures/frame_helper.html${own ? '?own' : ''}`;
-  let nextId = 0;
-  const iframe = () =>
-    new Promise((resolve) => {
-      const frame = document.createElement('iframe');
-      frame.onload = () => resolve(frame);
-      frame.src = helper;
-      document.documentElement.appendChild(frame);
-    });
-  const post = (frame, data) => {
-    const view = frame.contentWindow;
-    const id = ++nextId;
-    view.postMessage(Object.assign(data, { id }), '*');
-    return new Promise((resolve) => {
-      const listener = (event) => {
-        if (event.source !== view || event.data.id !== id) return;
-        removeEventListener('message', listener);
-        resolve(event.data);
-      };
-      addEventListener('message', listener);
-    });
-  };
+  const iframe = () => frameHelper.open(own);
+  const post = frameHelper.post;
   const name = `query-ordering-frames-${Math.random()}`;
   const frames = [await iframe(), await iframe(), await iframe()];
   const ids = [];
@@ -182,6 +163,7 @@ for (const { name, launch } of [{ name: 'Chromium', launch: launchChromium }, ..
       const tab = await browser.newTab(`${plain.url}tests/e2e/fixtures/build_smoke.html`);
       try {
         await tab.evaluate(() => buildSmoke.loadScript('/dist/weblocks.polyfill.js'));
+        await tab.evaluate(() => buildSmoke.loadScript('/tests/e2e/fixtures/frame_helper_parent.js'));
         for (const own of [false, true]) {
           const { distinctIds, views } = await tab.evaluate(frameOrderingSteps, own);
           console.log(`# ${name}, ${own ? 'frames that load weblocks' : 'frames installed into'}: ${JSON.stringify(views[0])}`);
