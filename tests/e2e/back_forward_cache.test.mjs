@@ -4,8 +4,9 @@
 // page writes its hold (grant, ticks, end) to localStorage, and the test counts P's ticks that fell inside Q's
 // hold and Q's that fell inside P's running callback.
 // - Chromium and Firefox (BackForwardCache::Stay): P stays a member in the cache with its liveness database open;
-//   the browser evicts it when Q watches that database or messages its channel, and Q is granted on that
-//   evidence; else P is restored with its lock and Q is granted when P's callback ends. Never an overlap.
+//   the browser evicts it when Q watches that database or a message reaches its channel (in Firefox its own, posted
+//   on entering), and Q is granted on that evidence; else P is restored with its lock and Q is granted when P's
+//   callback ends. Never an overlap.
 // - WebKit (BackForwardCache::Release): its native API releases a cached page's locks on entry, and the restored
 //   callback runs on beside the next holder's. weblocks does the same; the test pins both, so that a change in
 //   the engine shows.

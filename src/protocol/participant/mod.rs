@@ -503,6 +503,18 @@ impl Participant {
         }
         if self.stays_in_cache() {
             self.handle_freeze(now);
+            if self.phase.lifecycle() == Lifecycle::Frozen
+                && !self.phase.is_detached()
+                && self.core.config().transport == Transport::Broadcast
+            {
+                // A member that holds or waits: a message of its own, which reaches its own channel
+                // object once the page is in the cache, where Gecko evicts a page that a message
+                // reaches (as its native API keeps such a page out of the cache); Blink delivers it
+                // before, and the page stays until a watch or another message evicts it. The others
+                // ignore it. Not over the log: an append begun here might not finish.
+                self.core.send(Body::Alive);
+                self.core.flush();
+            }
             return;
         }
         if !self.phase.lives() {
