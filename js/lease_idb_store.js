@@ -5,7 +5,7 @@
 // another context in). IndexedDB serialises readwrite transactions on a store across every same-origin
 // window and worker: so two contexts can never both take the same (type, id). localStorage gives no such
 // guarantee. Works wherever `indexedDB` exists (windows, all workers).
-import { decideLease, decideLeaseList, leaseKey } from '../pkg/weblocks.js';
+import { decideLease, decideLeaseList, leaseKey } from '../pkg/weblocks_leases.js';
 
 // The operations as the wasm edge numbers them (src/wasm/lease_operation.rs; tests/e2e/boundary_codes.test.mjs).
 const TRY_LOCK = 0;

@@ -18,6 +18,17 @@
 // IndexedDB (lease_idb_store.js): one readwrite transaction per operation, decided by the Rust core.
 import { openIndexedDbLeaseStore } from './lease_idb_store.js';
 import { theGlobal } from './global_object.js';
+import {
+  attemptTimeoutMs,
+  deadlineFrom,
+  elapsedMs,
+  hasPassed,
+  isTransient,
+  nextAttempt,
+  readClocks,
+  reportedLeftMs,
+  timeLeftMs,
+} from './lease_deadline.js';
 
 /** The ttl of `tryLock` without `ttlMs`: 5 minutes: long enough to fill in a form, short enough that an abandoned edit frees the record soon. */
 export const DEFAULT_TTL_MS = 5 * 60 * 1000;
@@ -43,11 +54,12 @@ export const LOCK_ERROR_CODES = Object.freeze([
  * service adds, when another lease holds the key, its `holder` (`{ sub, name }`) and `acquiredAt`.
  */
 export class LockError extends Error {
-  constructor(code, message, { expiresAt, holder, acquiredAt, cause } = {}) {
+  constructor(code, message, { expiresAt, holder, acquiredAt, cause, deadline } = {}) {
     super(message, cause === undefined ? undefined : { cause });
     this.name = 'LockError';
     this.code = code;
     if (expiresAt !== undefined) this.expiresAt = expiresAt;
+    if (deadline === true) this.deadline = true; // decided by this page's deadline, not by the store
     if (holder !== undefined) Object.assign(this, { holder, acquiredAt });
   }
 }
@@ -66,9 +78,44 @@ function toLockError(e) {
   return new LockError('StorageError', `lease storage failed: ${messageOf(e)}`, { cause: e });
 }
 
+/** A LockError `Expired` decided by this page: the lease's deadline (see js/lease_deadline.js) passed. */
+function deadlineError(lockId, deadline) {
+  return new LockError('Expired', `the lease of ${lockId} counts as expired on this page: its deadline passed (the store expires it at ${new Date(deadline.expiresAt).toISOString()})`, {
+    expiresAt: deadline.expiresAt,
+    deadline: true,
+  });
+}
+
+/** `promise`, or a StorageError once `timeoutMs` has passed (then `controller`, if any, is aborted). */
+function withTimeout(promise, timeoutMs, controller, what) {
+  let timer;
+  const timedOut = new Promise((resolve, reject) => {
+    timer = setTimeout(() => {
+      if (controller) controller.abort();
+      reject(new LockError('StorageError', `lease storage failed: ${what} did not complete within ${Math.round(timeoutMs)} ms`));
+    }, timeoutMs);
+  });
+  const settled = () => clearTimeout(timer);
+  return Promise.race([promise, timedOut]).then(
+    (value) => (settled(), value),
+    (e) => {
+      settled();
+      throw e;
+    },
+  );
+}
+
+const newAbortController = () => (typeof AbortController === 'function' ? new AbortController() : undefined);
+
 /**
  * The leases API over `store`: a LeaseStore, or a function returning one (or a promise of one), called
  * on first use; if opening fails, the next call tries again.
+ *
+ * Each lease this API has seen a store's answer for gets a deadline of this page's (js/lease_deadline.js):
+ * the time left the store reported, minus a margin, from when the request was sent, by the larger of the
+ * monotonic and the wall-clock elapsed time. From then on `checkLock` and `extendLockExpiration` reject
+ * with `Expired` (`deadline: true`) without asking the store, and keepAlive calls `onLost`: the page
+ * stops believing in a lease before the store can give it to anyone else.
  */
 export function createLeases(store) {
   let opened;
@@ -91,26 +138,93 @@ export function createLeases(store) {
     }
   };
 
+  /** lockId -> its deadline, for the leases this page holds. */
+  const deadlines = new Map();
+  /** lockId -> the deadline that passed: expired here for good, whatever a late answer says. */
+  const expiredHere = new Map();
+  /** Rejects with the local `Expired` once `lockId`'s deadline has passed. */
+  const refuseAfterDeadline = (lockId) => {
+    const deadline = deadlines.get(lockId);
+    if (deadline !== undefined && hasPassed(deadline, readClocks())) {
+      deadlines.delete(lockId);
+      expiredHere.set(lockId, deadline);
+    }
+    const expired = expiredHere.get(lockId);
+    if (expired !== undefined) throw deadlineError(lockId, expired);
+  };
+  /** `promise`, or the local `Expired` once `lockId`'s deadline passes first (a request that hangs past
+   *  it, offline, is not waited for: from the deadline on the answer is Expired). */
+  const beforeDeadline = (lockId, promise) =>
+    new Promise((resolve, reject) => {
+      let timer;
+      const arm = () => {
+        const deadline = deadlines.get(lockId);
+        if (deadline === undefined) return;
+        timer = setTimeout(() => {
+          try {
+            refuseAfterDeadline(lockId);
+            arm(); // another answer moved the deadline meanwhile
+          } catch (e) {
+            reject(e);
+          }
+        }, Math.max(0, timeLeftMs(deadline, readClocks())) + 1);
+      };
+      arm();
+      promise.then(
+        (value) => (clearTimeout(timer), resolve(value)),
+        (e) => (clearTimeout(timer), reject(e)),
+      );
+    });
+  /** `method` on the store, then the deadline of the lease its answer reports (sent: before the call). */
+  const reporting = async (method, ...args) => {
+    const sent = readClocks();
+    const calling = call(method, ...args);
+    const grants = method === 'tryLock' || method === 'takeOver';
+    const answer = await (grants ? calling : beforeDeadline(args[0], calling));
+    const lockId = answer.lockId !== undefined ? answer.lockId : args[0];
+    // An answer that arrives after the deadline passed does not bring the lease back on this page.
+    if (expiredHere.has(lockId)) throw deadlineError(lockId, expiredHere.get(lockId));
+    if (typeof answer.expiresAt === 'number') {
+      deadlines.set(lockId, deadlineFrom(sent, reportedLeftMs(answer, sent), answer.expiresAt));
+    }
+    return answer;
+  };
+  /** A definite answer that `lockId` holds nothing: its deadline is of no more use. */
+  const forget = (lockId, e) => {
+    if (e.code !== 'StorageError') deadlines.delete(lockId);
+    throw e;
+  };
+
   const leases = {
     /** Take the lease on (type, id) for `ttlMs`; resolves with its lockId (a string: keep it). */
     async tryLock(type, id, { ttlMs = DEFAULT_TTL_MS } = {}) {
-      return (await call('tryLock', type, id, ttlMs)).lockId;
+      return (await reporting('tryLock', type, id, ttlMs)).lockId;
     },
-    /** Resolves with `{ type, id, expiresAt }` while the lease is live; rejects otherwise. */
-    checkLock: (lockId) => call('checkLock', lockId),
+    /** Resolves with `{ type, id, expiresAt }` while the lease is live; rejects otherwise (with `Expired`
+     *  at once, without asking the store, once this page's deadline for it has passed). */
+    async checkLock(lockId) {
+      refuseAfterDeadline(lockId);
+      return reporting('checkLock', lockId).catch((e) => forget(lockId, e));
+    },
     /** Remove the lease (even an expired one, unless someone took it over). */
     async releaseLock(lockId) {
       await call('releaseLock', lockId);
+      deadlines.delete(lockId);
+      expiredHere.delete(lockId);
     },
-    /** Move a live lease's expiry `incMs` later; resolves with `{ type, id, expiresAt }`. */
-    extendLockExpiration: (lockId, incMs) => call('extendLockExpiration', lockId, incMs),
+    /** Move a live lease's expiry `incMs` later; resolves with `{ type, id, expiresAt }`. `signal` aborts
+     *  the request where the store can (the lease service's). */
+    async extendLockExpiration(lockId, incMs, { signal } = {}) {
+      refuseAfterDeadline(lockId);
+      return reporting('extendLockExpiration', lockId, incMs, { signal }).catch((e) => forget(lockId, e));
+    },
     /** The live leases, `[{ type, id, expiresAt }]` (no tokens), for a "being edited elsewhere" UI; the
      *  lease service's store takes a type to list only its leases. */
     list: (type) => call('list', type),
     /** Lease service: take the lease on (type, id) whoever holds it (the token needs the `takeover`
      *  permission); resolves with the lockId. The replaced holder's next check or extend fails with `Revoked`. */
     async takeOver(type, id, { ttlMs = DEFAULT_TTL_MS } = {}) {
-      return (await call('takeOver', type, id, ttlMs)).lockId;
+      return (await reporting('takeOver', type, id, ttlMs)).lockId;
     },
     /** Lease service: `onChange(change)` for each change of (type, id), or of any key of `type` when `id` is
      *  null, starting with the current state; `onError(lockError)` if the stream cannot be opened. Returns `stop`. */
@@ -121,9 +235,14 @@ export function createLeases(store) {
       return () => watching.then(() => stop && stop());
     },
     /**
-     * Extend the lease every `everyMs` while this page is open; stops on `pagehide`, on `stop()`, or when an
-     * extension fails (then `onLost(lockError)` is called). Returns `stop`. Each extension adds the time
-     * elapsed since the previous one, so the lease keeps the time it had left when keepAlive started even
+     * Extend the lease every `everyMs` (or at half its time left, if sooner) while this page is open;
+     * stops on `pagehide` (a page put in the back/forward cache pauses, and on `pageshow` resumes or
+     * reports the loss), on `stop()`, or when the lease is lost: then `onLost(lockError)` is called once, with the store's definite answer (`Expired`,
+     * `TakenOver`, `Revoked`, `NotFound`, `Unauthorized`...) or with `Expired` and `deadline: true` when
+     * this page's deadline passed first. A failed extension (the store unreachable, a timeout) is tried
+     * again with backoff while the deadline leaves time; each try times out well before the deadline,
+     * so a hung request never stalls the lease. Returns `stop`. Each extension adds the time elapsed since
+     * the previous successful one, so the lease keeps the time it had left when keepAlive started even
      * when timers run late (hidden tabs are throttled, to once a minute in the worst case: keep that much
      * left); pass `incMs` to add a fixed amount instead.
      */
@@ -131,33 +250,122 @@ export function createLeases(store) {
       if (!(typeof everyMs === 'number' && everyMs > 0 && Number.isFinite(everyMs))) {
         throw new LockError('InvalidArgument', 'invalid argument: everyMs must be a positive finite number of milliseconds');
       }
-      let extending = false;
+      let stopped = false;
+      let paused = false;
+      let inFlight = false;
+      let failures = 0;
+      let failingSince;
+      let tickTimer;
+      let deadlineTimer;
       let extendedAt = Date.now();
-      const tick = async () => {
-        if (extending) return; // the previous extension is still running; the next tick covers its time
-        extending = true;
-        const now = Date.now();
+      const clearTimers = () => {
+        clearTimeout(tickTimer);
+        clearTimeout(deadlineTimer);
+      };
+      const lose = (e) => {
+        if (stopped) return;
+        stop();
+        if (onLost != null) onLost(e);
+      };
+      /** Whether the deadline has passed (then the loss is reported). */
+      const deadlinePassed = () => {
         try {
-          await leases.extendLockExpiration(lockId, incMs != null ? incMs : Math.max(now - extendedAt, 1));
-          extendedAt = now;
+          refuseAfterDeadline(lockId);
+          return false;
         } catch (e) {
-          if (!stopped) {
-            stop();
-            if (onLost != null) onLost(e);
-          }
-        } finally {
-          extending = false;
+          lose(e);
+          return true;
         }
       };
-      let stopped = false;
-      const timer = setInterval(tick, everyMs);
+      /** A timer for the deadline itself: the loss is reported at the deadline even while a try hangs. */
+      const watchDeadline = () => {
+        clearTimeout(deadlineTimer);
+        const deadline = deadlines.get(lockId);
+        if (deadline === undefined) return;
+        deadlineTimer = setTimeout(() => deadlinePassed() || watchDeadline(), Math.max(0, timeLeftMs(deadline, readClocks())) + 1);
+      };
+      const schedule = (ms) => {
+        clearTimeout(tickTimer);
+        tickTimer = setTimeout(extend, ms);
+      };
+      /** The time the lease has left by this page's deadline; without one yet (a lockId this API has not
+       *  seen an answer for), the `everyMs` after the first failure. */
+      const leftMs = () => {
+        const deadline = deadlines.get(lockId);
+        if (deadline !== undefined) return timeLeftMs(deadline, readClocks());
+        return failingSince === undefined ? everyMs : everyMs - elapsedMs(failingSince, readClocks());
+      };
+      const extend = async () => {
+        if (stopped || paused || inFlight || deadlinePassed()) return;
+        inFlight = true;
+        const now = Date.now();
+        const controller = newAbortController();
+        try {
+          const timeoutMs = attemptTimeoutMs(leftMs());
+          const extension = leases.extendLockExpiration(lockId, incMs != null ? incMs : Math.max(now - extendedAt, 1), {
+            signal: controller && controller.signal,
+          });
+          await withTimeout(extension, timeoutMs, controller, 'the lease extension');
+          extendedAt = now;
+          failures = 0;
+          failingSince = undefined;
+          if (!stopped) {
+            watchDeadline();
+            // Every `everyMs`, or sooner when the lease has less than twice that left.
+            schedule(Math.min(everyMs, Math.max(0, leftMs() / 2)));
+          }
+        } catch (e) {
+          if (stopped || deadlinePassed()) return;
+          const error = toLockError(e);
+          if (!isTransient(error.code)) return lose(error);
+          failures += 1;
+          if (failingSince === undefined) failingSince = readClocks();
+          const next = nextAttempt({ failures, leftMs: leftMs(), random: Math.random() });
+          if (next !== null) schedule(next.delayMs);
+          else if (!deadlines.has(lockId)) lose(error);
+          // else: no time for another try; the deadline's timer reports the loss.
+        } finally {
+          inFlight = false;
+        }
+      };
+      /** Back from the background (or from the back/forward cache): the timers may have been held back. */
+      const wake = () => {
+        if (stopped || deadlinePassed()) return;
+        const wasPaused = paused;
+        paused = false;
+        watchDeadline();
+        if (inFlight) return;
+        const dueInMs = everyMs - (Date.now() - extendedAt);
+        if (dueInMs <= 0) schedule(0);
+        else if (wasPaused) schedule(dueInMs); // its timer was cleared on pagehide
+      };
+      const onVisibility = () => typeof document !== 'undefined' && document.visibilityState === 'visible' && wake();
+      const onPageHide = (event) => {
+        if (event && event.persisted) {
+          paused = true; // in the back/forward cache: nothing runs; pageshow decides
+          clearTimers();
+        } else stop();
+      };
+      const listen = (target, type, handler, add) => {
+        if (target && typeof target.addEventListener === 'function') {
+          if (add) target.addEventListener(type, handler);
+          else target.removeEventListener(type, handler);
+        }
+      };
+      const theDocument = typeof document !== 'undefined' ? document : undefined;
       const stop = () => {
         if (stopped) return;
         stopped = true;
-        clearInterval(timer);
-        if (typeof theGlobal.removeEventListener === 'function') theGlobal.removeEventListener('pagehide', stop);
+        clearTimers();
+        listen(theGlobal, 'pagehide', onPageHide, false);
+        listen(theGlobal, 'pageshow', wake, false);
+        listen(theDocument, 'visibilitychange', onVisibility, false);
       };
-      if (typeof theGlobal.addEventListener === 'function') theGlobal.addEventListener('pagehide', stop);
+      listen(theGlobal, 'pagehide', onPageHide, true);
+      listen(theGlobal, 'pageshow', wake, true);
+      listen(theDocument, 'visibilitychange', onVisibility, true);
+      watchDeadline();
+      schedule(everyMs);
       return stop;
     },
   };
@@ -165,8 +373,8 @@ export function createLeases(store) {
 }
 
 /**
- * The leases API over the default IndexedDB store. `whenWasmReady()` must resolve once the wasm module
- * is initialised (the entry points pass their lock API's `ready`, so the module is initialised once).
+ * The leases API over the default IndexedDB store. `whenWasmReady()` must resolve once the leases' wasm
+ * module is initialised (the entry points pass js/lease_wasm.js's `leaseWasmReady`).
  */
 export function createWasmLeases(whenWasmReady, { databaseName = DEFAULT_DATABASE_NAME } = {}) {
   return createLeases(async () => {

@@ -1,343 +1,235 @@
-// Evidence of life and death (docs/PROTOCOL.md §7, "evidence"): what lets the protocol remove a member
-// only once it is gone, and lets a joiner know whether any member lives, without reading silence.
+// The I/O of the evidence of life and death (docs/PROTOCOL.md §7, "evidence"). What the evidence decides
+// (when to open this context's database, when to enter it in the register, what to watch, when to try
+// again, what to collect, when to give up) is the Rust core's (src/protocol/evidence.rs), which runs in
+// the simulation too; this object only makes the IndexedDB calls it asks for and forwards their events.
 //
-// Each context that takes part in the protocol keeps a database of its own open, `<prefix><client id>:<key>`
-// at version 1, under a key it never used before, and ignores `versionchange` on it. Another context that
-// wants to know when it is gone opens that database at version 2: IndexedDB keeps that open pending while
-// any connection at version 1 is open, and completes it (`upgradeneeded`, or `success` where another
-// watcher already upgraded it) once none is left. The storage backend runs outside the page and closes a
-// context's connections when the context ends: closed, navigated away, its process crashed or killed, a
-// worker terminated; never while it lives, however busy, throttled or frozen (assumption A5, checked by
-// tests/e2e/connection_liveness*.test.mjs in each engine). So a completed open is evidence; an open that
-// fails is none (it is tried again later). The watcher deletes the database once it has its evidence.
+// The databases: each context's own, `<prefix><client id>:<key>`, open at version 1 while it lives; an
+// open at version 2 by another context waits until no connection at version 1 is left, which the
+// storage backend allows only once the owner is gone (assumption A5). The register, the database
+// `<prefix>` with one store `alive`, whose keys are the members' database names (and, behind a `~`, the
+// names of databases opened ahead, before their context asked for them: older versions' census skips
+// them). Every connection ignores `versionchange`: a deletion or another version's open waits for it.
 //
-// A joiner reads the origin's register of these databases to learn which contexts may be members, and
-// watches each. The register is a database of its own, `<prefix>` with one store `alive` whose keys are the
-// names: a context adds its name, in a read/write transaction, once its database is open and before it says
-// it joins, and takes it out when it closes it; a watcher takes out the name of one it found gone. Its
-// transactions run one at a time (A1′), so a joiner that reads it after its `Join` came back sees every
-// member that joined before it. Each context keeps the register open and does not give it up on
-// `versionchange`, so a page that deletes it (logout code clearing every database) waits until the
-// origin's contexts are gone, and a joiner that starts meanwhile waits behind that deletion: the register
-// is never read empty while a member lives. (`indexedDB.databases()` would list the names too, but a page
-// script can delete it from its realm, and engines before Chrome 71, Firefox 126 and Safari 14 lack it.)
-//
-// The edge talks to one object per context: `prepare(clientId, openOwn)` as soon as it exists (the
-// work that needs no engine, done while the engine loads), `listen(handler)` once, then `open(clientId)`,
-// `close()`, `census()`, `watch(clientId, key)`. Events `{ type, key, data }` reach the handler, each in a task or
-// microtask of its own, never within the call that caused it: `alive` (this context's database is open;
-// `key` its key), `lost` (the browser closed it), `known` (`data`: client id and key of each database
-// listed), `dead` (`data`: the client id and key of a database that lost its last connection), `fail` (this
-// context's database cannot be opened: the context refuses requests).
+// The edge (src/wasm/evidence.rs) calls `open`, `close`, `delete`, `write` and `read` with the handles and
+// transactions the core numbers; each answers with events `{ type, key, data }` in a microtask of its
+// own, never within the call (`key`: the handle, or the transaction). `prepare` makes, while the wasm
+// loads, the operations the core takes as made before it existed (`Evidence::prepared`): this context's
+// database opened ahead as handle 2 (`ahead` is its key), the register as handle 1; their events wait
+// for `listen`. `end` closes everything where no engine comes.
 
 import { theGlobal } from './global_object.js';
 
-/** The waits before each attempt to open this context's database (the first at once); then it fails. */
-const OPEN_BACKOFF_MS = [0, 100, 400, 1600];
-/** The wait before a watch whose open failed is made again. */
-const WATCH_RETRY_MS = 1000;
+/** The events' types, as src/wasm/evidence.rs numbers them (tests/e2e/boundary_codes.test.mjs). */
+const UPGRADING = 1;
+const OPENED = 2;
+const OPEN_FAILED = 3;
+const CLOSED = 4;
+const HIDDEN = 5;
+const WRITTEN = 6;
+const LISTED = 7;
+const MISSING = 8;
+const PAGE_HIDDEN = 9;
+const PAGE_SHOWN = 10;
+/** The kinds of the register's entries. */
+const MEMBER = 1;
+const AHEAD = 2;
 
 /**
- * The evidence object of a global, or undefined where it cannot give evidence. `scope` (tests) keeps the
- * databases of the contexts that coordinate on a scoped channel apart: `weblocks-alive:<scope>:…`.
+ * The liveness storage object of a global, or undefined where it has no IndexedDB. `scope` (tests) keeps
+ * the databases of the contexts that coordinate on a scoped channel apart: `weblocks-alive:<scope>:…`.
  */
-export function makeEvidence(globalObject = theGlobal, scope) {
+export function makeLivenessStorage(globalObject = theGlobal, scope) {
   const { indexedDB } = globalObject;
   if (typeof indexedDB !== 'object' || indexedDB === null) return undefined;
   const prefix = scope === undefined ? 'weblocks-alive:' : 'weblocks-alive:' + scope + ':';
-  let handler = () => {};
-  // This context's open database (`{ db, name }`), and whether the page is in the back/forward cache.
-  let own = null;
-  let hidden = false;
-  // The databases this context watches, and those it found without a connection.
-  const watching = new Set();
-  const dead = new Set();
-  const emit = (type, key, data) => handler({ type, key, data });
-  // The register, opened once and kept open: `openRegister(then)` calls `then(db)` once it is open, or
-  // `then(null)` where it cannot be opened; the calls made while it opens wait for that one open.
-  let registerDb = null;
-  let registerWaiting = null;
-  const openRegister = (then) => {
-    if (registerDb !== null) return then(registerDb);
-    if (registerWaiting !== null) return registerWaiting.push(then);
-    const waiting = (registerWaiting = [then]);
-    const opened = (db) => {
-      registerWaiting = null;
-      for (const next of waiting) next(db);
-    };
-    let request;
-    try {
-      request = indexedDB.open(prefix, 1);
-    } catch (e) {
-      return opened(null);
-    }
-    request.onupgradeneeded = () => request.result.createObjectStore('alive');
-    request.onerror = () => opened(null);
-    request.onsuccess = () => {
-      const db = request.result;
-      // A deletion (or another version's upgrade, which no version makes) waits for this connection, so
-      // no joiner reads a register emptied under a live member. Closed by the browser: opened again at
-      // the next use.
-      db.onversionchange = () => {};
-      db.onclose = () => {
-        if (registerDb === db) registerDb = null;
-      };
-      registerDb = db;
-      opened(db);
-    };
-  };
-  // `register(mode, operation, done)` runs `operation(store)` in a transaction of that mode on the register,
-  // then `done(ok)`; it fails (`done(false)`) where the register cannot be opened.
-  const register = (mode, operation, done = () => {}) =>
-    openRegister((db) => {
-      if (db === null) return done(false);
-      try {
-        const transaction = db.transaction(['alive'], mode);
-        operation(transaction.objectStore('alive'));
-        transaction.oncomplete = () => done(true);
-        transaction.onabort = () => done(false);
-      } catch (e) {
-        if (registerDb === db) registerDb = null;
-        done(false);
-      }
+  const nameOf = (client, key) => (client === undefined ? prefix : prefix + client + ':' + key);
+  const entryName = (kind, client, key) => (kind === AHEAD ? '~' : '') + nameOf(client, key);
+  // Events wait for `listen`; each then comes in a microtask of its own.
+  let handler = null;
+  const early = [];
+  const emit = (type, key, data) =>
+    Promise.resolve().then(() => {
+      const event = { type, key, data };
+      if (handler === null) early.push(event);
+      else handler(event);
     });
-  const remove = (name) => {
-    register('readwrite', (store) => store.delete(name));
-    try {
-      indexedDB.deleteDatabase(name);
-    } catch (e) {
-      // Left for a later census to collect.
-    }
-  };
-  // This context's database opened ahead of the participant's `open` (`prepare`), not yet in the register:
-  // nobody watches it, so it keeps nobody waiting.
-  let spare = null;
-  // Bumped by `close`: a database still being opened or entered then is dropped once it is.
-  let generation = 0;
-  const drop = (db, name) => {
-    db.close();
-    remove(name);
-  };
-  const closeOwn = () => {
-    for (const opened of [own, spare]) {
-      if (opened !== null) drop(opened.db, opened.name);
-    }
-    own = spare = null;
-  };
-  // The client id this context opens its databases under, while a database is being opened (else null),
-  // and whether the participant asked for it (`open`): only then does it go in the register.
-  let ownClient = null;
-  let opening = null;
-  let wanted = false;
-  // Whether an open completed while the page was in the back/forward cache, and must be made again.
-  let reopen = false;
-  // In the register before the context says it joins (the participant posts its Join on `alive`).
-  const enter = ({ db, name, key }, attempt, mine) =>
-    register(
-      'readwrite',
-      (store) => store.put(1, name),
-      (ok) => {
-        if (mine !== generation) return drop(db, name);
-        if (!ok) {
-          drop(db, name);
-          return again(attempt, mine);
-        }
-        opening = null;
-        own = { db, name };
-        emit('alive', key);
-      },
-    );
-  const again = (attempt, mine) => {
-    if (attempt < OPEN_BACKOFF_MS.length - 1) {
-      setTimeout(() => mine === generation && openNew(ownClient, attempt + 1), OPEN_BACKOFF_MS[attempt + 1]);
-    } else {
-      opening = null;
-      // Before the participant asked, its own `open` tries again.
-      if (wanted) emit('fail');
-    }
-  };
-  const openNew = (clientId, attempt) => {
-    const mine = generation;
-    ownClient = opening = clientId;
-    const key = 1 + Math.floor(Math.random() * 2 ** 52);
-    const name = prefix + clientId + ':' + key;
+  // The connections by handle: `{ db, hides, waiting }`, `db` null while it opens (`waiting`: the
+  // transactions asked for meanwhile).
+  const connections = new Map();
+  let hidden = false;
+  // The client id `prepare` was given.
+  let client;
+  const open = (handle, client, key, version, hides) => {
+    const connection = { db: null, hides, waiting: [] };
+    const ready = () => connection.waiting.splice(0).forEach((run) => run());
     let request;
     try {
-      request = indexedDB.open(name, 1);
+      request = indexedDB.open(nameOf(client, key), version);
     } catch (e) {
-      return again(attempt, mine);
+      return emit(OPEN_FAILED, handle);
     }
-    // The register opens alongside.
-    openRegister(() => {});
-    request.onerror = () => again(attempt, mine);
+    connections.set(handle, connection);
+    request.onupgradeneeded = (event) => {
+      if (client === undefined) request.result.createObjectStore('alive');
+      if (version === 1) return;
+      // A watch of a database that does not exist (its owner deleted it, or has not made it yet) makes
+      // none: a watcher that ended before deleting it would leave it behind.
+      if (event.oldVersion !== 0) return emit(UPGRADING, handle);
+      emit(MISSING, handle);
+      request.transaction.abort();
+    };
     request.onsuccess = () => {
       const db = request.result;
-      if (mine !== generation) return drop(db, name);
-      if (hidden) {
-        // Opened while the page went into the back/forward cache: one made when it is shown again.
-        drop(db, name);
-        reopen = true;
-        return;
+      if (connections.get(handle) !== connection) return db.close();
+      if (hides && hidden) {
+        db.close();
+        connections.delete(handle);
+        return emit(HIDDEN, handle);
       }
-      const opened = { db, name, key };
-      // Another context's open at version 2 waits for this connection: that is what it is for.
+      connection.db = db;
       db.onversionchange = () => {};
       db.onclose = () => {
-        if (spare === opened) spare = null;
-        if (own !== null && own.db === db) {
-          own = null;
-          emit('lost');
+        if (connections.get(handle) === connection) {
+          connections.delete(handle);
+          emit(CLOSED, handle);
         }
       };
-      if (wanted) return enter(opened, attempt, mine);
-      opening = null;
-      spare = opened;
+      emit(OPENED, handle);
+      ready();
+    };
+    request.onerror = () => {
+      if (connections.get(handle) === connection) {
+        connections.delete(handle);
+        emit(OPEN_FAILED, handle);
+      }
+      ready();
     };
   };
-  const open = (clientId) => {
-    wanted = true;
-    if (spare !== null) {
-      const opened = spare;
-      spare = null;
-      enter(opened, 0, generation);
-    } else if (opening === null) {
-      openNew(clientId, 0);
-    }
+  // Closing a connection still being opened fails the transactions that wait for it.
+  const close = (handle) => {
+    const connection = connections.get(handle);
+    connections.delete(handle);
+    if (connection === undefined) return;
+    if (connection.db !== null) connection.db.close();
+    else connection.waiting.splice(0).forEach((run) => run());
   };
-  const watch = (clientId, key) => {
-    const name = prefix + clientId + ':' + key;
-    if (dead.has(name)) return Promise.resolve().then(() => emit('dead', 0, [clientId, key]));
-    if (watching.has(name)) return;
-    watching.add(name);
-    let upgraded = false;
-    const gone = () => {
-      watching.delete(name);
-      dead.add(name);
-      remove(name);
-      emit('dead', 0, [clientId, key]);
-    };
-    const retry = () => {
-      watching.delete(name);
-      setTimeout(() => watch(clientId, key), WATCH_RETRY_MS);
-    };
-    let request;
+  // Runs `operation(store)` in a transaction on the register's connection `handle` once it is open;
+  // `done(ok)` once it ends. One that cannot be made fails, and its connection is told closed.
+  const transaction = (handle, mode, operation, done) => {
+    const connection = connections.get(handle);
+    if (connection === undefined) return done(false);
+    if (connection.db === null) return connection.waiting.push(() => transaction(handle, mode, operation, done));
     try {
-      request = indexedDB.open(name, 2);
+      const t = connection.db.transaction(['alive'], mode);
+      operation(t.objectStore('alive'));
+      t.oncomplete = () => done(true);
+      t.onabort = () => done(false);
     } catch (e) {
-      return retry();
+      done(false);
+      close(handle);
+      emit(CLOSED, handle);
     }
-    // An upgrade starts only once no connection at version 1 is left: the evidence, told at once (the
-    // upgrade itself is of no use). A success without one: another watcher upgraded it before.
-    request.onupgradeneeded = () => {
-      upgraded = true;
-      gone();
-    };
-    request.onsuccess = () => {
-      request.result.close();
-      if (!upgraded) gone();
-    };
-    request.onerror = () => upgraded || retry();
   };
-  // A page entering the back/forward cache closes its database from a listener of its own, which runs
-  // even where the participant's `pagehide` is cut short; shown again, it opens a new one if an open
-  // completed while it was hidden. Unless its participant stays a member there (`keepOnHide()`, the
-  // participant's `BackForwardCache::Stay`): then its database stays open, so that the browser evicts the
-  // page when another context watches it (the participant itself closes it when it leaves, idle).
-  let keepOnHide = false;
+  // A page entering the back/forward cache says so, then closes the connections opened with `hides`,
+  // from a listener of its own: it runs before any script of ours (the participant's `pagehide` comes
+  // after these events), and even where the participant's listener is cut short.
   if (typeof globalObject.addEventListener === 'function') {
     globalObject.addEventListener(
       'pagehide',
       (event) => {
-        if (event.persisted && keepOnHide) return;
-        if (event.persisted) {
-          hidden = true;
-          // Closed, but not taken out of the register: WebKitGTK leaves a transaction that a page begins in
-          // the `pagehide` that enters the cache unfinished, even once the page is back, and every later one
-          // on the register waits behind it (a joiner's census, for good). A watcher that finds the database
-          // without a connection takes its name out and deletes it.
-          for (const opened of [own, spare]) if (opened !== null) opened.db.close();
-          try {
-            // Never in the register, nor watched: nobody else would delete it.
-            if (spare !== null) indexedDB.deleteDatabase(spare.name);
-          } catch (e) {
-            // Left behind.
+        if (!event.persisted) return;
+        hidden = true;
+        emit(PAGE_HIDDEN, 0);
+        for (const [handle, connection] of connections) {
+          if (connection.hides && connection.db !== null) {
+            close(handle);
+            emit(HIDDEN, handle);
           }
-          own = spare = null;
-        } else if (spare !== null) {
-          // Going for good without having joined: its database, which no one watches, goes with it.
-          drop(spare.db, spare.name);
-          spare = null;
         }
       },
       true,
     );
-    globalObject.addEventListener('pageshow', () => {
+    globalObject.addEventListener('pageshow', (event) => {
       hidden = false;
-      if (reopen) {
-        reopen = false;
-        openNew(ownClient, 0);
-      }
+      if (event.persisted) emit(PAGE_SHOWN, 0);
     });
   }
-  // Reads the register, watches each database it lists but this context's own, and calls `done(data)`
-  // with their client ids and keys one after the other; nothing where it cannot be read (the
-  // participant asks again later).
-  const readRegister = (done) => {
-    let names;
-    register(
-      'readonly',
-      (store) => {
-        // A cursor rather than `getAllKeys()`, which engines before IndexedDB 2.0 lack.
-        names = [];
-        const request = store.openCursor();
-        request.onsuccess = () => {
-          const cursor = request.result;
-          if (cursor) {
-            names.push(cursor.key);
-            cursor.continue();
-          }
-        };
-      },
-      (ok) => {
-        if (!ok || !Array.isArray(names)) return;
-        const data = [];
-        for (const name of names) {
-          const parts = typeof name === 'string' && name.startsWith(prefix) ? name.slice(prefix.length).split(':') : [];
-          const key = Number(parts[1]);
-          if (parts.length === 2 && key > 0 && Number.isSafeInteger(key)) {
-            data.push(parts[0], key);
-            if (parts[0] !== ownClient) watch(parts[0], key);
-          }
-        }
-        done(data);
-      },
-    );
-  };
-  return {
+  const self = {
+    ahead: 0,
     listen(listener) {
       handler = listener;
+      for (const event of early.splice(0)) Promise.resolve().then(() => handler(event));
     },
     /**
-     * Ahead of `open`, while the engine loads: with `openOwn`, opens this context's database (outside
-     * the register until `open`, and deleted on `pagehide` if it never got there: only a window has that
-     * event); then opens the register, and watches every database it lists, so that a joiner's census
-     * finds the contexts that are gone already known.
+     * While the wasm loads: with `openAhead`, this context's database as handle 2; the register as
+     * handle 1, and there (with `openAhead`) the entry of the database opened ahead, as transaction 1.
      */
-    prepare(clientId, openOwn) {
-      if (openOwn && opening === null && spare === null && own === null) openNew(clientId, 0);
-      readRegister(() => {});
+    prepare(clientId, openAhead) {
+      client = clientId;
+      if (openAhead) {
+        self.ahead = 1 + Math.floor(Math.random() * 2 ** 52);
+        open(2, clientId, self.ahead, 1, false);
+      }
+      open(1, undefined, 0, 1, false);
+      if (openAhead) self.write(1, 1, 0, '', 0, AHEAD, clientId, self.ahead);
     },
-    open: (clientId) => open(clientId),
-    close() {
-      generation++;
-      wanted = false;
-      opening = null;
-      closeOwn();
+    /** No engine comes: everything goes, the database opened ahead and its entry with it. */
+    end() {
+      const ahead = self.ahead;
+      for (const handle of [...connections.keys()]) if (handle !== 1) close(handle);
+      if (ahead === 0) return close(1);
+      self.delete(client, ahead);
+      transaction(1, 'readwrite', (store) => store.delete(entryName(AHEAD, client, ahead)), () => close(1));
     },
-    census: () => readRegister((data) => emit('known', 0, data)),
-    keepOnHide() {
-      keepOnHide = true;
+    open,
+    close,
+    delete(client, key) {
+      try {
+        indexedDB.deleteDatabase(nameOf(client, key));
+      } catch (e) {
+        // Left for another context's watch to collect.
+      }
     },
-    watch,
+    write(handle, tx, removeKind, removeClient, removeKey, putKind, putClient, putKey) {
+      transaction(
+        handle,
+        'readwrite',
+        (store) => {
+          if (removeKind !== 0) store.delete(entryName(removeKind, removeClient, removeKey));
+          if (putKind !== 0) store.put(1, entryName(putKind, putClient, putKey));
+        },
+        (ok) => emit(WRITTEN, tx, ok),
+      );
+    },
+    read(handle, tx) {
+      const names = [];
+      transaction(
+        handle,
+        'readonly',
+        (store) => {
+          // A cursor rather than `getAllKeys()`, which engines before IndexedDB 2.0 lack.
+          const request = store.openCursor();
+          request.onsuccess = () => {
+            const cursor = request.result;
+            if (cursor) {
+              names.push(cursor.key);
+              cursor.continue();
+            }
+          };
+        },
+        (ok) => {
+          if (!ok) return emit(LISTED, tx, null);
+          const data = [];
+          for (const name of names) {
+            const kind = typeof name !== 'string' ? 0 : name.startsWith(prefix) ? MEMBER : name.startsWith('~' + prefix) ? AHEAD : 0;
+            const parts = kind === 0 ? [] : name.slice(prefix.length + kind - 1).split(':');
+            const key = Number(parts[1]);
+            if (parts.length === 2 && key > 0 && Number.isSafeInteger(key)) data.push(kind, parts[0], key);
+          }
+          emit(LISTED, tx, data);
+        },
+      );
+    },
   };
+  return self;
 }

@@ -7,7 +7,7 @@ import init, { Engine, settleTransport } from '../pkg/weblocks.js';
 import { makeLogChannelFactory } from './log_channel.js';
 import { agreeOnTransport, ALONE, BROADCAST, engineFamily, LOG } from './transport_choice.js';
 import { unlessPersisted } from './page_cache.js';
-import { makeEvidence } from './liveness.js';
+import { makeLivenessStorage } from './liveness.js';
 import { theGlobal } from './global_object.js';
 
 // Where the wasm comes from when `createWasmLockApi` is given none: the glue's default (undefined) unless
@@ -33,7 +33,7 @@ export function createWasmLockApi(wasmSource = defaultWasmSource, globalObject =
     // opened ahead only for the window that loaded the script, which drops it on `pagehide` unless it
     // joined: not for a worker (no such event), nor for each same-origin frame the page makes (most
     // never lock).
-    const evidence = makeEvidence(globalObject);
+    const evidence = makeLivenessStorage(globalObject);
     if (evidence !== undefined) evidence.prepare(clientId, globalObject === theGlobal && globalObject.document !== undefined);
     // The transport is agreed with the origin's other contexts before this one can first join
     // (js/transport_choice.js): a number is a refusal, now or once the origin's record changed under it.
@@ -50,15 +50,15 @@ export function createWasmLockApi(wasmSource = defaultWasmSource, globalObject =
       transport = (await Promise.all([agreeOnTransport(globalObject, undefined, onChange, settle), initialized]))[0];
     } catch (error) {
       // No engine: the database opened ahead goes.
-      if (evidence !== undefined) evidence.close();
+      if (evidence !== undefined) evidence.end();
       throw error;
     }
     const refusal = typeof transport === 'number' ? transport : undefined;
     const openLog = refusal !== undefined || transport === BROADCAST ? undefined : makeLogChannelFactory(globalObject, transport === LOG);
-    // Evidence of life and death (js/liveness.js) wherever the context coordinates with others: an engine
-    // that could reach them without it refuses.
+    // Evidence of life and death (its storage: js/liveness.js) wherever the context coordinates with
+    // others: an engine that could reach them without it refuses.
     const evidenceUsed = refusal === undefined && transport !== ALONE ? evidence : undefined;
-    if (evidence !== undefined && evidenceUsed === undefined) evidence.close();
+    if (evidence !== undefined && evidenceUsed === undefined) evidence.end();
     // The engine's family (evidence a page script cannot alter) sets what a page does in the back/forward
     // cache: the participant's to decide (src/protocol/participant/config.rs).
     engine = new Engine(clientId, sink, undefined, openLog, globalObject, openLog && openLog.wake, refusal, evidenceUsed, engineFamily(), unlessPersisted);

@@ -1,6 +1,8 @@
-// `npm run build`: the release wasm + ESM glue in pkg/ (cargo, wasm-bindgen, npm's wasm-opt), then the
-// classic-script polyfill dist/weblocks.polyfill.js (esbuild: one IIFE, wasm embedded, global `weblocks`)
-// and its add-on dist/weblocks.lease-server.js (the lease service's store, added to that global).
+// `npm run build`: the two release wasm modules and their ESM glue in pkg/ (cargo, wasm-bindgen, npm's
+// wasm-opt): the lock engine (pkg/weblocks.js, weblocks_bg.wasm) and the leases' (pkg/weblocks_leases.js,
+// weblocks_leases_bg.wasm); then the classic-script polyfill dist/weblocks.polyfill.js (esbuild: one IIFE,
+// the lock engine's wasm embedded, global `weblocks`), the legacy build, and the leases' add-on
+// dist/weblocks.leases.js (the leases' wasm embedded, added to that global) with its legacy twin.
 // `node scripts/build.mjs --bundle-only` skips the wasm build and rebundles the existing pkg/.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -12,14 +14,24 @@ import * as esbuild from 'esbuild';
 import { embedCompressedWasm } from './size/embed_wasm.mjs';
 import { hoistEmbeddedWasm, minifyAgain } from './size/classic_text.mjs';
 import { BUILD_STD_ARGS, SIZE_RUSTFLAGS, WASM_OPT_PASSES } from './size/compiler_flags.mjs';
-import { iifeExports } from './size/iife_exports.mjs';
 import { postMvpNeeds, withoutTargetFeatures } from './wasm_mvp.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const bundleOnly = process.argv.includes('--bundle-only');
 const classicOut = path.join(root, 'dist', 'weblocks.polyfill.js');
 const legacyOut = path.join(root, 'dist', 'weblocks.legacy.js');
-const classicLeaseServerOut = path.join(root, 'dist', 'weblocks.lease-server.js');
+const classicLeasesOut = path.join(root, 'dist', 'weblocks.leases.js');
+const legacyLeasesOut = path.join(root, 'dist', 'weblocks.leases-legacy.js');
+
+/**
+ * The two wasm modules the package ships, from the one crate with different cargo features (Cargo.toml):
+ * the lock engine, which every build loads, and the leases', which only pages that use leases load (the
+ * ESM entry `weblocks/leases`, the classic add-on). `name` is wasm-bindgen's output name in pkg/.
+ */
+export const WASM_MODULES = [
+  { name: 'weblocks', features: ['coordination'] },
+  { name: 'weblocks_leases', features: ['leases'] },
+];
 
 function fail(message) {
   console.error(`build: ${message}`);
@@ -77,8 +89,11 @@ function toolEnv() {
   return { ...process.env, PATH: [bin, path.join(os.homedir(), '.cargo', 'bin'), process.env.PATH].join(path.delimiter) };
 }
 
-/** wasm-bindgen --target web into `outDir`, then wasm-opt -Oz on the wasm in place. */
-export function bindgenAndOptimize(wasm, outDir, { env, log = true } = {}) {
+/**
+ * wasm-bindgen --target web into `outDir` (`<name>.js` and `<name>_bg.wasm`), then wasm-opt -Oz on the wasm
+ * in place.
+ */
+export function bindgenAndOptimize(wasm, outDir, { env, log = true, name = 'weblocks' } = {}) {
   env = env ?? toolEnv();
   const wasmOpt = spawnSync('wasm-opt', ['--version'], { encoding: 'utf8', env });
   if (wasmOpt.status !== 0) fail('node_modules/.bin/wasm-opt is missing or broken: run `npm install` (binaryen@132.0.0) first');
@@ -91,9 +106,9 @@ export function bindgenAndOptimize(wasm, outDir, { env, log = true } = {}) {
   const input = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'weblocks-mvp-')), 'weblocks.wasm');
   fs.writeFileSync(input, withoutTargetFeatures(linked));
   // No .d.ts: the package's types are types/ (pkg/ ships only the glue and the wasm).
-  run('wasm-bindgen', ['--target', 'web', '--no-typescript', '--out-dir', outDir, input], env, log);
+  run('wasm-bindgen', ['--target', 'web', '--no-typescript', '--out-dir', outDir, '--out-name', name, input], env, log);
   fs.rmSync(path.dirname(input), { recursive: true, force: true });
-  const bg = path.join(outDir, 'weblocks_bg.wasm');
+  const bg = path.join(outDir, `${name}_bg.wasm`);
   run('wasm-opt', ['--mvp-features', ...WASM_OPT_PASSES, bg, '-o', bg], env, log);
   const needs = postMvpNeeds(fs.readFileSync(bg));
   if (needs.length > 0) {
@@ -103,7 +118,10 @@ export function bindgenAndOptimize(wasm, outDir, { env, log = true } = {}) {
 
 function buildWasm() {
   const env = toolEnv();
-  bindgenAndOptimize(cargoBuildWasm({ env }), path.join(root, 'pkg'), { env });
+  // One after the other in one target dir: cargo rebuilds only this crate when the features change.
+  for (const { name, features } of WASM_MODULES) {
+    bindgenAndOptimize(cargoBuildWasm({ env, features }), path.join(root, 'pkg'), { env, name });
+  }
 }
 
 /** What every classic file is: one minified IIFE, at the support floor's syntax (ES2017). */
@@ -117,15 +135,23 @@ const IIFE = {
   target: 'es2017', // every shipped JS file is ES2017 (tests/e2e/shipped_files.test.mjs)
 };
 
-/** The esbuild options the classic script and the legacy build share: global `weblocks`. */
+/**
+ * The esbuild options the classic script and the legacy build share. The entry (js/classic.js) makes the
+ * global `weblocks` itself, so that a second load keeps the same object, with what add-ons put on it.
+ */
 const CLASSIC_OPTIONS = {
   ...IIFE,
   entryPoints: [path.join(root, 'js', 'classic.js')],
-  globalName: 'weblocks',
   mangleProps: /^[a-z][a-zA-Z0-9]*_$/, // properties named `word_` are internal (js/lock_api.js): one letter here
   // `process` reads as undefined: js/lock_api.js's Node-only paths (IN_NODE) fold away; a page's own
   // `process` shim is not Node either.
   define: { process: 'undefined' },
+};
+
+/** What the legacy files have instead of the classic ones': ES2015, and the wasm run as JavaScript. */
+const LEGACY_OPTIONS = {
+  target: 'es2015',
+  inject: [path.join(root, 'js', 'legacy_webassembly.js'), path.join(root, 'js', 'legacy_text.js')],
 };
 
 /**
@@ -135,13 +161,7 @@ const CLASSIC_OPTIONS = {
  * generators), with UTF-8 in JavaScript where the engine has no TextEncoder (js/legacy_text.js).
  */
 async function bundleLegacy() {
-  await esbuild.build({
-    ...CLASSIC_OPTIONS,
-    outfile: legacyOut,
-    target: 'es2015',
-    inject: [path.join(root, 'js', 'legacy_webassembly.js'), path.join(root, 'js', 'legacy_text.js')],
-    plugins: [embedCompressedWasm({ legacy: true })],
-  });
+  await esbuild.build({ ...CLASSIC_OPTIONS, ...LEGACY_OPTIONS, outfile: legacyOut, plugins: [embedCompressedWasm({ legacy: true })] });
   const text = fs.readFileSync(legacyOut, 'utf8');
   if (text.includes('import.meta')) fail('the legacy build still mentions import.meta');
 }
@@ -150,24 +170,34 @@ async function bundleClassic() {
   await esbuild.build({
     ...CLASSIC_OPTIONS,
     outfile: classicOut,
-    // The wasm embedded LZMA-compressed (scripts/size/embed_wasm.mjs); the global made by shorter code
-    // than esbuild's (scripts/size/iife_exports.mjs).
-    plugins: [embedCompressedWasm(), iifeExports()],
+    // The wasm embedded LZMA-compressed (scripts/size/embed_wasm.mjs).
+    plugins: [embedCompressedWasm()],
   });
-  const text = fs.readFileSync(classicOut, 'utf8');
-  if (text.includes('import.meta')) fail('the classic build still mentions import.meta');
-  // Minified again by terser, the wasm's text moved first (scripts/size/classic_text.mjs).
-  fs.writeFileSync(classicOut, hoistEmbeddedWasm(await minifyAgain(text)));
+  await minifyClassic(classicOut);
 }
 
-/** The classic add-on with the lease service's store (js/classic_lease_server.js). */
-/** dist/weblocks.lease-server.js: the add-on that gives the classic script's global `serverLeaseStore`. */
-async function bundleClassicLeaseServer() {
-  await esbuild.build({
-    ...IIFE,
-    entryPoints: [path.join(root, 'js', 'classic_lease_server.js')],
-    outfile: classicLeaseServerOut,
-  });
+/** A classic file as esbuild wrote it, minified again by terser, the wasm's text moved first (scripts/size/classic_text.mjs). */
+async function minifyClassic(file) {
+  const text = fs.readFileSync(file, 'utf8');
+  if (text.includes('import.meta')) fail(`${path.relative(root, file)} still mentions import.meta`);
+  fs.writeFileSync(file, hoistEmbeddedWasm(await minifyAgain(text)));
+}
+
+/**
+ * dist/weblocks.leases.js: the leases' add-on of the classic script (js/classic_leases.js), with the
+ * leases' wasm embedded as the classic script embeds its own (its own LZMA decoder too: the add-on does not
+ * reach into the classic script's internals, so either file may be updated alone), decoded at the first
+ * lease operation. The lease service's store is in it: a second add-on for it would save pages that use
+ * only IndexedDB leases about 1 KB, for one more file to load in the right order.
+ */
+async function bundleClassicLeases() {
+  const entry = { ...IIFE, entryPoints: [path.join(root, 'js', 'classic_leases.js')] };
+  await esbuild.build({ ...entry, outfile: classicLeasesOut, plugins: [embedCompressedWasm({ lazy: true, engine: false })] });
+  await minifyClassic(classicLeasesOut);
+  // dist/weblocks.leases-legacy.js: the same add-on for the legacy build, the leases' wasm compiled to
+  // JavaScript, where WebAssembly cannot run.
+  await esbuild.build({ ...entry, ...LEGACY_OPTIONS, outfile: legacyLeasesOut, plugins: [embedCompressedWasm({ legacy: true, lazy: true, engine: false })] });
+  if (fs.readFileSync(legacyLeasesOut, 'utf8').includes('import.meta')) fail('the legacy add-on still mentions import.meta');
 }
 
 function sizes(file) {
@@ -179,11 +209,14 @@ function sizes(file) {
 const isMain = process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url);
 if (isMain) {
   if (!bundleOnly) buildWasm();
-  if (!fs.existsSync(path.join(root, 'pkg', 'weblocks_bg.wasm'))) fail('pkg/weblocks_bg.wasm is missing: run the full build');
+  for (const { name } of WASM_MODULES) {
+    if (!fs.existsSync(path.join(root, 'pkg', `${name}_bg.wasm`))) fail(`pkg/${name}_bg.wasm is missing: run the full build`);
+  }
   await bundleClassic();
   await bundleLegacy();
-  await bundleClassicLeaseServer();
-  for (const file of ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'dist/weblocks.polyfill.js', 'dist/weblocks.legacy.js', 'dist/weblocks.lease-server.js']) {
+  await bundleClassicLeases();
+  const pkg = WASM_MODULES.flatMap(({ name }) => [`pkg/${name}_bg.wasm`, `pkg/${name}.js`]);
+  for (const file of [...pkg, 'dist/weblocks.polyfill.js', 'dist/weblocks.legacy.js', 'dist/weblocks.leases.js', 'dist/weblocks.leases-legacy.js']) {
     console.log(`build: ${sizes(file)}`);
   }
 }

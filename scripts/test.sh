@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up the machine (idempotent) and runs every test: lint, host tests, release build and the classic
-# script's size budget, browser tests in Chromium and Firefox, the builds in old JavaScript engines,
+# files' size budgets, browser tests in Chromium and Firefox, the builds in old JavaScript engines,
 # end-to-end tests (the lease service's among them, each starting and stopping its own service instances
 # and PostgreSQL cluster). Ends with one summary line "N passed, M failed".
 set -uo pipefail
@@ -26,9 +26,13 @@ step() {
 step fmt cargo fmt --all --check
 step clippy-host cargo clippy --workspace --all-targets -- -D warnings
 step clippy-wasm cargo clippy --target wasm32-unknown-unknown --lib -- -D warnings
+# The two wasm modules the build ships, each with its own features (Cargo.toml, scripts/build.mjs).
+step clippy-wasm-locks cargo clippy --target wasm32-unknown-unknown --lib --no-default-features --features coordination -- -D warnings
+step clippy-wasm-leases cargo clippy --target wasm32-unknown-unknown --lib --no-default-features --features leases -- -D warnings
 step cargo-test cargo test --workspace
 step build npm run build
-# The classic script within its budget (scripts/size/sizes.mjs, docs/SIZE.md): over it, this step fails.
+# The classic script and its leases' add-on within their budgets (scripts/size/sizes.mjs, docs/SIZE.md):
+# over either, this step fails.
 step size-budget node scripts/size/sizes.mjs --check
 export WASM_BINDGEN_TEST_TIMEOUT=120  # the runner's budget for a whole test binary (default 20 s)
 step wasm-chrome wasm-pack test --headless --chrome --mode no-install

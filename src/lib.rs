@@ -10,8 +10,9 @@
 //! - [`wasm`]: the thin edge that JS drives (wasm32 only, but for the pure transfer form of `query()`'s
 //!   snapshot, tested natively); see `docs/ARCHITECTURE.md` for its contract.
 //!
-//! The cargo features `coordination` (the protocol) and `leases` are on in every shipped build; turning one
-//! off only serves to measure its bytes (`node scripts/size/sizes.mjs --features`).
+//! The cargo features make the two shipped wasm modules from this one crate: `coordination` (the protocol,
+//! with `locks`, the engine's edge) is the lock engine every build loads, `leases` the leases' add-on
+//! (`Cargo.toml`; `node scripts/size/sizes.mjs --features` measures each).
 
 #[cfg(feature = "leases")]
 pub mod lease;

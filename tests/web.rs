@@ -25,8 +25,12 @@ extern "C" {
 // it.
 #[wasm_bindgen(module = "/js/liveness.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = makeEvidence)]
-    fn make_evidence(global: &JsValue, scope: &str) -> JsValue;
+    type LivenessStorage;
+    #[wasm_bindgen(js_name = makeLivenessStorage)]
+    fn make_liveness_storage(global: &JsValue, scope: &str) -> LivenessStorage;
+    /// Opens the register as the engine expects (without a database of this context's opened ahead).
+    #[wasm_bindgen(method)]
+    fn prepare(this: &LivenessStorage, client_id: &str, ahead: bool);
 }
 
 #[wasm_bindgen(module = "/js/global_object.js")]
@@ -58,7 +62,9 @@ fn env() -> JsValue {
             // isolated from one another while every call still goes through the origin protocol
             // (BroadcastChannel, liveness database, join, echo, census) as in production.
             let global = THE_GLOBAL.with(JsValue::clone);
-            let evidence = make_evidence(&global, &client_id);
+            let evidence = make_liveness_storage(&global, &client_id);
+            evidence.prepare(&client_id, false);
+            let evidence = JsValue::from(evidence);
             let scope = Some(client_id.clone());
             JsValue::from(Engine::new(
                 client_id,

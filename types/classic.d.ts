@@ -2,11 +2,10 @@
 // (dist/weblocks.legacy.js, the same API), install the polyfill where `navigator.locks` is missing and
 // define one global, `weblocks`, holding the ponyfill's exports. In TypeScript code for a page that loads
 // either with a <script> tag: `/// <reference types="weblocks/classic" />` (or "weblocks/legacy").
-// `serverLeaseStore` is there only once the add-on dist/weblocks.lease-server.js is loaded too (after the
-// classic script).
+// The leases (`leases`, `createLeases`, `LockError`, `serverLeaseStore`) are there only once the add-on
+// dist/weblocks.leases.js (or, after the legacy build, dist/weblocks.leases-legacy.js) is loaded too:
+// optional.
 declare global {
-  var weblocks: Omit<typeof import('./index.js'), 'serverLeaseStore'> & {
-    serverLeaseStore?: typeof import('./index.js').serverLeaseStore;
-  };
+  var weblocks: typeof import('./index.js') & Partial<typeof import('./leases.js')>;
 }
 export {};

@@ -1,6 +1,7 @@
 // The edit-form story with leases (docs/LEASES.md): take the lease when the form is shown (tryLock), keep it
 // alive while the page is open (keepAlive), check it when saving (checkLock) and release it after the save
-// (releaseLock). A page that cannot get the lease says who is editing and gets it once it is free.
+// (releaseLock). A page that cannot get the lease says who is editing and gets it once it is free. The
+// leases come from their own module, `weblocks/leases` (here from the repository: ../js/leases_entry.js).
 //
 // Two settings, one story:
 // - in this browser (the default): the lease in IndexedDB (weblocks' default store), the article in
@@ -10,7 +11,11 @@
 //   user's token and checks the lease before it saves. Open it as alice and as bob in two browser
 //   profiles. The page watches the article's lease: a waiting user is told as soon as it is released or
 //   expires, and an editor whose lease is taken over turns read-only at once. bob may take over.
-import { leases as browserLeases, createLeases, serverLeaseStore } from '../js/index.js';
+//
+// An editor who loses the lease (taken over, expired, a save refused) never loses the text: the form turns
+// read-only and offers what was not saved, to copy or to keep as a draft in this browser (restored on a
+// later edit, by hand); it is never written over the article someone else saved.
+import { leases as browserLeases, createLeases, serverLeaseStore } from '../js/leases_entry.js';
 
 const params = new URLSearchParams(location.search);
 const articleId = params.get('article') ?? '10';
@@ -25,19 +30,75 @@ let lockId = null;
 let fence = null;
 let stopKeepAlive = () => {};
 let retryTimer = 0;
+let loaded = null; // the article as it was when this edit began: what "unsaved" is measured against
 
 const time = (ms) => new Date(ms).toLocaleTimeString();
 // "10:02": 24-hour, whatever the locale's habit.
 const hourMinute = (ms) => new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
 const defaultArticle = () => ({ title: `Article ${articleId}`, body: 'Edit me.', savedAt: null });
 
+/** The states in which this page held the lease and no longer does: the edit cannot be saved. */
+const LOST_STATES = ['save-failed', 'lost', 'taken-over'];
+
 function show(state, message) {
+  const wasEditing = $('status').dataset.state === 'editing';
   $('status').dataset.state = state;
   $('status').textContent = message;
-  // After a failed save or a lost lease the text stays reachable (to copy it); saving just fails again.
-  // A lease taken over by someone else makes the form read-only.
-  $('fields').disabled = !['editing', 'save-failed', 'lost'].includes(state);
+  // Only an editor with a live lease may type; once it is lost the form is read-only and its unsaved
+  // text is offered next to it.
+  $('fields').disabled = state !== 'editing';
   $('take-over').hidden = !(state === 'locked' && site.mayTakeOver);
+  if (wasEditing && LOST_STATES.includes(state)) offerUnsaved();
+  if (state === 'editing') $('draft').hidden = true;
+}
+
+const draftKey = () => `weblocks-demo:draft:${userName ?? 'this-browser'}:${articleId}`;
+
+/** Show the text the form holds that was not saved (if it changed since the edit began). */
+function offerUnsaved() {
+  const title = $('title').value;
+  const body = $('body').value;
+  if (loaded !== null && title === loaded.title && body === loaded.body) return;
+  $('draft-title').value = title;
+  $('draft-body').value = body;
+  $('draft-note').textContent = '';
+  $('draft').hidden = false;
+}
+
+async function copyDraft() {
+  const text = `${$('draft-title').value}\n\n${$('draft-body').value}`;
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    // No async clipboard (a plain-http page, or no permission): select the text for the user to copy.
+    $('draft-body').select();
+    if (!document.execCommand('copy')) {
+      $('draft-note').textContent = 'Select the text above and copy it (this page may not write the clipboard).';
+      return;
+    }
+  }
+  $('draft-note').textContent = 'Copied.';
+}
+
+function keepDraft() {
+  localStorage.setItem(draftKey(), JSON.stringify({ title: $('draft-title').value, body: $('draft-body').value, keptAt: Date.now() }));
+  $('draft-note').textContent = `Kept as a draft in this browser at ${time(Date.now())}: you can restore it the next time you edit article ${articleId}.`;
+}
+
+/** While editing: offer the kept draft, if any, to be put back in the form (by hand, never saved by itself). */
+function offerDraft() {
+  const draft = JSON.parse(localStorage.getItem(draftKey()) ?? 'null');
+  $('restore').hidden = draft === null;
+  if (draft !== null) $('restore-draft').textContent = `Restore your draft kept at ${time(draft.keptAt)}`;
+}
+
+function restoreDraft() {
+  const draft = JSON.parse(localStorage.getItem(draftKey()) ?? 'null');
+  if (draft === null || $('status').dataset.state !== 'editing') return;
+  $('title').value = draft.title;
+  $('body').value = draft.body;
+  localStorage.removeItem(draftKey());
+  $('restore').hidden = true;
 }
 
 /** In this browser: the lease in IndexedDB, the article in localStorage. */
@@ -84,7 +145,7 @@ async function betweenUsers(name) {
       show(
         'taken-over',
         `${change.lease.holder.name} took over article ${articleId} at ${hourMinute(change.lease.acquiredAt)}. ` +
-          'This form is read-only now; your changes were not saved.',
+          'This form is read-only now; your changes were not saved (they are below, to copy or keep as a draft).',
       );
     }
     if (change.kind !== 'extended') showSaved();
@@ -127,14 +188,18 @@ async function startEditing(id, info) {
   fence = info.fence ?? null;
   sessionStorage.setItem(site.lockIdKey, id);
   const { title, body } = await site.loadArticle();
+  loaded = { title, body };
   $('title').value = title;
   $('body').value = body;
+  offerDraft();
   show('editing', `You are editing article ${articleId}. Your lease runs until ${time(info.expiresAt)}` +
     (everyMs > 0 ? ` and is extended every ${everyMs / 1000} s while this page is open.` : ' (no keep-alive).'));
   if (everyMs > 0) {
     stopKeepAlive = leases.keepAlive(id, {
       everyMs,
-      onLost: (e) => $('status').dataset.state === 'editing' && show('lost', `Your lease was lost (${e.code}): ${e.message}. Your changes cannot be saved.`),
+      onLost: (e) =>
+        $('status').dataset.state === 'editing' &&
+        show('lost', `Your lease was lost (${e.code}${e.deadline ? ', by this page’s deadline: the lease service could not be reached in time' : ''}): ${e.message}. Your changes cannot be saved.`),
     });
   }
 }
@@ -144,8 +209,10 @@ async function takeLease() {
   const resumed = sessionStorage.getItem(site.lockIdKey);
   if (resumed) {
     // This tab held the lease before a reload: resume it if it is still ours and live.
+    // It resumes with its full ttl left: the reload's time is given back, so reloads never wear it down.
     const info = await leases.checkLock(resumed).catch(() => null);
-    if (info) return startEditing(resumed, info);
+    const topped = info && (await leases.extendLockExpiration(resumed, Math.max(1, ttlMs - (info.expiresAt - (info.now ?? Date.now())))).catch(() => null));
+    if (topped) return startEditing(resumed, topped);
     sessionStorage.removeItem(site.lockIdKey);
   }
   try {
@@ -179,7 +246,7 @@ async function save(event) {
       Revoked: `${e.holder?.name ?? 'someone'} took over this article at ${hourMinute(e.acquiredAt)}`,
       NotFound: 'your edit lease no longer exists',
     }[e.code] ?? `the lease check failed (${e.code}: ${e.message})`;
-    show('save-failed', `Not saved: ${why}. Nothing was overwritten; copy your text and reload to try again.`);
+    show('save-failed', `Not saved: ${why}. Nothing was overwritten; your text is below, to copy or keep as a draft.`);
     return;
   }
   stopKeepAlive();
@@ -220,6 +287,9 @@ $('form').addEventListener('submit', save);
 $('cancel').addEventListener('click', cancel);
 $('pause').addEventListener('click', pause);
 $('take-over').addEventListener('click', takeOver);
+$('copy-draft').addEventListener('click', copyDraft);
+$('keep-draft').addEventListener('click', keepDraft);
+$('restore-draft').addEventListener('click', restoreDraft);
 showSaved();
 refreshLeases();
 setInterval(refreshLeases, 1000);

@@ -232,7 +232,7 @@ async fn store_cycle(store: &Store, client: usize, key: &str) {
         "bench",
         key,
         60_000.0,
-        random_token(),
+        random_token().into(),
         holder(client),
     )
     .expect("a valid request");

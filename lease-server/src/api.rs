@@ -16,6 +16,7 @@ use crate::api_error::ApiError;
 use crate::app_state::AppState;
 use crate::bus::Topic;
 use crate::extract::{JsonBody, QueryArgs};
+use crate::grant_token::{GrantToken, check_request_id};
 use crate::identity::Identity;
 use crate::lease_row::{Grant, LeaseRequest, Reply};
 use crate::limits::check_key_part;
@@ -32,6 +33,9 @@ pub struct KeyAndTtl {
     lease_type: String,
     id: String,
     ttl_ms: f64,
+    /// Chosen by the client for one grant and repeated by its retries: a retry by the same user while
+    /// the lease is live gets the same lease and lockId (see `grant_token`).
+    request_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -63,7 +67,8 @@ pub struct WatchQuery {
     id: Option<String>,
 }
 
-/// `POST /v1/tryLock {type, id, ttlMs}` → `{lockId, type, id, holder, acquiredAt, expiresAt, fence}`.
+/// `POST /v1/tryLock {type, id, ttlMs, requestId?}` → `{lockId, type, id, holder, acquiredAt, expiresAt,
+/// fence, now}`.
 pub async fn try_lock(
     State(state): State<AppState>,
     identity: Identity,
@@ -149,12 +154,22 @@ async fn grant(
     check_key_part("type", &body.lease_type)?;
     check_key_part("id", &body.id)?;
     let ttl_ms = state.limits.ttls.check(body.ttl_ms)?;
+    let token = match &body.request_id {
+        Some(request_id) => {
+            check_request_id(request_id).map_err(ApiError::Invalid)?;
+            GrantToken::Requested {
+                key: Arc::clone(&state.grants),
+                request_id: request_id.clone(),
+            }
+        }
+        None => GrantToken::Fresh(fresh_token()?),
+    };
     let request = LeaseRequest::grant(
         kind,
         &body.lease_type,
         &body.id,
         ttl_ms,
-        fresh_token()?,
+        token,
         identity.holder,
     )?;
     run(state, request).await
@@ -267,12 +282,21 @@ fn fresh_token() -> Result<Token, ApiError> {
 async fn run(state: &AppState, request: LeaseRequest) -> Result<Json<Value>, ApiError> {
     let reply = state.store.run(request, state.limits.ttls.max_ms).await?;
     Ok(Json(match reply {
-        Reply::Acquired { lock_id, lease } => {
+        Reply::Acquired {
+            lock_id,
+            lease,
+            now,
+        } => {
             let mut body = json!(lease);
             body["lockId"] = json!(lock_id);
+            body["now"] = json!(now);
             body
         }
-        Reply::Held(lease) => json!(lease),
+        Reply::Held { lease, now } => {
+            let mut body = json!(lease);
+            body["now"] = json!(now);
+            body
+        }
         Reply::Released => json!({}),
     }))
 }

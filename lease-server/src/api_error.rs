@@ -39,6 +39,7 @@ impl From<LeaseError> for ApiError {
         ApiError::Lease(Box::new(Refusal {
             error,
             holder: None,
+            now: None,
         }))
     }
 }
@@ -90,7 +91,8 @@ impl ApiError {
     }
 
     /// The JSON body: `{"error": {"code", "message"}}`, plus for a lease error on a held key the live
-    /// lease's `holder`, `acquiredAt`, `fence`, and `expiresAt` where the core gives one.
+    /// lease's `holder`, `acquiredAt`, `fence`, and `expiresAt` where the core gives one; and the
+    /// database's `now` whenever the database decided, so that an `expiresAt` can be read as time left.
     pub fn body(&self) -> Value {
         let (code, _) = self.code_and_status();
         let mut error = json!({ "code": code, "message": self.message() });
@@ -110,6 +112,9 @@ impl ApiError {
                 error["acquiredAt"] = json!(acquired_at);
                 error["expiresAt"] = json!(expires_at);
                 error["fence"] = json!(fence);
+            }
+            if let Some(now) = refusal.now {
+                error["now"] = json!(now);
             }
         }
         json!({ "error": error })
@@ -170,6 +175,7 @@ mod tests {
                 expires_at: 2000.0,
                 fence: 7,
             })),
+            now: Some(1500.0),
         };
         let error = ApiError::from(StoreError::from(refusal));
         assert_eq!(
@@ -181,6 +187,7 @@ mod tests {
             json!({ "error": {
                 "code": "AlreadyLocked", "message": "already locked by another holder",
                 "expiresAt": 2000.0, "holder": { "sub": "alice", "name": "Alice" }, "acquiredAt": 1000.0, "fence": 7,
+                "now": 1500.0,
             }})
         );
     }

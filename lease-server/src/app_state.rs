@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, watch};
 
 use crate::events::Events;
+use crate::grant_token::GrantKey;
 use crate::identity::TokenVerifier;
 use crate::limits::TtlBounds;
 use crate::store::Store;
@@ -30,6 +31,8 @@ pub struct AppState {
     pub store: Arc<Store>,
     pub events: Arc<Events>,
     pub verifier: Arc<TokenVerifier>,
+    /// The key of the tokens of grants that carry a request id (derived from the secret).
+    pub grants: Arc<GrantKey>,
     pub limits: Arc<Limits>,
     /// Becomes true when the service shuts down: change streams end.
     pub shutdown: watch::Receiver<bool>,

@@ -20,6 +20,7 @@ use weblocks::lease::{
 };
 
 use crate::change::{Change, ChangeKind, Held};
+use crate::grant_token::GrantToken;
 use crate::holder::Holder;
 
 /// One row of `locks`: the core's record (token digested) and what the service adds.
@@ -100,36 +101,44 @@ pub enum Grant {
     TakeOver,
 }
 
-/// An action, who asks, and for a grant the token the new lockId will carry.
+/// An action, who asks, and for a grant where the new lockId's token comes from.
 #[derive(Clone, Debug)]
 pub struct LeaseRequest {
     pub action: Action,
     pub requester: Holder,
-    /// The token the lockId of a grant carries (its digest is in the action).
-    pub grant_token: Option<Token>,
+    /// A grant's token (its digest replaces the action's placeholder in [`plan`], once the lease's
+    /// fencing number is known).
+    pub grant: Option<GrantToken>,
+}
+
+/// What a grant's action holds before [`plan`] knows its token (the constructors check the arguments).
+fn placeholder() -> Token {
+    Token::from_random_bytes([0; 16])
 }
 
 impl LeaseRequest {
-    /// `tryLock` or `takeOver` on (type, id): the new lease gets the fresh `token`.
+    /// `tryLock` or `takeOver` on (type, id): the new lease gets the token of `grant` (fresh, or derived
+    /// from a request id).
     pub fn grant(
         kind: Grant,
         lease_type: &str,
         id: &str,
         ttl_ms: f64,
-        token: Token,
+        grant: GrantToken,
         requester: Holder,
     ) -> Result<LeaseRequest, LeaseError> {
-        let stored = digest(token);
         let action = match kind {
             Grant::TryLock => {
-                Action::Operation(Operation::try_lock(lease_type, id, ttl_ms, stored)?)
+                Action::Operation(Operation::try_lock(lease_type, id, ttl_ms, placeholder())?)
             }
-            Grant::TakeOver => Action::TakeOver(TakeOver::new(lease_type, id, ttl_ms, stored)?),
+            Grant::TakeOver => {
+                Action::TakeOver(TakeOver::new(lease_type, id, ttl_ms, placeholder())?)
+            }
         };
         Ok(LeaseRequest {
             action,
             requester,
-            grant_token: Some(token),
+            grant: Some(grant),
         })
     }
 
@@ -142,7 +151,7 @@ impl LeaseRequest {
         LeaseRequest {
             action: Action::Operation(operation),
             requester,
-            grant_token: None,
+            grant: None,
         }
     }
 
@@ -155,12 +164,32 @@ impl LeaseRequest {
 
     /// Whether the action may create a lease (and so the key's fencing row).
     pub fn grants(&self) -> bool {
-        self.grant_token.is_some()
+        self.grant.is_some()
     }
 
     /// Whether the action only reads (a `checkLock`): a store may run it as one plain read.
     pub fn reads_only(&self) -> bool {
         matches!(self.action, Action::Operation(Operation::Check(_)))
+    }
+}
+
+impl Action {
+    /// A grant's action with the digest of its token in place of the placeholder.
+    fn storing(&self, stored: Token) -> Action {
+        match self {
+            Action::Operation(Operation::TryLock { key, ttl_ms, .. }) => {
+                Action::Operation(Operation::TryLock {
+                    key: key.clone(),
+                    ttl_ms: *ttl_ms,
+                    token: stored,
+                })
+            }
+            Action::TakeOver(take_over) => Action::TakeOver(TakeOver {
+                token: stored,
+                ..take_over.clone()
+            }),
+            other => other.clone(),
+        }
     }
 }
 
@@ -173,11 +202,19 @@ fn lock_id_of(operation: &mut Operation) -> Option<&mut LockId> {
     }
 }
 
-/// What the requester is told on success.
+/// What the requester is told on success. `now` is the database's time when it decided: with it a
+/// client turns `expiresAt` into time left on its own clock.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reply {
-    Acquired { lock_id: String, lease: LeaseView },
-    Held(LeaseView),
+    Acquired {
+        lock_id: String,
+        lease: LeaseView,
+        now: f64,
+    },
+    Held {
+        lease: LeaseView,
+        now: f64,
+    },
     Released,
 }
 
@@ -204,11 +241,13 @@ pub struct Plan {
 }
 
 /// A failed operation (it writes nothing): the core's error, refined to `Revoked` where that applies, and
-/// the live lease that holds the key, if any (a conflict shows its holder and since when).
+/// the live lease that holds the key, if any (a conflict shows its holder and since when); `now`, the
+/// database's time when it decided (none for a refusal before the database was asked).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Refusal {
     pub error: LeaseError,
     pub holder: Option<Box<LeaseView>>,
+    pub now: Option<f64>,
 }
 
 /// Decide `request` given the key's current row, the database's time, the key's last fencing number, and
@@ -221,7 +260,38 @@ pub fn plan(
     max_left_ms: f64,
 ) -> Result<Plan, Refusal> {
     let record = current.map(|row| &row.record);
-    let (decision, revoked) = match &request.action {
+    let sub = request.requester.sub.as_str();
+    // A retried grant whose lease is live: the same lease and lockId again, and nothing written.
+    if let (Some(grant), Some(row)) = (&request.grant, current)
+        && !row.record.is_expired(now_ms)
+        && row.holder.sub == sub
+        && grant.made(sub, &row.record.key, row.fence, row.record.token, digest)
+    {
+        let token = grant.for_lease(sub, &row.record.key, row.fence);
+        return Ok(Plan {
+            reply: Reply::Acquired {
+                lock_id: LockId {
+                    key: row.record.key.clone(),
+                    token,
+                }
+                .to_text(),
+                lease: row.view(),
+                now: now_ms,
+            },
+            write: RowWrite::Nothing,
+            change: None,
+        });
+    }
+    let fence = last_fence + 1;
+    let token = request
+        .grant
+        .as_ref()
+        .map(|grant| grant.for_lease(sub, request.key(), fence));
+    let action = match token {
+        Some(token) => request.action.storing(digest(token)),
+        None => request.action.clone(),
+    };
+    let (decision, revoked) = match &action {
         Action::TakeOver(take_over) => take_over.decide(record, now_ms),
         Action::Operation(operation) => {
             let decision = operation.decide_within(record, now_ms, max_left_ms);
@@ -244,14 +314,15 @@ pub fn plan(
                 revoked,
                 holder: request.requester.clone(),
                 acquired_at_ms: now_ms,
-                fence: last_fence + 1,
+                fence,
             };
-            let token = request.grant_token.expect("a grant carries its token");
+            let token = token.expect("a grant carries its token");
             let lock_id = LockId { token, ..lock_id };
             Plan {
                 reply: Reply::Acquired {
                     lock_id: lock_id.to_text(),
                     lease: row.view(),
+                    now: now_ms,
                 },
                 change: Some(row.change(kind, now_ms)),
                 write: RowWrite::Grant(row),
@@ -263,7 +334,10 @@ pub fn plan(
                 ..current.expect("an extension extends a row").clone()
             };
             Plan {
-                reply: Reply::Held(row.view()),
+                reply: Reply::Held {
+                    lease: row.view(),
+                    now: now_ms,
+                },
                 change: Some(row.change(ChangeKind::Extended, now_ms)),
                 write: RowWrite::Extend {
                     key: row.record.key.clone(),
@@ -272,7 +346,10 @@ pub fn plan(
             }
         }
         (LeaseOutcome::Held(_), Write::Nothing) => Plan {
-            reply: Reply::Held(current.expect("a check reads a row").view()),
+            reply: Reply::Held {
+                lease: current.expect("a check reads a row").view(),
+                now: now_ms,
+            },
             write: RowWrite::Nothing,
             change: None,
         },
@@ -306,7 +383,11 @@ fn refusal(
     let holder = current
         .filter(|row| !row.record.is_expired(now_ms))
         .map(|row| Box::new(row.view()));
-    Refusal { error, holder }
+    Refusal {
+        error,
+        holder,
+        now: Some(now_ms),
+    }
 }
 
 /// The columns of a `locks` row as both databases return them (all `None` when the key has no row).
@@ -385,7 +466,7 @@ mod tests {
 
     /// `name`'s request of `kind` on Order 1 for `ttl_ms`, with token `n`.
     fn on_order(kind: Grant, ttl_ms: f64, n: u8, name: &str) -> LeaseRequest {
-        LeaseRequest::grant(kind, "Order", "1", ttl_ms, token(n), user(name)).unwrap()
+        LeaseRequest::grant(kind, "Order", "1", ttl_ms, token(n).into(), user(name)).unwrap()
     }
 
     fn on_lock_id(lock_id: &str, build: fn(&str) -> Result<Operation, LeaseError>) -> LeaseRequest {
@@ -399,7 +480,7 @@ mod tests {
             "domain.Article",
             "10",
             60_000.0,
-            token(7),
+            token(7).into(),
             user("Alice"),
         )
         .unwrap();
@@ -438,7 +519,10 @@ mod tests {
         let check = on_lock_id(&alice_id, Operation::check);
         assert_eq!(
             plan(&check, Some(&row), T0 + 10.0, 1, DAY).unwrap().reply,
-            Reply::Held(row.view())
+            Reply::Held {
+                lease: row.view(),
+                now: T0 + 10.0
+            }
         );
         // The digest, presented as if it were the token (what a reader of the table would try), fails.
         let from_table = LockId {
@@ -510,6 +594,110 @@ mod tests {
             (change.kind, change.fence, change.lease),
             (ChangeKind::Released, 5, None)
         );
+    }
+
+    /// `name`'s grant of `kind` on Order 1 carrying `request_id`.
+    fn requested(kind: Grant, request_id: &str, name: &str) -> LeaseRequest {
+        let grant = GrantToken::Requested {
+            key: std::sync::Arc::new(crate::grant_token::GrantKey::new(
+                b"a secret of thirty-two bytes, ok",
+            )),
+            request_id: request_id.into(),
+        };
+        LeaseRequest::grant(kind, "Order", "1", 60_000.0, grant, user(name)).unwrap()
+    }
+
+    #[test]
+    fn a_retried_grant_gets_the_same_lease_for_its_user_only_while_it_is_live() {
+        for kind in [Grant::TryLock, Grant::TakeOver] {
+            let first = requested(kind, "req-0123456789abcdef", "Alice");
+            let (lock_id, row) = granted(&plan(&first, None, T0, 3, DAY).unwrap());
+            assert_eq!(row.fence, 4);
+            assert_eq!(
+                row.record.token,
+                digest(LockId::parse(&lock_id).unwrap().token)
+            );
+
+            // The answer was lost; the retry (a copy of the request) gets the same lease, writes nothing,
+            // tells nobody.
+            let retry = plan(&first, Some(&row), T0 + 500.0, 4, DAY).unwrap();
+            assert_eq!(
+                retry.reply,
+                Reply::Acquired {
+                    lock_id: lock_id.clone(),
+                    lease: row.view(),
+                    now: T0 + 500.0
+                }
+            );
+            assert_eq!((retry.write, retry.change), (RowWrite::Nothing, None));
+
+            // Bob presenting alice's request id is another user: a conflict (or, with takeOver, a new lease).
+            let bob = requested(kind, "req-0123456789abcdef", "Bob");
+            match kind {
+                Grant::TryLock => {
+                    let refusal = plan(&bob, Some(&row), T0 + 500.0, 4, DAY).unwrap_err();
+                    assert_eq!(refusal.error.code(), "AlreadyLocked");
+                    assert_eq!(refusal.holder.unwrap().holder.name, "Alice");
+                }
+                Grant::TakeOver => {
+                    let (bobs, bob_row) =
+                        granted(&plan(&bob, Some(&row), T0 + 500.0, 4, DAY).unwrap());
+                    assert_ne!(bobs, lock_id);
+                    assert_eq!(bob_row.fence, 5);
+                }
+            }
+            // Another request id of alice's is another grant: a conflict for tryLock.
+            if kind == Grant::TryLock {
+                let other = requested(kind, "req-0123456789abcdeF", "Alice");
+                assert_eq!(
+                    plan(&other, Some(&row), T0 + 500.0, 4, DAY)
+                        .unwrap_err()
+                        .error
+                        .code(),
+                    "AlreadyLocked"
+                );
+            }
+            // Once the lease has expired the id no longer names it: the retry is a new grant, with a new
+            // number and so a new token (the old lockId does not check it).
+            let late = plan(&first, Some(&row), T0 + 60_000.0, 4, DAY).unwrap();
+            let (late_id, late_row) = granted(&late);
+            assert_eq!(late_row.fence, 5);
+            assert_ne!(late_id, lock_id);
+            let stale = on_lock_id(&lock_id, Operation::check);
+            assert_eq!(
+                plan(&stale, Some(&late_row), T0 + 60_001.0, 5, DAY)
+                    .unwrap_err()
+                    .error,
+                LeaseError::TakenOver
+            );
+        }
+    }
+
+    #[test]
+    fn every_answer_carrying_an_expiry_carries_the_database_s_time() {
+        let alice = on_order(Grant::TryLock, 1000.0, 1, "Alice");
+        let granted_plan = plan(&alice, None, T0, 0, DAY).unwrap();
+        assert!(matches!(granted_plan.reply, Reply::Acquired { now, .. } if now == T0));
+        let (id, row) = granted(&granted_plan);
+        let extend = LeaseRequest::on_lock_id(Operation::extend(&id, 10.0).unwrap(), user("Alice"));
+        assert!(
+            matches!(plan(&extend, Some(&row), T0 + 7.0, 1, DAY).unwrap().reply, Reply::Held { now, .. } if now == T0 + 7.0)
+        );
+        let late = on_lock_id(&id, Operation::check);
+        let refusal = plan(&late, Some(&row), T0 + 1000.0, 1, DAY).unwrap_err();
+        assert_eq!(
+            (refusal.error.code(), refusal.now),
+            ("Expired", Some(T0 + 1000.0))
+        );
+        let conflict = plan(
+            &on_order(Grant::TryLock, 1000.0, 2, "Bob"),
+            Some(&row),
+            T0 + 9.0,
+            1,
+            DAY,
+        )
+        .unwrap_err();
+        assert_eq!(conflict.now, Some(T0 + 9.0));
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //!   [`app_state`]: what the endpoints share.
 //! - [`identity`] and [`hs256`]: who is asking (an HS256 JWT); [`holder`]: the user a lease names;
 //!   [`limits`]: what the service accepts.
-//! - [`lease_row`]: a row of `locks` and what an operation does to it (the core's decision applied).
+//! - [`lease_row`]: a row of `locks` and what an operation does to it (the core's decision applied);
+//!   [`grant_token`]: a grant's token, derived from a request id so that a retry gets the same lease.
 //! - [`store`]: SQLite and PostgreSQL, one transaction per operation.
 //! - [`change`], [`events`], [`bus`], [`stream`], [`expiry`]: change events, from the database to
 //!   this instance's streams, and the expiries nobody writes; [`purge`]: deleting long-expired rows.
@@ -24,6 +25,7 @@ pub mod descriptors;
 pub mod events;
 pub mod expiry;
 pub mod extract;
+pub mod grant_token;
 pub mod holder;
 pub mod hs256;
 pub mod identity;

@@ -23,6 +23,7 @@ use crate::api_error::ApiError;
 use crate::app_state::{AppState, Limits};
 use crate::config::Config;
 use crate::events::Events;
+use crate::grant_token::GrantKey;
 use crate::identity::TokenVerifier;
 use crate::store::Store;
 
@@ -114,6 +115,7 @@ pub async fn run(config: Config, secret: Vec<u8>) -> Result<(), String> {
         store: Arc::clone(&store),
         events,
         verifier: Arc::new(verifier),
+        grants: Arc::new(GrantKey::new(&secret)),
         limits: Arc::new(Limits {
             ttls: config.ttl_bounds(),
             max_body_bytes: config.max_body_bytes,

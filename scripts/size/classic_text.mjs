@@ -9,7 +9,7 @@ import { minify } from 'terser';
  * leaves; the two minifiers together beat either alone. Options beyond the defaults: several passes, and
  * no comma sequences (the same statements gzip better unjoined). `pure_getters: false`: a property read
  * is never taken as free of effects (a getter may throw, as `localStorage` does where storage is
- * disabled). Top-level names are kept: the one top-level name is the global `weblocks`.
+ * disabled). Top-level names are kept, though there are none: the entries make their globals themselves.
  */
 export async function minifyAgain(text) {
   const result = await minify(text, {
@@ -27,7 +27,7 @@ export async function minifyAgain(text) {
 const HOISTED_WASM = '$wasm';
 
 /**
- * The classic script with the embedded wasm's base64 text moved to the top of the IIFE, `var $wasm="…"`,
+ * A classic file with the embedded wasm's base64 text moved to the top of the IIFE, `var $wasm="…"`,
  * ahead of all code. The bundlers leave it where its module falls (after their runtime helpers and the
  * LZMA decoder), and there the 40 KB of base64 splits the JS in two: deflate's 32 KB window cannot reach
  * from the code after it back to the code before it. First, the JS stays whole: better than the bundler's
@@ -35,10 +35,10 @@ const HOISTED_WASM = '$wasm';
  * worse).
  */
 export function hoistEmbeddedWasm(text) {
-  const prologue = /^var weblocks=(?:\(\(\)=>\{|function\(\)\{)/.exec(text);
+  const prologue = /^(?:\(\(\)=>\{|!function\(\)\{|\(function\(\)\{)/.exec(text);
   const blobs = [...text.matchAll(/atob\(("[A-Za-z0-9+/=]{1000,}")\)/g)];
   if (prologue === null || blobs.length !== 1 || text.includes(HOISTED_WASM)) {
-    throw new Error('classic_text: the classic build is not shaped as expected (IIFE, one atob of the embedded wasm): cannot hoist the wasm');
+    throw new Error('classic_text: a classic build is not shaped as expected (IIFE, one atob of the embedded wasm): cannot hoist the wasm');
   }
   const [blob] = blobs;
   const rest = text.slice(0, blob.index) + `atob(${HOISTED_WASM})` + text.slice(blob.index + blob[0].length);

@@ -9,8 +9,11 @@
  * string or a panic message), only bytes:
  *  - panics abort at once (`-Cpanic=immediate-abort`: no panic message formatting, no unwinding tables);
  *  - Debug formatting and panic locations compiled out (`-Zfmt-debug=none`, `-Zlocation-detail=none`);
- *  - LLVM's inliner at threshold 0 (opt-level z: 5): it inlines less, and wasm-opt decides the rest
- *    (WASM_OPT_PASSES);
+ *  - LLVM's inliner at threshold 1 (opt-level z: 5; 1 to 4 make the same wasm, 0 a larger one): it inlines
+ *    less, and wasm-opt decides the rest (WASM_OPT_PASSES);
+ *  - every function of another crate (std, alloc, wasm-bindgen, js-sys) offered to that inliner
+ *    (`-Zcross-crate-inline-threshold=always`): it then weighs std's small generic helpers in their callers
+ *    here, as it already does this crate's own, instead of calling them out of line;
  *  - no shared generics (`-Zshare-generics=n`; opt-level z turns sharing on): every generic instance this
  *    crate uses is made here, where LLVM inlines and simplifies it with the code that calls it, instead of
  *    called out of line from std's copy.
@@ -20,8 +23,9 @@ export const SIZE_RUSTFLAGS = [
   '-Cpanic=immediate-abort',
   '-Zfmt-debug=none',
   '-Zlocation-detail=none',
-  '-Cllvm-args=--inline-threshold=0',
+  '-Cllvm-args=--inline-threshold=1',
   '-Zshare-generics=n',
+  '-Zcross-crate-inline-threshold=always',
 ];
 
 /** std rebuilt with the crate (`-Z build-std`, which the MVP needs anyway) with its size feature. */

@@ -88,11 +88,13 @@ export function embeddedStream(bytes) {
  * timers; a timer where a page took MessageChannel away): the page's own scripts and tasks, and the storage
  * events of the context's start, run in between instead of waiting for the whole decoding
  * (tests/e2e/decode_steps.test.mjs).
+ * With `lazy`, the default export is instead a function that starts the decoding and returns that promise:
+ * the leases' add-on decodes its wasm only at the first lease operation, not while the page starts.
  */
-function decodingModule(bytes) {
+function decodingModule(bytes, { lazy = false } = {}) {
   const packed = embeddedStream(bytes).toString('base64');
   return `import { lzmaDecoder } from './js/lzma_decoder.js';
-export default Promise.resolve().then(() => {
+export default ${lazy ? '() => ' : ''}Promise.resolve().then(() => {
   const text = atob(${JSON.stringify(packed)});
   const packed = new Uint8Array(text.length);
   for (let i = 0; i < text.length; i++) packed[i] = text.charCodeAt(i);
@@ -153,10 +155,10 @@ function withoutUnreachableCode(wasm) {
 /**
  * The legacy build's module for the wasm: `wasm` compiled to JavaScript by binaryen's wasm2js, as a module
  * whose default export is wasm2js's `asmFunc(imports)`, which returns the exports (js/legacy_webassembly.js
- * instantiates it). wasm2js writes an ES module that imports the wasm's import module and calls
+ * instantiates it); with `lazy`, a function that returns it, as decodingModule's. wasm2js writes an ES module that imports the wasm's import module and calls
  * `asmFunc` itself: both ends are cut, and a module of another shape fails the build.
  */
-function wasm2jsModule(wasm) {
+function wasm2jsModule(wasm, { lazy = false } = {}) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'weblocks-wasm2js-'));
   try {
     const input = path.join(dir, 'in.wasm');
@@ -173,7 +175,7 @@ function wasm2jsModule(wasm) {
     if (opening === null || ending < 0 || !/\nfunction asmFunc\(imports\) \{\n/.test(text)) {
       throw new Error('embed_wasm: wasm2js wrote a module of another shape (one import, asmFunc, retasmFunc)');
     }
-    return `${text.slice(opening[0].length, ending)}\nexport default asmFunc;\n`;
+    return `${text.slice(opening[0].length, ending)}\nexport default ${lazy ? '() => asmFunc' : 'asmFunc'};\n`;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -184,9 +186,11 @@ function wasm2jsModule(wasm) {
  * names (scripts/size/wasm_names.mjs): both are loaded through this plugin, so they always agree. The glue
  * is also cut to what the classic build runs (scripts/size/trim_glue.mjs), and the wasm keeps only the
  * exports that glue uses (`wasm.<name>`), and the code they reach (withoutUnreachableCode).
- * With `legacy`, the wasm is embedded compiled to JavaScript (wasm2jsModule) instead of compressed.
+ * With `legacy`, the wasm is embedded compiled to JavaScript (wasm2jsModule) instead of compressed; with
+ * `lazy`, decoded only when asked (decodingModule). `engine: false` for the leases' glue, which has no
+ * Engine class (trimGlue).
  */
-export function embedCompressedWasm({ legacy = false } = {}) {
+export function embedCompressedWasm({ legacy = false, lazy = false, engine = true } = {}) {
   // Both hooks need the wasm's names and the trimmed glue: read and made once per wasm and build.
   const loaded = new Map();
   const load = (wasmPath) => {
@@ -196,7 +200,7 @@ export function embedCompressedWasm({ legacy = false } = {}) {
         (async () => {
           const wasm = await fs.readFile(wasmPath);
           const names = shortNames(wasm);
-          const glue = renameGlue(trimGlue(await fs.readFile(wasmPath.replace(/_bg\.wasm$/, '.js'), 'utf8'), { legacy }), names);
+          const glue = renameGlue(trimGlue(await fs.readFile(wasmPath.replace(/_bg\.wasm$/, '.js'), 'utf8'), { legacy, engine }), names);
           return { wasm, names, glue };
         })(),
       );
@@ -210,7 +214,7 @@ export function embedCompressedWasm({ legacy = false } = {}) {
         const { wasm, names, glue } = await load(args.path);
         const used = (name) => new RegExp(`\\bwasm\\.${names.exports.get(name)}\\b`).test(glue);
         const embedded = withoutUnreachableCode(renameWasm(wasm, names, used));
-        return { contents: legacy ? wasm2jsModule(embedded) : decodingModule(embedded), loader: 'js', resolveDir: root };
+        return { contents: legacy ? wasm2jsModule(embedded, { lazy }) : decodingModule(embedded, { lazy }), loader: 'js', resolveDir: root };
       });
       build.onLoad({ filter: /[\\/]pkg[\\/][^\\/]+\.js$/ }, async (args) => {
         const { glue } = await load(args.path.replace(/\.js$/, '_bg.wasm'));

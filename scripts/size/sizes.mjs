@@ -1,13 +1,16 @@
 // `npm run sizes`: the bytes a page loads for each way of using weblocks, raw and gzip -9, from the
 // current build (pkg/, dist/: run `npm run build` first). Prints a Markdown table.
-//   - ESM package, unbundled: every module `import 'weblocks'` pulls in (as published), plus the wasm;
-//   - ESM package, bundled: the same modules as one minified bundle (esbuild --minify), plus the wasm;
+//   - ESM package, unbundled: every module `import 'weblocks'` pulls in (as published), plus its wasm;
+//   - ESM package, bundled: the same modules as one minified bundle (esbuild --minify), plus its wasm;
+//   - the same two for the leases' add-on, `import { leases } from 'weblocks/leases'`, and its own wasm;
 //   - classic script: dist/weblocks.polyfill.js, one file with the wasm embedded;
-//   - legacy build: dist/weblocks.legacy.js, the same with the wasm compiled to JavaScript.
-// `--check`: exit 1 if the classic script is over its budget (CLASSIC_BUDGET_GZIP, gzip -9); the test
+//   - its leases' add-on: dist/weblocks.leases.js, one file with the leases' wasm embedded;
+//   - legacy build: dist/weblocks.legacy.js, the classic script with the wasm compiled to JavaScript, and its
+//     leases' add-on dist/weblocks.leases-legacy.js.
+// `--check`: exit 1 if the classic script or its add-on is over its budget (BUDGETS, gzip -9); the test
 // command runs it after the build (scripts/test.sh).
 // `--features`: also what each part of the wasm costs: builds the wasm once per cargo feature set (a few
-// minutes) and prints, per feature, the bytes it adds to pkg/weblocks_bg.wasm.
+// minutes) and prints, per feature, the bytes it adds.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -19,7 +22,14 @@ import { bindgenAndOptimize, cargoBuildWasm } from '../build.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The classic script's budget, gzip -9 (docs/SIZE.md). */
-export const CLASSIC_BUDGET_GZIP = 43_000;
+export const CLASSIC_BUDGET_GZIP = 40_200;
+/** The budget of the classic script's leases' add-on, gzip -9 (docs/SIZE.md). */
+export const LEASES_ADDON_BUDGET_GZIP = 13_300;
+/** The classic files' budgets, which `--check` enforces. */
+export const BUDGETS = [
+  { file: 'dist/weblocks.polyfill.js', gzip: CLASSIC_BUDGET_GZIP },
+  { file: 'dist/weblocks.leases.js', gzip: LEASES_ADDON_BUDGET_GZIP },
+];
 
 // `gzip -9` itself where it is installed (its deflate differs a little from Node's zlib), else zlib level 9.
 function gzipSize(data) {
@@ -29,10 +39,10 @@ function gzipSize(data) {
 const measure = (data) => ({ raw: data.length, gzip: gzipSize(data) });
 const read = (file) => fs.readFileSync(path.join(root, file));
 
-/** The JS modules `import 'weblocks'` loads in a browser (the package's default entry), in load order. */
-async function esmModules() {
+/** The JS modules the ESM entry `entry` (js/index.js: `import 'weblocks'`) loads in a browser, in load order. */
+async function esmModules(entry) {
   const result = await esbuild.build({
-    entryPoints: [path.join(root, 'js', 'index.js')],
+    entryPoints: [path.join(root, 'js', entry)],
     bundle: true,
     write: false,
     format: 'esm',
@@ -42,9 +52,9 @@ async function esmModules() {
   return Object.keys(result.metafile.inputs);
 }
 
-async function minifiedBundle() {
+async function minifiedBundle(entry) {
   const result = await esbuild.build({
-    entryPoints: [path.join(root, 'js', 'index.js')],
+    entryPoints: [path.join(root, 'js', entry)],
     bundle: true,
     write: false,
     format: 'esm',
@@ -56,27 +66,39 @@ async function minifiedBundle() {
   return Buffer.from(result.outputFiles[0].contents);
 }
 
-/** Rows `{ what, raw, gzip }` of the three ways; each group ends with its total. */
+const sum = (rows) => rows.reduce((t, r) => ({ raw: t.raw + r.raw, gzip: t.gzip + r.gzip }), { raw: 0, gzip: 0 });
+
+/** The unbundled and the bundled group of the ESM entry `entry`, whose wasm is `wasmFile`. */
+async function esmGroups(entry, wasmFile, name) {
+  const wasm = { what: wasmFile, ...measure(read(wasmFile)) };
+  const unbundled = [...(await esmModules(entry)).map((file) => ({ what: file, ...measure(read(file)) })), wasm];
+  const bundled = [{ what: 'JS bundle', ...measure(await minifiedBundle(entry)) }, wasm];
+  return [
+    { title: `ESM ${name}, unbundled (the modules as published, and the wasm)`, rows: unbundled, total: sum(unbundled) },
+    { title: `ESM ${name}, bundled and minified by the app (esbuild --minify), and the wasm`, rows: bundled, total: sum(bundled) },
+  ];
+}
+
+/** Rows `{ what, raw, gzip }` of each way; each group ends with its total. */
 export async function measureSizes() {
-  for (const file of ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'dist/weblocks.polyfill.js', 'dist/weblocks.legacy.js']) {
+  const files = ['pkg/weblocks_bg.wasm', 'pkg/weblocks.js', 'pkg/weblocks_leases_bg.wasm', 'pkg/weblocks_leases.js', ...BUDGETS.map((b) => b.file), 'dist/weblocks.legacy.js', 'dist/weblocks.leases-legacy.js'];
+  for (const file of files) {
     if (!fs.existsSync(path.join(root, file))) throw new Error(`${file} is missing: run \`npm run build\` first`);
   }
-  const wasm = measure(read('pkg/weblocks_bg.wasm'));
-  const modules = (await esmModules()).map((file) => ({ what: file, ...measure(read(file)) }));
-  const sum = (rows) => rows.reduce((t, r) => ({ raw: t.raw + r.raw, gzip: t.gzip + r.gzip }), { raw: 0, gzip: 0 });
-  const unbundled = [...modules, { what: 'pkg/weblocks_bg.wasm', ...wasm }];
-  const bundled = [{ what: 'JS bundle', ...measure(await minifiedBundle()) }, { what: 'pkg/weblocks_bg.wasm', ...wasm }];
-  const classic = measure(read('dist/weblocks.polyfill.js'));
-  const legacy = measure(read('dist/weblocks.legacy.js'));
+  const single = (title, file) => {
+    const size = measure(read(file));
+    return { title, rows: [{ what: file, ...size }], total: size };
+  };
   return {
     groups: [
-      { title: "ESM package, unbundled (the modules of `import 'weblocks'` as published)", rows: unbundled, total: sum(unbundled) },
-      { title: 'ESM package, bundled and minified by the app (esbuild --minify)', rows: bundled, total: sum(bundled) },
-      { title: 'Classic script dist/weblocks.polyfill.js (one file, wasm embedded)', rows: [{ what: 'dist/weblocks.polyfill.js', ...classic }], total: classic },
-      { title: 'Legacy build dist/weblocks.legacy.js (one file, the core compiled to JavaScript)', rows: [{ what: 'dist/weblocks.legacy.js', ...legacy }], total: legacy },
+      ...(await esmGroups('index.js', 'pkg/weblocks_bg.wasm', "package, `import 'weblocks'`")),
+      ...(await esmGroups('leases_entry.js', 'pkg/weblocks_leases_bg.wasm', "leases' add-on, `import { leases } from 'weblocks/leases'`")),
+      single('Classic script dist/weblocks.polyfill.js (one file, wasm embedded)', 'dist/weblocks.polyfill.js'),
+      single("Classic leases' add-on dist/weblocks.leases.js (one file, the leases' wasm embedded)", 'dist/weblocks.leases.js'),
+      single('Legacy build dist/weblocks.legacy.js (one file, the core compiled to JavaScript)', 'dist/weblocks.legacy.js'),
+      single("Legacy leases' add-on dist/weblocks.leases-legacy.js (one file, the leases compiled to JavaScript)", 'dist/weblocks.leases-legacy.js'),
     ],
-    classic,
-    wasm,
+    budgets: BUDGETS.map(({ file, gzip }) => ({ file, budget: gzip, gzip: measure(read(file)).gzip })),
   };
 }
 
@@ -91,17 +113,19 @@ export function toMarkdown({ groups }) {
 }
 
 /**
- * The wasm of each feature set: the base (the spec's lock manager alone in each context, the Engine edge,
- * the allocator and wasm-bindgen's runtime), the base plus one feature, and everything (what ships).
- * Each feature's cost is what it adds to the base; together they cost a little less than their sum
- * (code they share, e.g. the same collection types).
+ * The wasm of each feature set, and what each feature adds to the set it builds on (`over`): none (nothing
+ * exported, so nearly empty), the spec's lock manager alone in each context with the Engine edge (and the
+ * allocator and wasm-bindgen's runtime), the coordination on top (the shipped lock engine,
+ * pkg/weblocks_bg.wasm), the leases alone (the shipped leases' wasm, pkg/weblocks_leases_bg.wasm, with its
+ * own allocator and runtime), and both in one wasm (what the lock engine would weigh with the leases in it).
  */
 export function measureFeatureCosts() {
   const sets = [
-    { what: 'base: scheduler + Engine edge + runtime (no features)', features: [] },
-    { what: '+ coordination (src/protocol, src/wasm/coordination.rs)', features: ['coordination'] },
-    { what: '+ leases (src/lease, src/wasm/lease_operation.rs)', features: ['leases'] },
-    { what: 'everything (the shipped wasm)', features: ['coordination', 'leases'] },
+    { what: 'no features: nothing exported (the allocator and the runtime come with the first feature)', features: [] },
+    { what: '+ locks: scheduler, Engine edge, allocator, runtime (src/scheduler.rs, src/wasm/engine.rs)', features: ['locks'], over: 0 },
+    { what: '+ coordination (src/protocol, src/wasm/coordination.rs): the lock engine, pkg/weblocks_bg.wasm', features: ['coordination'], over: 1 },
+    { what: "leases alone, with the allocator and runtime (src/lease, src/wasm/lease_operation.rs): the leases' wasm, pkg/weblocks_leases_bg.wasm", features: ['leases'], over: 0 },
+    { what: 'the lock engine with the leases in it (not shipped)', features: ['coordination', 'leases'], over: 2 },
   ];
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'weblocks-features-'));
   try {
@@ -111,10 +135,10 @@ export function measureFeatureCosts() {
       bindgenAndOptimize(cargoBuildWasm({ features, log: false }), dir, { log: false });
       return { what, ...measure(fs.readFileSync(path.join(dir, 'weblocks_bg.wasm'))) };
     });
-    const [base] = rows;
-    return rows.map((row, i) =>
-      i === 0 || i === rows.length - 1 ? row : { ...row, cost: { raw: row.raw - base.raw, gzip: row.gzip - base.gzip } },
-    );
+    return rows.map((row, i) => {
+      const { over } = sets[i];
+      return over === undefined ? row : { ...row, cost: { raw: row.raw - rows[over].raw, gzip: row.gzip - rows[over].gzip } };
+    });
   } finally {
     fs.rmSync(out, { recursive: true, force: true });
   }
@@ -130,10 +154,11 @@ export function featuresToMarkdown(rows) {
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const sizes = await measureSizes();
   console.log(toMarkdown(sizes));
-  const over = sizes.classic.gzip > CLASSIC_BUDGET_GZIP;
-  console.log(
-    `\nclassic script: ${sizes.classic.gzip.toLocaleString('en-US')} B gzipped, budget ${CLASSIC_BUDGET_GZIP.toLocaleString('en-US')} B: ${over ? 'OVER' : 'within'}`,
-  );
+  const n = (x) => x.toLocaleString('en-US');
+  console.log('');
+  for (const { file, budget, gzip } of sizes.budgets) {
+    console.log(`${file}: ${n(gzip)} B gzipped, budget ${n(budget)} B: ${gzip > budget ? 'OVER' : 'within'}`);
+  }
   if (process.argv.includes('--features')) console.log(`\n${featuresToMarkdown(measureFeatureCosts())}`);
-  if (over && process.argv.includes('--check')) process.exit(1);
+  if (sizes.budgets.some(({ gzip, budget }) => gzip > budget) && process.argv.includes('--check')) process.exit(1);
 }

@@ -36,6 +36,9 @@
 // reset, for that one import); the DataView that stores a few returned values is made per store (~0.1 µs,
 // against a cache tested for a detached or replaced buffer at each use).
 //
+// The leases' glue (pkg/weblocks_leases.js, for the classic add-on) has no Engine and no closures: it gets
+// the edits not marked `engine`.
+//
 // What an upgrade of wasm-bindgen risks: each edit is an exact text of wasm-bindgen 0.2.130's output and
 // must match (once; or at least once; or, `count: 'any'`, for the shapes of imports that the Rust code may
 // stop needing, any number of times): a glue of another shape fails the build instead of shipping
@@ -79,22 +82,26 @@ const EDITS = [
   },
   {
     what: 'Symbol.dispose',
+    engine: true,
     from: /^if \(Symbol\.dispose\) \w+\.prototype\[Symbol\.dispose\] = \w+\.prototype\.free;\n/gm,
     to: '',
   },
   {
     what: "Engine's free",
+    engine: true,
     from: /(export class Engine \{\n)    __destroy_into_raw\(\) \{\n[^]*?\n    \}\n    free\(\) \{\n[^]*?\n    \}\n/,
     to: '$1',
   },
   {
     what: "closures' FinalizationRegistry (every closure the wasm hands to JS is owned by Rust: see checkClosuresOwned)",
+    engine: true,
     from: /^const CLOSURE_DTORS = [^;]*;\n|^ +CLOSURE_DTORS\.(?:register\(real, state, state\)|unregister\(state\));\n/gm,
     to: '',
     count: 3,
   },
   {
     what: "Engine's finalization (its wrapper is never garbage: js/lock_api.js keeps it in the scope of the sink the wasm holds)",
+    engine: true,
     from: /^ +EngineFinalization\.register\(this, this\.\w+, this\);\n|^const EngineFinalization = [^;]*;\n/gm,
     to: '',
     count: 2,
@@ -155,11 +162,13 @@ function getStringFromWasm0(`,
   },
   {
     what: "the property holding a Rust object's pointer, `__wbg_ptr` (no other code reads it): `p`",
+    engine: true,
     from: /\.__wbg_ptr\b/g,
     to: '.p',
   },
   {
     what: 'the property of Rust closures that releases them, `_wbg_cb_unref` (of the glue only): `u`',
+    engine: true,
     from: /\._wbg_cb_unref\b/g,
     to: '.u',
   },
@@ -194,6 +203,7 @@ function getStringFromWasm0(`,
   },
   {
     what: "Engine's constructor: no freeing of its strings when passing them throws (the script passes its own client id and no scope)",
+    engine: true,
     from: /^( +)let ptr0, len0, ptr1, len1;\n +try \{\n +(ptr0 = passStringToWasm0\(client_id\);)\n +(len0 = WASM_VECTOR_LEN;)\n +(ptr1 = isLikeNone\(scope\) \? 0 : passStringToWasm0\(scope\);)\n +(len1 = WASM_VECTOR_LEN;)\n +\} catch \(e\) \{\n[^]*?\n +throw e;\n +\}\n/m,
     to: '$1const $2\n$1const $3\n$1const $4\n$1const $5\n',
   },
@@ -274,20 +284,26 @@ const LEGACY_EDITS = [
 
 /**
  * `glue` with the edits above (and with `legacy`, those of the legacy build); throws if one of them does
- * not match as expected.
+ * not match as expected. `engine: false`: the leases' glue (js/lease_wasm.js), which has no Engine class
+ * and no closures, and gets only the edits not marked `engine`.
  */
-export function trimGlue(glue, { legacy = false } = {}) {
+export function trimGlue(glue, { legacy = false, engine = true } = {}) {
   let out = glue;
   checkEngineMembersUnused();
   checkClosuresOwned();
-  const engine = /^export class Engine \{\n[^]*?\n\}\n/m.exec(out);
-  if (engine === null) throw new Error('trim_glue: no Engine class in the glue');
-  let trimmed = engine[0];
-  for (const member of UNUSED_ENGINE_MEMBERS) {
-    trimmed = trimmed.replace(new RegExp(`^    ${member}\\(\\) \\{\n[^]*?\n    \\}\n`, 'm'), '');
+  if (engine) {
+    const engineClass = /^export class Engine \{\n[^]*?\n\}\n/m.exec(out);
+    if (engineClass === null) throw new Error('trim_glue: no Engine class in the glue');
+    let trimmed = engineClass[0];
+    for (const member of UNUSED_ENGINE_MEMBERS) {
+      trimmed = trimmed.replace(new RegExp(`^    ${member}\\(\\) \\{\n[^]*?\n    \\}\n`, 'm'), '');
+    }
+    out = out.replace(engineClass[0], () => trimmed);
+  } else if (/\bclass \w+ \{/.test(out)) {
+    throw new Error('trim_glue: the leases\' glue has a class: its edits are those of a glue without one');
   }
-  out = out.replace(engine[0], () => trimmed);
-  for (const { what, from, to, count } of legacy ? [...EDITS, ...LEGACY_EDITS] : EDITS) {
+  const edits = (legacy ? [...EDITS, ...LEGACY_EDITS] : EDITS).filter((edit) => engine || !edit.engine);
+  for (const { what, from, to, count } of edits) {
     const found = from.global ? [...out.matchAll(from)].length : from.test(out) ? 1 : 0;
     if (count === undefined ? found === 0 : count !== 'any' && found !== count) {
       throw new Error(`trim_glue: ${what}: the glue has ${found} matches, expected ${count}`);

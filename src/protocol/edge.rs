@@ -2,10 +2,14 @@
 //! gives it its primitives (the browser's in `src/wasm/coordination.rs`, the simulated origin's in
 //! `tests/protocol_sim/world/host.rs`), so that the simulation runs the same policies as a browser.
 //!
-//! After every input ([`input`]), the loop carries out the participant's effects in order until there
-//! are none, then arms the host's timer for the participant's next deadline
-//! ([`Participant::poll_timeout`]). Two policies live here, not in the participant, because they are
-//! about the host's primitives rather than the protocol:
+//! After every input ([`input`], [`storage`]), the loop carries out the participant's effects in order
+//! until there are none, then arms the host's timer for the next deadline of the participant
+//! ([`Participant::poll_timeout`]) and of its evidence ([`Evidence::poll_timeout`]). The participant's
+//! evidence effects (`OpenAlive`, `CloseAlive`, `EndAlive`, `Census`, `Watch`) go to the [`Evidence`] machine the
+//! host keeps beside it, whose storage operations the host carries out ([`Host::storage`]) and whose
+//! findings the loop hands to the participant: so the evidence's bookkeeping (retries, the register,
+//! what to watch and collect) runs in the simulation as in a browser. Two policies live here, not in
+//! the participant, because they are about the host's primitives rather than the protocol:
 //! - **Flush hops**: a [`Effect::FlushSoon`] waits [`FLUSH_HOPS`] microtask hops before
 //!   [`Participant::handle_flush`], so that the messages the current task still queues go in the same
 //!   channel message; where the host can queue no microtask it flushes at once.
@@ -23,8 +27,8 @@
 //! out, and arms the timer; the outer run then finds no effect left and arms the same timer.
 
 use std::cell::Cell;
-use std::rc::Rc;
 
+use super::evidence::{Evidence, Finding, StorageEvent, StorageOp};
 use super::participant::{Effect, LossReason, Participant};
 use super::wire::{self, Message, Value};
 use crate::scheduler::Snapshot;
@@ -39,9 +43,13 @@ pub trait Host {
     /// Runs `f` on the participant. Called for one participant call at a time, never across a host
     /// call, so that a host call may itself run an input through the loop.
     fn participant<R>(&mut self, f: impl FnOnce(&mut Participant) -> R) -> R;
+    /// Runs `f` on the participant's evidence machine, as [`Host::participant`] does.
+    fn evidence<R>(&mut self, f: impl FnOnce(&mut Evidence) -> R) -> R;
     /// The loop's own state, which the host keeps (beside its participant).
     fn state(&self) -> &EdgeState;
-    /// The wall-clock time in ms (`Date.now()`).
+    /// The wall-clock time in ms (`Date.now()`). It need not be monotonic: it only paces this
+    /// context's own timers and retries (a jump makes one fire early or late), and no rule of the
+    /// protocol reads it (docs/PROTOCOL.md §2, A3).
     fn now(&self) -> u64;
 
     /// Told of each effect before it is carried out: a simulator records them; a browser does nothing.
@@ -60,14 +68,14 @@ pub trait Host {
     fn read_log(&mut self, after: u64);
     /// [`Effect::TrimLog`].
     fn trim_log(&mut self, upto: u64);
-    /// [`Effect::OpenAlive`].
-    fn open_alive(&mut self);
-    /// [`Effect::CloseAlive`].
-    fn close_alive(&mut self);
-    /// [`Effect::Census`].
-    fn census(&mut self);
-    /// [`Effect::Watch`].
-    fn watch(&mut self, client: Rc<str>, watch: u64);
+    /// One storage operation of the evidence ([`StorageOp`]); its answers come back through
+    /// [`storage`].
+    fn storage(&mut self, op: StorageOp);
+    /// The evidence cannot be given ([`Finding::Unreachable`]): the context refuses from now on.
+    fn unreachable(&mut self);
+    /// The register has not opened for a while ([`Finding::RegisterWaits`]): say why, once (in a
+    /// browser, in the console).
+    fn register_waits(&mut self);
     /// Arms the host's timer to call [`timeout`] at (or after) `at` (the loop cancels an armed one
     /// first); false where it cannot.
     fn arm_timer(&mut self, at: u64) -> bool;
@@ -113,9 +121,18 @@ pub fn input<H: Host, R>(host: &mut H, f: impl FnOnce(&mut Participant, u64) -> 
     result
 }
 
-/// The host's timer fired: the participant looks at its deadlines.
+/// An answer of the storage backend to one of the evidence's operations.
+pub fn storage<H: Host>(host: &mut H, event: StorageEvent) {
+    let now = host.now();
+    host.evidence(|e| e.handle_storage(now, event));
+    carry_out(host);
+}
+
+/// The host's timer fired: the participant and its evidence look at their deadlines.
 pub fn timeout<H: Host>(host: &mut H) {
     host.state().timer.set(None);
+    let now = host.now();
+    host.evidence(|e| e.handle_timeout(now));
     input(host, |p, now| p.handle_timeout(now));
 }
 
@@ -130,15 +147,37 @@ pub fn microtask<H: Host>(host: &mut H) {
     }
 }
 
-/// Carries out the participant's effects in order, then arms the timer for its next deadline. Kept out
-/// of line, so that every input of an edge shares one copy.
+/// Carries out the participant's effects in order, then its evidence's operations and findings (a
+/// finding is an input of the participant, whose effects come first again), then arms the timer for
+/// the next deadline. Kept out of line, so that every input of an edge shares one copy.
 #[inline(never)]
 pub fn carry_out<H: Host>(host: &mut H) {
-    while let Some(effect) = host.participant(Participant::poll_effect) {
-        host.carrying_out(&effect);
-        carry_out_one(host, effect);
+    loop {
+        if let Some(effect) = host.participant(Participant::poll_effect) {
+            host.carrying_out(&effect);
+            carry_out_one(host, effect);
+        } else if let Some(op) = host.evidence(Evidence::poll_op) {
+            host.storage(op);
+        } else if let Some(finding) = host.evidence(Evidence::poll_finding) {
+            deliver(host, finding);
+        } else {
+            break;
+        }
     }
     arm_timer(host);
+}
+
+/// Hands a finding of the evidence to the participant.
+fn deliver<H: Host>(host: &mut H, finding: Finding) {
+    let now = host.now();
+    match finding {
+        Finding::Alive(key) => host.participant(|p| p.handle_alive(now, key)),
+        Finding::Lost => host.participant(|p| p.handle_alive_lost(now)),
+        Finding::Census(listed) => host.participant(|p| p.handle_census(now, listed)),
+        Finding::Gone(client, key) => host.participant(|p| p.handle_gone(now, &client, key)),
+        Finding::Unreachable => host.unreachable(),
+        Finding::RegisterWaits => host.register_waits(),
+    }
 }
 
 fn carry_out_one<H: Host>(host: &mut H, effect: Effect) {
@@ -159,10 +198,17 @@ fn carry_out_one<H: Host>(host: &mut H, effect: Effect) {
         Effect::ArmFarewell(farewell) => host.arm_farewell(farewell),
         Effect::ReadLog { after } => host.read_log(after),
         Effect::TrimLog { upto } => host.trim_log(upto),
-        Effect::OpenAlive => host.open_alive(),
-        Effect::CloseAlive => host.close_alive(),
-        Effect::Census => host.census(),
-        Effect::Watch { client, watch } => host.watch(client, watch),
+        Effect::OpenAlive => {
+            let now = host.now();
+            host.evidence(|e| e.open_own(now));
+        }
+        Effect::CloseAlive => host.evidence(Evidence::leave_own),
+        Effect::EndAlive => host.evidence(Evidence::end_own),
+        Effect::Census => {
+            let now = host.now();
+            host.evidence(|e| e.census(now));
+        }
+        Effect::Watch { client, watch } => host.evidence(|e| e.watch(client, watch)),
         Effect::Granted(id) => host.granted(id),
         Effect::NotAvailable(id) => host.not_available(id),
         Effect::Stolen { id, reason } => host.stolen(id, reason),
@@ -175,9 +221,16 @@ fn carry_out_one<H: Host>(host: &mut H, effect: Effect) {
     }
 }
 
-/// Arms the host's timer for the participant's next deadline, keeping one armed to fire no later.
+/// Arms the host's timer for the next deadline of the participant and its evidence, keeping one armed
+/// to fire no later.
 fn arm_timer<H: Host>(host: &mut H) {
-    let next = host.participant(|p| p.poll_timeout());
+    let next = match (
+        host.participant(|p| p.poll_timeout()),
+        host.evidence(|e| e.poll_timeout()),
+    ) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     let armed = host.state().timer.get();
     match (armed, next) {
         (Some(armed), Some(next)) if armed <= next => return,

@@ -11,6 +11,9 @@
 //! - [`edge`]: the edge loop that does it, generic over its host (the browser, the simulated origin):
 //!   it carries out the participant's effects, arms its timer, and runs the edge's policies (flush
 //!   hops, keeping an earlier timer).
+//! - [`evidence`]: the evidence of life and death as the edge keeps it (this context's liveness
+//!   database, the origin's register, the watches), sans-I/O behind the edge loop: the storage
+//!   operations out, the backend's answers in.
 //! - `log_order`: the order of the log transport, restored from entries that arrive in any order.
 //! - [`transport_record`]: the origin's one record of its transport, and what each context uses by it.
 
@@ -18,6 +21,7 @@ pub mod replica;
 pub mod wire;
 
 pub mod edge;
+pub mod evidence;
 mod log_order;
 pub mod participant;
 pub mod transport_record;

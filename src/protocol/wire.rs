@@ -23,7 +23,7 @@ pub const MAGIC: &str = "weblocks";
 /// The protocol version this build speaks. Contexts of two versions never share a history
 /// (docs/PROTOCOL.md §9); a change to what any message means, or to where it takes effect, is a new
 /// version.
-pub const PROTOCOL_VERSION: u32 = 8;
+pub const PROTOCOL_VERSION: u32 = 9;
 
 /// Frozen across versions (see the module docs).
 pub const KIND_JOIN: u32 = 1;

@@ -1,6 +1,6 @@
 //! The I/O edge of the coordination protocol: the browser's [`Host`] of the edge loop, which carries a
 //! [`Participant`]'s effects out over the channel (BroadcastChannel, or the log in IndexedDB), the
-//! evidence of life and death (`js/liveness.js`) and timers; and the listeners that feed it the events
+//! storage operations of its evidence of life and death (`js/liveness.js`) and timers; and the listeners that feed it the events
 //! of this global scope (messages, timer, evidence, page lifecycle). It decides nothing (the loop's policies are in
 //! [`crate::protocol::edge`]); every handler is written so that nothing it receives can throw out of it.
 
@@ -12,12 +12,13 @@ use wasm_bindgen::prelude::*;
 use web_sys::{EventTarget, MessageEvent};
 
 use crate::protocol::edge::{self, EdgeState, Host};
+use crate::protocol::evidence::{Evidence, StorageOp};
 use crate::protocol::wire::{self, Message, Value};
 use crate::protocol::{LossReason, Participant};
 use crate::scheduler::Snapshot;
 
 use super::channel::{Channels, decode_values, message_to_js, values_to_js};
-use super::evidence::{self, Evidence};
+use super::evidence::{self, LivenessStorage};
 use super::js_call::call;
 use super::refusal::Refusal;
 use super::sink::{
@@ -106,11 +107,11 @@ pub(super) struct Coordination {
     global: JsValue,
     /// Set, for good, once the log cannot be reached (a `fail` event): the context decides nothing more.
     refusal: Cell<Option<Refusal>>,
-    /// The evidence object (`js/liveness.js`); its events' handler; and this context's client id,
-    /// under which it opens its liveness databases.
-    evidence: Evidence,
-    on_evidence: Callback,
-    client_id: String,
+    /// The evidence of life and death (its decisions), the liveness storage object that carries out
+    /// its operations (`js/liveness.js`), and that object's events' handler.
+    evidence: RefCell<Evidence>,
+    storage: LivenessStorage,
+    on_storage: Callback,
     /// Where the participant stays a member in the back/forward cache: the JS function that makes the
     /// farewell a `pagehide` listener that posts only when the page goes for good (js/page_cache.js).
     unless_persisted: Option<Function>,
@@ -141,10 +142,9 @@ impl Coordination {
         scope: Option<String>,
         open_channel: Option<Function>,
         global: JsValue,
-        evidence: Option<Evidence>,
+        storage: Option<LivenessStorage>,
         unless_persisted: Option<Function>,
     ) -> Option<Result<Rc<Coordination>, Refusal>> {
-        let client_id = participant.client_id().to_owned();
         let channel = match &scope {
             Some(s) => CHANNEL.to_owned() + ":" + s,
             None => CHANNEL.to_owned(),
@@ -156,19 +156,22 @@ impl Coordination {
         // Opened only to learn that the global can: the participant is out of the protocol until it
         // first needs a lock, and opens them then (`Effect::OpenChannels`).
         Channels::open(&global, &channel, open_channel.as_ref(), &entry_header)?.close();
-        let Some(evidence) = evidence else {
+        let Some(storage) = storage else {
             return Some(Err(Refusal::Unreachable));
         };
-        // A participant that stays a member in the back/forward cache keeps its liveness database
-        // open there, and posts its farewell only when the page goes for good: without the JS that
-        // tells the two apart, it does not start (the glue always gives it).
+        // A participant that stays a member in the back/forward cache posts its farewell only when
+        // the page goes for good: without the JS that tells the two apart, it does not start (the glue
+        // always gives it).
         let stays = participant.stays_in_cache();
-        if stays {
-            if unless_persisted.is_none() {
-                return Some(Err(Refusal::Unreachable));
-            }
-            evidence.keep_on_hide();
+        if stays && unless_persisted.is_none() {
+            return Some(Err(Refusal::Unreachable));
         }
+        // The keys of this context's liveness databases: 52 random bits each, as before the wasm.
+        let seed = (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64;
+        let ahead = storage.ahead() as u64;
+        let mut evidence =
+            Evidence::new(participant.client_id(), seed, (ahead != 0).then_some(ahead));
+        evidence.set_back_forward_cache(participant.back_forward_cache());
         let this = Rc::new_cyclic(|weak: &Weak<Coordination>| Coordination {
             participant: RefCell::new(participant),
             channels: RefCell::new(None),
@@ -194,13 +197,17 @@ impl Coordination {
             flush_callback: callback(weak.clone(), |this, _| edge::microtask(&mut &*this)),
             global,
             refusal: Cell::new(None),
-            evidence,
-            on_evidence: callback(weak.clone(), |this, event| this.on_evidence(event)),
-            client_id,
+            evidence: RefCell::new(evidence),
+            storage,
+            on_storage: callback(weak.clone(), |this, event| {
+                if let Some(event) = evidence::read_event(event) {
+                    edge::storage(&mut &*this, event);
+                }
+            }),
             unless_persisted: if stays { unless_persisted } else { None },
         });
-        this.evidence
-            .listen(this.on_evidence.as_ref().unchecked_ref());
+        this.storage
+            .listen(this.on_storage.as_ref().unchecked_ref());
         this.install_handlers();
         Some(Ok(this))
     }
@@ -234,25 +241,6 @@ impl Coordination {
             IDENTITY => p.handle_log_identity(key),
             _ => p.handle_message(t, &values),
         });
-    }
-
-    /// An event of the evidence object (`js/liveness.js`): for the participant, but `fail` (this
-    /// context's liveness database cannot be opened), after which it refuses.
-    fn on_evidence(&self, event: &web_sys::Event) {
-        let kind = Reflect::get(event, &"type".into())
-            .ok()
-            .and_then(|t| t.as_string())
-            .and_then(|t| t.bytes().next())
-            .unwrap_or(0);
-        if kind == evidence::FAIL {
-            return self.refuse(Refusal::Unreachable);
-        }
-        let key = Reflect::get(event, &"key".into())
-            .ok()
-            .and_then(|k| k.as_f64())
-            .unwrap_or(0.0) as u64;
-        let data = Reflect::get(event, &"data".into()).unwrap_or(JsValue::UNDEFINED);
-        self.with_participant(|p, t| evidence::deliver(p, t, kind, key, &data));
     }
 
     /// Why this context decides nothing more, if it does.
@@ -444,6 +432,11 @@ impl Host for &Coordination {
     }
 
     #[inline(always)]
+    fn evidence<R>(&mut self, f: impl FnOnce(&mut Evidence) -> R) -> R {
+        f(&mut self.evidence.borrow_mut())
+    }
+
+    #[inline(always)]
     fn state(&self) -> &EdgeState {
         &self.edge
     }
@@ -490,23 +483,24 @@ impl Host for &Coordination {
     }
 
     #[inline(always)]
-    fn open_alive(&mut self) {
-        self.evidence.open(&self.client_id);
+    fn storage(&mut self, op: StorageOp) {
+        evidence::carry_out(&self.storage, op);
     }
 
     #[inline(always)]
-    fn close_alive(&mut self) {
-        self.evidence.close();
+    fn unreachable(&mut self) {
+        self.refuse(Refusal::Unreachable);
     }
 
     #[inline(always)]
-    fn census(&mut self) {
-        self.evidence.census();
-    }
-
-    #[inline(always)]
-    fn watch(&mut self, client: Rc<str>, watch: u64) {
-        self.evidence.watch(&client, watch as f64);
+    fn register_waits(&mut self) {
+        web_sys::console::warn_1(
+            &"weblocks: its register of live contexts (the IndexedDB database weblocks-alive:) has not \
+              opened for 2 s: a page of this origin is deleting it (logout code that deletes every \
+              database?), and IndexedDB holds the deletion until every context that uses weblocks has \
+              closed. This context's locks wait until then."
+                .into(),
+        );
     }
 
     #[inline(always)]

@@ -10,7 +10,7 @@ use crate::scheduler::{LockManager, LockOptions};
 #[cfg(feature = "coordination")]
 use super::coordination::Coordination;
 #[cfg(feature = "coordination")]
-use super::evidence::Evidence;
+use super::evidence::LivenessStorage;
 use super::refusal::Refusal;
 use super::request_options::RequestOptions;
 use super::sink::{EFFECT_SNAPSHOT, deliver, notify, refuse, snapshot_to_js};
@@ -51,13 +51,14 @@ impl Engine {
     /// the global object of the context the engine serves: its timers, page lifecycle events and
     /// channels. `refusal` (a `REFUSED_*` of js/transport_choice.js) makes instead an engine that
     /// decides nothing, where the context cannot be sure it shares its origin's lock manager: every
-    /// request and query is rejected with its error. `evidence` is the context's evidence object
-    /// (`makeEvidence` of js/liveness.js); an engine that could reach the others without one refuses
-    /// too, since only silence could then tell who is gone or alone. `engine` is the JavaScript
-    /// engine's family (`engineFamily()` of js/transport_choice.js), from which the participant's
-    /// [`BackForwardCache`] policy follows, and `unless_persisted(post)` makes the `pagehide` listener
-    /// that calls `post()` only when the page goes for good (js/page_cache.js): the farewell of a
-    /// context that stays a member in the back/forward cache.
+    /// request and query is rejected with its error. `evidence` is the context's liveness storage object
+    /// (`makeLivenessStorage` of js/liveness.js), which runs the evidence's storage operations; an
+    /// engine that could reach the others without one refuses too, since only silence could then tell
+    /// who is gone or alone. `engine` is the JavaScript engine's family (`engineFamily()` of
+    /// js/transport_choice.js), from which the participant's [`BackForwardCache`] policy follows, and
+    /// `unless_persisted(post)` makes the `pagehide` listener that calls `post()` only when the page
+    /// goes for good (js/page_cache.js): the farewell of a context that stays a member in the
+    /// back/forward cache.
     // One argument per thing JS hands the engine, as the glue passes them: an options object would cost
     // the glue and the wasm code to unpack it.
     #[allow(clippy::too_many_arguments)]
@@ -247,7 +248,7 @@ fn origin_backend(
     engine: JsValue,
     unless_persisted: Option<Function>,
 ) -> Option<Backend> {
-    let evidence = (!evidence.is_undefined()).then(|| evidence.unchecked_into::<Evidence>());
+    let evidence = (!evidence.is_undefined()).then(|| evidence.unchecked_into::<LivenessStorage>());
     let transport = match (&open_channel, wake) {
         (None, _) => Transport::Broadcast,
         (Some(_), Some(WAKE_CARRIER)) => Transport::Log(Wake::Carrier),

@@ -1,78 +1,175 @@
-//! The edge of the evidence of life and death (`js/liveness.js`, docs/PROTOCOL.md §7): the participant's
-//! liveness database, the census of the origin's, and the watches of other contexts' databases.
+//! The I/O of the evidence of life and death: the storage operations of
+//! [`crate::protocol::evidence`] carried out by the context's liveness storage object
+//! (`makeLivenessStorage` in `js/liveness.js`, which runs the IndexedDB calls and decides nothing), and
+//! its events read back into [`StorageEvent`]s.
 
-use js_sys::Function;
+use std::rc::Rc;
+
+use js_sys::{Array, Reflect};
 use wasm_bindgen::prelude::*;
 
-use crate::protocol::Participant;
-use crate::protocol::wire::Value;
-
-use super::channel::decode_values;
+use crate::protocol::evidence::{Database, Entry, StorageEvent, StorageOp};
 
 #[wasm_bindgen]
 extern "C" {
-    /// A context's evidence object (`makeEvidence` in `js/liveness.js`).
-    pub(super) type Evidence;
-    /// Once, before anything else: where its events go.
+    /// A context's liveness storage object (`makeLivenessStorage` in `js/liveness.js`).
+    pub(super) type LivenessStorage;
+    /// Once, before anything else: where its events go (those of the operations it made ahead come
+    /// first, in order).
     #[wasm_bindgen(method)]
-    pub(super) fn listen(this: &Evidence, handler: &Function);
-    /// Opens a liveness database of this context's own under a new key (an `alive` event, or `fail`).
+    pub(super) fn listen(this: &LivenessStorage, handler: &js_sys::Function);
+    /// The key of this context's database it opened ahead, as handle 2 (0: none).
+    #[wasm_bindgen(method, getter)]
+    pub(super) fn ahead(this: &LivenessStorage) -> f64;
+    /// Opens the register (`client` undefined) or liveness database `key` of `client`, at `version`,
+    /// as connection `handle`; `hides`: closed by the object itself as the page enters the
+    /// back/forward cache.
     #[wasm_bindgen(method)]
-    pub(super) fn open(this: &Evidence, client_id: &str);
-    /// Closes this context's liveness database, and deletes it.
+    fn open(
+        this: &LivenessStorage,
+        handle: u32,
+        client: Option<&str>,
+        key: f64,
+        version: u32,
+        hides: bool,
+    );
     #[wasm_bindgen(method)]
-    pub(super) fn close(this: &Evidence);
-    /// From now on a `pagehide` with `persisted` leaves this context's liveness database open: the
-    /// participant stays a member in the back/forward cache (`BackForwardCache::Stay`), and the
-    /// browser evicts the page when another context watches that database.
-    #[wasm_bindgen(method, js_name = keepOnHide)]
-    pub(super) fn keep_on_hide(this: &Evidence);
-    /// Lists the origin's liveness databases (a `known` event) and watches each.
+    fn close(this: &LivenessStorage, handle: u32);
+    /// Deletes liveness database `key` of `client`.
     #[wasm_bindgen(method)]
-    pub(super) fn census(this: &Evidence);
-    /// Watches liveness database `key` of context `client_id` (a `dead` event once it has no
-    /// connection).
+    fn delete(this: &LivenessStorage, client: &str, key: f64);
+    /// On the register's connection `handle`, one read/write transaction `tx`: deletes the entry
+    /// (`remove_kind`, `remove_client`, `remove_key`), then puts the other (kind 0: none).
     #[wasm_bindgen(method)]
-    pub(super) fn watch(this: &Evidence, client_id: &str, key: f64);
+    #[allow(clippy::too_many_arguments)]
+    fn write(
+        this: &LivenessStorage,
+        handle: u32,
+        tx: u32,
+        remove_kind: u32,
+        remove_client: &str,
+        remove_key: f64,
+        put_kind: u32,
+        put_client: &str,
+        put_key: f64,
+    );
+    /// On the register's connection `handle`, reads every entry in transaction `tx`.
+    #[wasm_bindgen(method)]
+    fn read(this: &LivenessStorage, handle: u32, tx: u32);
 }
 
-/// The events of the evidence object are told apart by the first letter of their type: `alive`,
-/// `lost`, `known`, `dead`, and `fail`, which is for the edge (the context refuses). Named as
-/// `js/liveness.js` names them (tests/e2e/boundary_codes.test.mjs checks both say the same).
-const ALIVE: u8 = b'a';
-const LOST: u8 = b'l';
-const KNOWN: u8 = b'k';
-const DEAD: u8 = b'd';
-pub(super) const FAIL: u8 = b'f';
+/// The events of the liveness storage object, by their `type` (as `js/liveness.js` numbers them:
+/// tests/e2e/boundary_codes.test.mjs checks both say the same). `key` is the handle, or for `WRITTEN`
+/// and `LISTED` the transaction.
+const UPGRADING: u32 = 1;
+const OPENED: u32 = 2;
+const OPEN_FAILED: u32 = 3;
+const CLOSED: u32 = 4;
+const HIDDEN: u32 = 5;
+/// `data`: whether it completed.
+const WRITTEN: u32 = 6;
+/// `data`: kind, client id and key of each entry one after the other, or null if the read failed.
+const LISTED: u32 = 7;
+const MISSING: u32 = 8;
+/// The page entered the back/forward cache, and was shown again after it (`key` 0).
+const PAGE_HIDDEN: u32 = 9;
+const PAGE_SHOWN: u32 = 10;
 
-/// What an event of the evidence object tells the participant, by the first letter of its type.
-pub(super) fn deliver(
-    p: &mut Participant,
-    now: u64,
-    kind: u8,
-    key: u64,
-    data: &wasm_bindgen::JsValue,
-) {
-    // `data`: client ids and keys, one after the other. A plain loop: iterator adapters would each add
-    // code to the wasm.
-    let values = decode_values(data).unwrap_or_default();
-    let mut pairs: Vec<(std::rc::Rc<str>, u64)> = Vec::new();
-    let mut at = 0;
-    while let (Some(Value::Str(client)), Some(Value::Num(key))) =
-        (values.get(at), values.get(at + 1))
-    {
-        pairs.push((client.as_str().into(), *key as u64));
-        at += 2;
-    }
-    match kind {
-        ALIVE => p.handle_alive(now, key),
-        LOST => p.handle_alive_lost(now),
-        KNOWN => p.handle_census(now, pairs),
-        DEAD => {
-            for (client, key) in pairs {
-                p.handle_gone(now, &client, key);
+/// The kinds of the register's entries, as `js/liveness.js` numbers them.
+const MEMBER: u32 = 1;
+const AHEAD: u32 = 2;
+
+/// Carries out `op` on the object.
+pub(super) fn carry_out(storage: &LivenessStorage, op: StorageOp) {
+    match op {
+        StorageOp::Open {
+            handle,
+            database,
+            version,
+            hides,
+        } => match database {
+            Database::Register => storage.open(handle, None, 0.0, version, hides),
+            Database::Alive { client, key } => {
+                storage.open(handle, Some(&client), key as f64, version, hides)
+            }
+        },
+        StorageOp::Close { handle } => storage.close(handle),
+        StorageOp::Delete { database } => {
+            if let Database::Alive { client, key } = database {
+                storage.delete(&client, key as f64);
             }
         }
-        _ => {}
+        StorageOp::Write {
+            handle,
+            tx,
+            remove,
+            put,
+        } => {
+            let (rk, rc, rkey) = entry_parts(&remove);
+            let (pk, pc, pkey) = entry_parts(&put);
+            storage.write(handle, tx, rk, rc, rkey, pk, pc, pkey);
+        }
+        StorageOp::Read { handle, tx } => storage.read(handle, tx),
     }
+}
+
+/// An entry as the object takes it: kind (0: none), client id, key.
+fn entry_parts(entry: &Option<Entry>) -> (u32, &str, f64) {
+    match entry {
+        Some(Entry::Member { client, key }) => (MEMBER, client, *key as f64),
+        Some(Entry::Ahead { client, key }) => (AHEAD, client, *key as f64),
+        None => (0, "", 0.0),
+    }
+}
+
+/// The storage event an event of the object tells, if it is one.
+pub(super) fn read_event(event: &JsValue) -> Option<StorageEvent> {
+    let get = |name: &str| Reflect::get(event, &name.into()).unwrap_or(JsValue::UNDEFINED);
+    let kind = get("type").as_f64()? as u32;
+    let key = get("key").as_f64()? as u32;
+    let data = get("data");
+    Some(match kind {
+        UPGRADING => StorageEvent::Upgrading { handle: key },
+        OPENED => StorageEvent::Opened { handle: key },
+        OPEN_FAILED => StorageEvent::OpenFailed { handle: key },
+        CLOSED => StorageEvent::Closed { handle: key },
+        HIDDEN => StorageEvent::Hidden { handle: key },
+        MISSING => StorageEvent::Missing { handle: key },
+        PAGE_HIDDEN => StorageEvent::PageHidden,
+        PAGE_SHOWN => StorageEvent::PageShown,
+        WRITTEN => StorageEvent::Written {
+            tx: key,
+            ok: data.as_bool() == Some(true),
+        },
+        LISTED => StorageEvent::Listed {
+            tx: key,
+            entries: entries(&data),
+        },
+        _ => return None,
+    })
+}
+
+/// The entries of a `LISTED` event's data; entries that do not read as one are skipped. A plain loop:
+/// iterator adapters would each add code to the wasm.
+fn entries(data: &JsValue) -> Option<Vec<Entry>> {
+    let values: &Array = data.dyn_ref()?;
+    let mut entries = Vec::new();
+    let mut at = 0;
+    while at + 2 < values.length() {
+        let kind = values.get(at).as_f64();
+        let client = values.get(at + 1).as_string();
+        let key = values.get(at + 2).as_f64();
+        at += 3;
+        let (Some(kind), Some(client), Some(key)) = (kind, client, key) else {
+            continue;
+        };
+        let client: Rc<str> = client.into();
+        let key = key as u64;
+        match kind as u32 {
+            MEMBER => entries.push(Entry::Member { client, key }),
+            AHEAD => entries.push(Entry::Ahead { client, key }),
+            _ => {}
+        }
+    }
+    Some(entries)
 }

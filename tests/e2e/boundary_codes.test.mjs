@@ -44,6 +44,18 @@ const SETS = [
     names: ['WAKE_CARRIER', 'WAKE_POKES'].map((n) => [n, n]),
   },
   {
+    what: "the liveness storage object's events",
+    rust: 'src/wasm/evidence.rs',
+    js: 'js/liveness.js',
+    names: ['UPGRADING', 'OPENED', 'OPEN_FAILED', 'CLOSED', 'HIDDEN', 'WRITTEN', 'LISTED', 'MISSING', 'PAGE_HIDDEN', 'PAGE_SHOWN'].map((n) => [n, n]),
+  },
+  {
+    what: "the kinds of the register's entries",
+    rust: 'src/wasm/evidence.rs',
+    js: 'js/liveness.js',
+    names: ['MEMBER', 'AHEAD'].map((n) => [n, n]),
+  },
+  {
     what: 'the lease operations',
     rust: 'src/wasm/lease_operation.rs',
     js: 'js/lease_idb_store.js',
@@ -87,7 +99,6 @@ function jsEventTypes(file) {
 
 const EVENT_SETS = [
   { what: "a log channel's events", js: 'js/log_channel.js', rust: ['src/wasm/coordination.rs'], names: ['ENTRY', 'IDENTITY', 'START', 'READ', 'CARRIED', 'POKE', 'GAP', 'FAIL'] },
-  { what: "the evidence object's events", js: 'js/liveness.js', rust: ['src/wasm/evidence.rs'], names: ['ALIVE', 'LOST', 'KNOWN', 'DEAD', 'FAIL'] },
 ];
 
 for (const set of EVENT_SETS) {

@@ -5,7 +5,8 @@
 // an unrelated path and from file://, and leaves a native implementation alone. The legacy build
 // (dist/weblocks.legacy.js, the same core compiled to JavaScript) does the same in a page without
 // WebAssembly and in a dedicated worker, works in a page whose Content-Security-Policy forbids compiling
-// wasm (where the classic script's engine cannot load), and shares one lock manager with the classic script.
+// wasm (where the classic script's engine cannot load), and shares one lock manager with the classic script;
+// its leases' add-on (dist/weblocks.leases-legacy.js) gives leases in a page without WebAssembly.
 //
 // Run: npm run build && node --test tests/e2e/build_smoke.test.mjs
 import { test, before, after } from 'node:test';
@@ -216,6 +217,38 @@ test('legacy build, page without WebAssembly: installs with native shapes; reque
   assertInstalled(report);
   assert.deepEqual(page.errors, []);
   await page.close();
+});
+
+test("legacy build and its leases' add-on, page without WebAssembly: the leases work; the classic add-on's say why they cannot", { timeout: 30_000 }, async () => {
+  const page = await openPage(browser);
+  await page.goto(server.url + fixtures + 'build_smoke.html');
+  await page.evaluate(() => delete self.WebAssembly);
+  const leaseStory = async (addOn) => {
+    await buildSmoke.loadScript('/dist/weblocks.legacy.js');
+    await buildSmoke.loadScript(addOn);
+    const { leases, LockError } = weblocks;
+    try {
+      const lockId = await leases.tryLock('smoke', 'legacy', { ttlMs: 60_000 });
+      const again = await leases.tryLock('smoke', 'legacy').catch((e) => e instanceof LockError && e.code);
+      await leases.releaseLock(lockId);
+      return { lockId, again, left: (await leases.list()).length };
+    } catch (e) {
+      return { code: e.code, message: e.message };
+    }
+  };
+  const story = await page.evaluate(leaseStory, '/dist/weblocks.leases-legacy.js');
+  assert.match(story.lockId ?? JSON.stringify(story), /^smoke\/legacy\/[0-9a-f]{32}$/);
+  assert.deepEqual([story.again, story.left], ['AlreadyLocked', 0]);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+  // The WebAssembly add-on in the same page: every operation rejects, saying why.
+  const other = await openPage(browser);
+  await other.goto(server.url + fixtures + 'build_smoke.html');
+  await other.evaluate(() => delete self.WebAssembly);
+  const failed = await other.evaluate(leaseStory, '/dist/weblocks.leases.js');
+  assert.equal(failed.code, 'StorageError');
+  assert.match(failed.message, /the lease engine \(WebAssembly\) failed to load/);
+  await other.close();
 });
 
 test('legacy build, dedicated worker: importScripts installs the polyfill; request and query work', { timeout: 30_000 }, async () => {

@@ -291,3 +291,100 @@ export async function silenceableProxy(targetPort) {
     },
   };
 }
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of `targetPort` that misbehaves the way phones and laptops' networks
+ * do, per request (each request's head starts a chunk from the client, as browsers send them):
+ * - `fail(match, fate, count = 1)`: the next `count` requests whose request line starts with `match`
+ *   (e.g. 'POST /v1/tryLock') meet `fate`:
+ *   - 'drop': never reach the service; the client gets the head of an answer without CORS headers and
+ *     the connection is cut (a browser cannot send it again by itself: it already had an answer);
+ *   - 'cut': reach the service, which answers; the client gets that answer's head and one byte of its
+ *     body, then the connection is cut: a lost answer;
+ *   - 'stall': reach nobody; the connection stays open and silent.
+ * - `offline()`: every connection, open or new, falls silent (bytes dropped both ways: a captive
+ *   portal, a sleeping laptop's stale socket); `online()` closes those and lets new ones through.
+ * - `log`: `{ at, line, fate }` per request seen (`at`: Date.now()), fate 'pass' when it passed.
+ */
+export async function faultyProxy(targetPort) {
+  let silent = false;
+  const rules = [];
+  const log = [];
+  const pairs = new Set();
+  const server = net.createServer((client) => {
+    const pair = { client, upstream: null, silent };
+    pairs.add(pair);
+    client.on('error', () => {});
+    client.on('close', () => (pair.upstream?.destroy(), pairs.delete(pair)));
+    if (silent) return;
+    const upstream = (pair.upstream = net.connect({ host: '127.0.0.1', port: targetPort }));
+    // A cut answer's bytes must reach the client before its connection closes (else a browser would send
+    // the request again by itself, as it may on a kept-alive connection that closed without an answer).
+    let ending = false;
+    const endClient = (bytes) => {
+      ending = true;
+      client.end(bytes);
+      setTimeout(() => client.destroy(), 50);
+    };
+    upstream.on('error', () => ending || client.destroy());
+    upstream.on('close', () => ending || client.destroy());
+    let cutting = false;
+    let stalled = false;
+    client.on('data', (chunk) => {
+      if (silent || pair.silent || stalled) return;
+      const line = /^[A-Z]+ \S+/.exec(chunk.toString('latin1', 0, 300))?.[0];
+      if (line !== undefined) {
+        const rule = rules.find((r) => r.count > 0 && line.startsWith(r.match));
+        const fate = rule ? rule.fate : 'pass';
+        if (rule) rule.count -= 1;
+        log.push({ at: Date.now(), line, fate });
+        if (fate === 'drop') {
+          endClient('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{');
+          upstream.destroy();
+          return;
+        }
+        if (fate === 'stall') {
+          stalled = true;
+          return;
+        }
+        if (fate === 'cut') cutting = true;
+      }
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk) => {
+      if (silent || pair.silent) return;
+      if (!cutting) return client.write(chunk);
+      const headEnd = chunk.indexOf('\r\n\r\n');
+      if (headEnd < 0) return client.write(chunk);
+      endClient(chunk.subarray(0, headEnd + 5));
+      upstream.destroy();
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    log,
+    fail: (match, fate, count = 1) => rules.push({ match, fate, count }),
+    /** Forget the rules not yet used up. */
+    heal: () => rules.splice(0),
+    offline() {
+      silent = true;
+      for (const pair of pairs) pair.silent = true;
+    },
+    online() {
+      silent = false;
+      for (const pair of pairs) {
+        if (!pair.silent) continue;
+        pair.client.destroy();
+        pair.upstream?.destroy();
+      }
+    },
+    close: () => {
+      for (const { client, upstream } of pairs) {
+        client.destroy();
+        upstream?.destroy();
+      }
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

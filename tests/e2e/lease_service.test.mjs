@@ -59,6 +59,30 @@ for (const [backend, open] of Object.entries(backends)) {
     });
     after(() => service?.stop());
 
+    test('a repeated request id returns the same lease to its user only, on either instance, and expires with the lease', async () => {
+      const grant = (client, id, ttlMs, requestId) => client.call('POST', '/v1/tryLock', { type: 'retry.Article', id, ttlMs, requestId });
+      const aliceOnB = leaseClient(service.b.url, tokens.alice);
+      const first = await grant(alice, '1', 60_000, 'retry-request-0000000001');
+      assert.equal(first.status, 200, JSON.stringify(first.body));
+      assert.equal(first.body.expiresAt - first.body.now, 60_000, 'the answer says the database’s time');
+      // The answer was lost; the retry reaches the other instance (behind a load balancer): the same lease.
+      const again = await grant(aliceOnB, '1', 60_000, 'retry-request-0000000001');
+      assert.deepEqual([again.status, again.body.lockId, again.body.fence], [200, first.body.lockId, first.body.fence]);
+      const before = await service.dump();
+      const bobs = await grant(bob, '1', 60_000, 'retry-request-0000000001');
+      assert.deepEqual([bobs.status, bobs.body.error.code, bobs.body.error.holder.name], [409, 'AlreadyLocked', 'alice']);
+      assert.ok(bobs.body.error.now >= first.body.now);
+      assert.deepEqual(await service.dump(), before, 'the retries and the refusal wrote nothing');
+      // A short lease: once it expired, the same id is a new grant (a new number and lockId).
+      const short = await grant(alice, '2', 300, 'retry-request-0000000002');
+      await sleep(450);
+      const late = await grant(aliceOnB, '2', 60_000, 'retry-request-0000000002');
+      assert.equal(late.status, 200);
+      assert.notEqual(late.body.lockId, short.body.lockId);
+      assert.equal(late.body.fence, short.body.fence + 1);
+      for (const lockId of [first.body.lockId, late.body.lockId]) await alice.releaseLock(lockId);
+    });
+
     test('health answers with the database', async () => {
       const health = await leaseClient(service.a.url).call('GET', '/health');
       assert.deepEqual([health.status, health.body], [200, { status: 'ok', database: backend }]);

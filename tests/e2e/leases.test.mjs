@@ -183,8 +183,11 @@ test('expiry: an expired lease fails checks, can be taken over, and its stale lo
     await fails(a, 'Expired', 'extendLockExpiration', stale, 10_000);
     assert.deepEqual(await ok(b, 'list'), [], 'list hides expired leases');
     const fresh = await ok(b, 'tryLock', 'Order', '1', { ttlMs: 60_000 });
-    await fails(a, 'TakenOver', 'checkLock', stale);
-    await fails(a, 'TakenOver', 'extendLockExpiration', stale, 10_000);
+    // The page that held it passed its deadline: it says Expired for good, without asking the store;
+    // another page, which asks the store, hears TakenOver; a release always asks the store.
+    await fails(a, 'Expired', 'checkLock', stale);
+    await fails(b, 'TakenOver', 'checkLock', stale);
+    await fails(b, 'TakenOver', 'extendLockExpiration', stale, 10_000);
     await fails(a, 'TakenOver', 'releaseLock', stale);
     const info = await ok(b, 'checkLock', fresh);
     assert.deepEqual((await ok(a, 'list')).map((l) => l.expiresAt), [info.expiresAt], 'the new lease is untouched');
@@ -196,12 +199,13 @@ test('keepAlive extends while the page is open, stops on stop(), and reports a l
     const outcome = await tab.evaluate(async () => {
       const { leases } = weblocks;
       const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-      const lockId = await leases.tryLock('doc', 'kept', { ttlMs: 600 });
-      const stop = leases.keepAlive(lockId, { everyMs: 150 });
-      await sleep(1500); // 2.5 ttls
+      // A ttl well above the page's deadline margin (250 ms + 0.1 %) plus a loaded machine's extension time.
+      const lockId = await leases.tryLock('doc', 'kept', { ttlMs: 1200 });
+      const stop = leases.keepAlive(lockId, { everyMs: 200 });
+      await sleep(3000); // 2.5 ttls
       const aliveAfter1500 = await leases.checkLock(lockId).then(() => true, (e) => e.code);
       stop();
-      await sleep(900);
+      await sleep(1500);
       const afterStop = await leases.checkLock(lockId).then(() => 'alive', (e) => e.code);
       const other = await leases.tryLock('doc', 'lost', { ttlMs: 60_000 });
       let lost;
@@ -213,6 +217,54 @@ test('keepAlive extends while the page is open, stops on stop(), and reports a l
       return { aliveAfter1500, afterStop, lostCode: lost?.code, lostIsLockError: lost instanceof weblocks.LockError };
     });
     assert.deepEqual(outcome, { aliveAfter1500: true, afterStop: 'Expired', lostCode: 'NotFound', lostIsLockError: true });
+  }));
+
+test('the page’s deadline holds for IndexedDB leases: checkLock says Expired a margin before the store would, and keepAlive reports it', () =>
+  withContext(async (context) => {
+    const tab = await openTab(context);
+    const outcome = await tab.evaluate(async () => {
+      const { leases } = weblocks;
+      const lockId = await leases.tryLock('doc', 'deadline', { ttlMs: 3000 });
+      const { expiresAt } = await leases.checkLock(lockId);
+      // Busy-wait, on the store's own clock, past the page's deadline (253 ms before the expiry), not to the expiry.
+      while (Date.now() < expiresAt - 120);
+      const refusal = await leases.checkLock(lockId).then(() => null, (e) => ({ code: e.code, deadline: e.deadline, at: Date.now(), expiresAt: e.expiresAt }));
+      // keepAlive on a lease whose deadline has passed reports it at its first look.
+      const lost = await new Promise((resolve) => leases.keepAlive(lockId, { everyMs: 50, onLost: (e) => resolve([e.code, e.deadline]) }));
+      return { expiresAt, refusal, lost };
+    });
+    assert.deepEqual([outcome.refusal.code, outcome.refusal.deadline], ['Expired', true]);
+    assert.equal(outcome.refusal.expiresAt, outcome.expiresAt, 'the local Expired names the store’s expiry');
+    assert.ok(outcome.refusal.at < outcome.expiresAt, `refused at ${outcome.refusal.at}, before the store's expiry ${outcome.expiresAt}`);
+    assert.deepEqual(outcome.lost, ['Expired', true]);
+  }));
+
+test('keepAlive in the back/forward cache: paused on a persisted pagehide; on pageshow it resumes, or reports the deadline that passed', () =>
+  withContext(async (context) => {
+    const tab = await openTab(context);
+    const outcome = await tab.evaluate(async () => {
+      const { leases } = weblocks;
+      const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+      const transition = (type) => dispatchEvent(new PageTransitionEvent(type, { persisted: true }));
+      const lockId = await leases.tryLock('doc', 'bfcache', { ttlMs: 1500 });
+      let lost = null;
+      leases.keepAlive(lockId, { everyMs: 100, onLost: (e) => (lost = [e.code, e.deadline]) });
+      await sleep(300);
+      transition('pagehide');
+      await sleep(150); // an extension in flight settles
+      const before = (await leases.checkLock(lockId)).expiresAt;
+      await sleep(400);
+      const during = (await leases.checkLock(lockId)).expiresAt;
+      transition('pageshow');
+      await sleep(400);
+      const after = (await leases.checkLock(lockId)).expiresAt;
+      transition('pagehide');
+      await sleep(1700); // past the deadline while in the cache
+      const lostWhileCached = lost;
+      transition('pageshow');
+      return { paused: during === before, resumed: after > during, lostWhileCached, lost };
+    });
+    assert.deepEqual(outcome, { paused: true, resumed: true, lostWhileCached: null, lost: ['Expired', true] });
   }));
 
 test('keepAlive adds the time that really elapsed, so late timers (a busy or throttled page) do not lose the lease', () =>
@@ -294,13 +346,15 @@ test('a dedicated worker (no window, no localStorage) uses the same leases', () 
     assert.equal(outcome.workerTry.error?.isLockError, true);
   }));
 
-test('the classic script exposes weblocks.leases and weblocks.LockError', () =>
+test('the classic leases add-on, loaded after the classic script, exposes weblocks.leases and weblocks.LockError', () =>
   withContext(async (context) => {
     const page = await context.newPage();
     const blank = server.url + 'blank-for-classic.html'; // a page of the origin without the ESM entry
     await page.route(blank, (route) => route.fulfill({ contentType: 'text/html', body: '<!doctype html><title>classic</title>' }));
     await page.goto(blank);
     await page.addScriptTag({ url: '/dist/weblocks.polyfill.js' });
+    assert.equal(await page.evaluate(() => 'leases' in weblocks || 'LockError' in weblocks), false, 'the classic script alone has no leases');
+    await page.addScriptTag({ url: '/dist/weblocks.leases.js' });
     const outcome = await page.evaluate(async () => {
       const { leases, LockError } = globalThis.weblocks;
       const lockId = await leases.tryLock('classic', '1', { ttlMs: 60_000 });
@@ -309,13 +363,28 @@ test('the classic script exposes weblocks.leases and weblocks.LockError', () =>
     });
     assert.match(outcome.lockId, /^classic\/1\/[0-9a-f]{32}$/);
     assert.equal(outcome.conflict, 'AlreadyLocked');
-    // Loaded a second time, it keeps the first leases and LockError (errors stay `instanceof LockError`).
-    await page.evaluate(() => (window.firstWeblocks = globalThis.weblocks));
+    // Either file loaded a second time keeps the first leases and LockError (errors stay `instanceof LockError`).
+    await page.evaluate(() => (window.firstWeblocks = { ...globalThis.weblocks }));
     await page.addScriptTag({ url: '/dist/weblocks.polyfill.js' });
+    await page.addScriptTag({ url: '/dist/weblocks.leases.js' });
     const reused = await page.evaluate(async () => {
       const { leases, LockError } = globalThis.weblocks;
       const error = await leases.tryLock('classic', '1').catch((e) => e);
       return [leases === firstWeblocks.leases, LockError === firstWeblocks.LockError, error instanceof LockError];
     });
     assert.deepEqual(reused, [true, true, true]);
+  }));
+
+test('the classic leases add-on without the classic script says to load that first, and defines nothing', () =>
+  withContext(async (context) => {
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    const blank = server.url + 'blank-for-classic.html';
+    await page.route(blank, (route) => route.fulfill({ contentType: 'text/html', body: '<!doctype html><title>classic</title>' }));
+    await page.goto(blank);
+    await page.addScriptTag({ url: '/dist/weblocks.leases.js' });
+    assert.equal(await page.evaluate(() => typeof globalThis.weblocks), 'undefined');
+    assert.equal(errors.length, 1, `page errors: ${errors}`);
+    assert.match(errors[0], /weblocks\.leases\.js needs the classic script weblocks\.polyfill\.js/);
   }));

@@ -58,7 +58,7 @@ test('two tabs: the second waits while the first edits, and edits once the close
     await second.click('#save');
     assert.match(await waitForState(second, 'saved'), /Saved, and the lease is released/);
     assert.equal((await storedArticle(second, '10')).title, 'Edited in the second tab');
-    const left = await second.evaluate(async () => (await import('/js/index.js')).leases.list());
+    const left = await second.evaluate(async () => (await import('/js/leases_entry.js')).leases.list());
     assert.deepEqual(left, [], 'the save released the lease');
     assert.deepEqual(second.errors, []);
   } finally {
@@ -66,30 +66,41 @@ test('two tabs: the second waits while the first edits, and edits once the close
   }
 });
 
-test('a save after the lease expired fails with a clear message and overwrites nothing', async () => {
+test('a save after the lease expired fails with a clear message, overwrites nothing, and keeps the text as a draft', async () => {
   const context = await browser.newContext();
   try {
-    const query = 'article=11&ttl=800&every=200&retry=200';
+    // A ttl well above the page's deadline margin (250 ms + 0.1 %) and a loaded machine's transactions.
+    const query = 'article=11&ttl=1500&every=300&retry=200';
     const stale = await openForm(context, query);
     await waitForState(stale, 'editing');
     await stale.click('#pause'); // as if the tab froze: no more extensions
     await stale.fill('#title', 'stale edit');
-    await sleep(1100);
+    await sleep(1800);
     await stale.click('#save');
     const expired = await waitForState(stale, 'save-failed');
-    assert.match(expired, /^Not saved: your edit lease expired at .+\. Nothing was overwritten/);
+    assert.match(expired, /^Not saved: your edit lease expired at .+\. Nothing was overwritten; your text is below/);
     assert.equal(await storedArticle(stale, '11'), null, 'nothing was written');
 
-    // Someone else takes the article over; the stale tab's save now says so, and still writes nothing.
+    // The lost edit: the form is read-only, and its unsaved text is offered, to copy or keep as a draft.
+    assert.equal(await stale.isEditable('#title'), false, 'read-only');
+    assert.equal(await stale.isVisible('#draft'), true);
+    assert.equal(await stale.inputValue('#draft-title'), 'stale edit');
+    await stale.click('#keep-draft');
+    assert.match(await stale.textContent('#draft-note'), /Kept as a draft in this browser/);
+
+    // Someone else takes the article; the kept draft is offered to them (by hand), and their save stands.
     const other = await openForm(context, query);
     await waitForState(other, 'editing');
-    await stale.click('#save');
-    await stale.waitForFunction(() => /someone else is editing/.test(document.querySelector('#status').textContent));
-    assert.equal(await storedArticle(stale, '11'), null);
+    assert.match(await other.textContent('#restore-draft'), /^Restore your draft kept at /);
     await other.fill('#body', 'the new holder\'s text');
     await other.click('#save');
     await waitForState(other, 'saved');
-    assert.equal((await storedArticle(other, '11')).body, 'the new holder\'s text');
+    assert.deepEqual(
+      [(await storedArticle(other, '11')).title, (await storedArticle(other, '11')).body],
+      ['Article 11', 'the new holder\'s text'],
+      'the draft was not written by itself',
+    );
+    assert.deepEqual([...stale.errors, ...other.errors], []);
   } finally {
     await context.close();
   }

@@ -65,7 +65,7 @@ test('bob sees who edits since when; he takes over and alice’s page turns read
     const locked = await waitForState(bob, 'locked');
     const [lease] = await bob.evaluate(async () => {
       const { token, service } = await (await fetch('/dev/token?user=bob')).json();
-      const { createLeases, serverLeaseStore } = await import('/js/index.js');
+      const { createLeases, serverLeaseStore } = await import('/js/leases_entry.js');
       return createLeases(serverLeaseStore({ url: service, token })).list('domain.Article');
     });
     assert.equal(lease.holder.name, 'alice');
@@ -127,11 +127,12 @@ test('alice closes without saving: the change stream tells bob, who edits once h
 
 test('a save with an expired or a taken-over lease fails with a clear message and overwrites nothing', async () => {
   await asAliceAndBob(async (aliceContext, bobContext) => {
-    const stale = await openForm(aliceContext, 'user=alice&article=12&ttl=800&every=200');
+    // A ttl well above the page's deadline margin (250 ms + 0.1 %) and a loaded machine's round trips.
+    const stale = await openForm(aliceContext, 'user=alice&article=12&ttl=2000&every=400');
     await waitForState(stale, 'editing');
     await stale.click('#pause');
     await stale.fill('#title', 'stale edit');
-    await sleep(1100);
+    await sleep(2300);
     await stale.click('#save');
     assert.match(await waitForState(stale, 'save-failed'), /^Not saved: your edit lease expired at .+\. Nothing was overwritten/);
     assert.equal((await article('12')).savedAt, null);

@@ -15,9 +15,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import * as esbuild from 'esbuild';
-import { build as viteBuild, createServer as createViteServer } from 'vite';
-import webpack from 'webpack';
+import { createServer as createViteServer } from 'vite';
+import { bundlers, wasmFilesIn } from './bundlers.mjs';
 import { startServer } from './server.mjs';
 import { launchChromium, openPage } from './browser.mjs';
 import { fixturesRoot, makeApp } from './package_install.mjs';
@@ -27,51 +26,8 @@ const { expectedReport } = await import(path.join(fixturesRoot, 'shared', 'lock_
 /** The page for the esbuild and webpack builds (Vite builds its own from the app's index.html). */
 const bundleHtml = '<!doctype html><meta charset="utf-8"><title>weblocks bundled app</title><link rel="icon" href="data:,"><script type="module" src="./main.js"></script>';
 
-const bundlers = {
-  async vite(app, outDir) {
-    await viteBuild({
-      root: app.dir,
-      configFile: false,
-      logLevel: 'warn',
-      build: { outDir, emptyOutDir: true },
-      worker: { format: 'es' }, // a module worker, as `new Worker(url, { type: 'module' })` asks
-    });
-  },
-
-  async esbuild(app, outDir) {
-    await esbuild.build({
-      absWorkingDir: app.dir,
-      entryPoints: ['src/main.js', 'src/worker.js'],
-      bundle: true,
-      format: 'esm',
-      outdir: outDir,
-      logLevel: 'warning',
-    });
-    // esbuild leaves `new URL('weblocks_bg.wasm', import.meta.url)` as it is: the README's esbuild step
-    // copies the wasm next to the bundle.
-    fs.copyFileSync(path.join(app.dir, 'node_modules', 'weblocks', 'pkg', 'weblocks_bg.wasm'), path.join(outDir, 'weblocks_bg.wasm'));
-    fs.writeFileSync(path.join(outDir, 'index.html'), bundleHtml);
-  },
-
-  async webpack(app, outDir) {
-    const stats = await new Promise((resolve, reject) =>
-      webpack(
-        {
-          mode: 'production',
-          context: app.dir,
-          entry: { main: './src/main.js' },
-          output: { path: outDir, filename: '[name].js', clean: true },
-          target: 'web',
-          devtool: false,
-          infrastructureLogging: { level: 'warn' },
-        },
-        (error, result) => (error ? reject(error) : resolve(result)),
-      ),
-    );
-    if (stats.hasErrors()) throw new Error(stats.toString({ all: false, errors: true }));
-    fs.writeFileSync(path.join(outDir, 'index.html'), bundleHtml);
-  },
-};
+/** What the esbuild and webpack builds of the app need (tests/e2e/bundlers.mjs). */
+const bundleOptions = { entries: ['src/main.js', 'src/worker.js'], wasm: ['weblocks_bg.wasm'], html: bundleHtml };
 
 let app;
 let browser;
@@ -87,14 +43,6 @@ after(async () => {
   await browser?.close();
   app?.remove();
 });
-
-/** The .wasm files under `dir`, relative paths. */
-function wasmFilesIn(dir) {
-  return fs
-    .readdirSync(dir, { recursive: true })
-    .map(String)
-    .filter((f) => f.endsWith('.wasm'));
-}
 
 /**
  * Open the built app in a new browser context with `tabs` pages; records every response (pages and
@@ -139,7 +87,7 @@ for (const [name, buildApp] of Object.entries(bundlers)) {
   const outDir = () => path.join(app.dir, `dist-${name}`);
 
   test(`${name}: builds the app from the packed package; the wasm is emitted once, byte for byte`, { timeout: 60_000 }, async () => {
-    await buildApp(app, outDir());
+    await buildApp(app, outDir(), bundleOptions);
     const wasm = wasmFilesIn(outDir());
     assert.equal(wasm.length, 1, `wasm files in the output: ${wasm}`);
     assert.ok(fs.readFileSync(path.join(outDir(), wasm[0])).equals(wasmBytes), `${wasm[0]} is the package's wasm`);

@@ -1,9 +1,9 @@
 // The classic script as a no-build user gets it: dist/weblocks.polyfill.js from the packed package
 // (reachable through `exports` as 'weblocks/classic' and 'weblocks/dist/weblocks.polyfill.js'), loaded
 // with a <script> tag in headless Chromium (tests/fixtures/apps/script_tag/index.html):
-// - it defines exactly one global, `weblocks`, holding the same names as the ESM entry's exports, but the
-//   lease service's store (`serverLeaseStore`), which its add-on dist/weblocks.lease-server.js (also in the
-//   package) puts there when loaded after it;
+// - it defines exactly one global, `weblocks`, holding the same names as the ESM entry's exports, and no
+//   leases: its leases' add-on dist/weblocks.leases.js (also in the package), loaded after it, adds the
+//   exports of `weblocks/leases` there, and its embedded wasm works;
 // - with the native API present it leaves it alone, and `weblocks.locks` (the ponyfill) works;
 // - with the native API removed it also installs `navigator.locks`, `LockManager` and `Lock`;
 // - it is one self-contained file: no other request (the wasm is embedded, LZMA-compressed);
@@ -27,6 +27,7 @@ let server;
 let browser;
 let resolved;
 let esmExports;
+let leasesExports;
 
 /** Evaluate `expression` (an ES module body's expression) with Node in the app directory; JSON result. */
 function nodeInApp(expression) {
@@ -37,13 +38,14 @@ function nodeInApp(expression) {
 before(async () => {
   app = makeApp('script_tag');
   resolved = nodeInApp(
-    "['weblocks/classic', 'weblocks/dist/weblocks.polyfill.js', 'weblocks/dist/weblocks.lease-server.js'].map((s) => import.meta.resolve(s))",
+    "['weblocks/classic', 'weblocks/dist/weblocks.polyfill.js', 'weblocks/dist/weblocks.leases.js'].map((s) => import.meta.resolve(s))",
   );
   esmExports = nodeInApp("Object.keys(await import('weblocks')).sort()");
+  leasesExports = nodeInApp("Object.keys(await import('weblocks/leases')).sort()");
   const [classicFile, , addOnFile] = resolved.map((url) => path.relative(app.dir, fileURLToPath(url)));
   server = await startServer({
     root: app.dir,
-    routes: { '/vendor/weblocks.polyfill.js': classicFile, '/vendor/weblocks.lease-server.js': addOnFile },
+    routes: { '/vendor/weblocks.polyfill.js': classicFile, '/vendor/weblocks.leases.js': addOnFile },
   });
   browser = await launchChromium();
 });
@@ -90,26 +92,40 @@ test('native API present: exactly one global `weblocks` with the ESM exports; na
   assert.equal(report.nativeRemoved, false);
   assert.deepEqual(report.globalsAdded, ['weblocks']);
   assert.equal(report.navigatorLocks, 'native');
-  assert.deepEqual(
-    report.weblocksKeys,
-    esmExports.filter((name) => name !== 'serverLeaseStore'),
-    'the global holds the same names as the ESM entry, but the add-on’s',
-  );
+  assert.deepEqual(report.weblocksKeys, esmExports, 'the global holds the same names as the ESM entry');
   assert.deepEqual(report.exercise, expectedReport);
   assertOneSelfContainedFile(responses);
   assert.deepEqual(errors, []);
 });
 
-test('the lease service add-on, loaded after the classic script, completes the global', { timeout: 30_000 }, async () => {
+test("the leases' add-on, loaded after the classic script, adds the leases' exports; one file, its wasm embedded", { timeout: 30_000 }, async () => {
   const context = await browser.newContext();
   try {
+    const responses = [];
+    context.on('response', (r) => r.url().startsWith('blob:') || responses.push({ path: new URL(r.url()).pathname, status: r.status() }));
     const page = await openPage(context);
     await page.goto(server.url + 'index.html');
     await page.waitForFunction(() => window.pageReport !== undefined, undefined, { timeout: 10_000 });
-    await page.addScriptTag({ url: '/vendor/weblocks.lease-server.js' });
+    await page.addScriptTag({ url: '/vendor/weblocks.leases.js' });
     const keys = await page.evaluate(() => Object.keys(weblocks).sort());
-    assert.deepEqual(keys, esmExports, 'the same names as the ESM entry');
+    assert.deepEqual(keys, [...esmExports, ...leasesExports].sort(), "the names of the ESM entry and of 'weblocks/leases'");
     assert.equal(await page.evaluate(() => typeof weblocks.createLeases(weblocks.serverLeaseStore({ url: '/', token: 't' })).takeOver), 'function');
+    const lease = await page.evaluate(async () => {
+      const lockId = await weblocks.leases.tryLock('packed', '1', { ttlMs: 60_000 });
+      const again = await weblocks.leases.tryLock('packed', '1').catch((e) => e instanceof weblocks.LockError && e.code);
+      await weblocks.leases.releaseLock(lockId);
+      return { lockId, again, left: await weblocks.leases.list() };
+    });
+    assert.match(lease.lockId, /^packed\/1\/[0-9a-f]{32}$/);
+    assert.deepEqual([lease.again, lease.left], ['AlreadyLocked', []]);
+    assert.deepEqual(
+      responses.filter((r) => r.path !== '/index.html' && !r.path.startsWith('/shared/')),
+      [
+        { path: '/vendor/weblocks.polyfill.js', status: 200 },
+        { path: '/vendor/weblocks.leases.js', status: 200 },
+      ],
+      'the two files, and nothing else (both embed their wasm)',
+    );
     assert.deepEqual(page.errors, []);
   } finally {
     await context.close();

@@ -1,11 +1,13 @@
 // TypeScript declarations (types/*.d.ts) as a consumer meets them: the packed package installed from its
-// tarball, `tsc --noEmit` over sample code (tests/fixtures/apps/types) that imports 'weblocks' by name,
+// tarball, `tsc --noEmit` over sample code (tests/fixtures/apps/types) that imports 'weblocks' and
+// 'weblocks/leases' by name,
 // through package.json's `exports` `types` conditions:
 // - src/: code written for the native API, the extensions, 'weblocks/polyfill', the classic script's global
 //   (and the legacy build's),
 //   with lib "dom", under moduleResolution nodenext and bundler;
 // - worker/: a module worker with lib "webworker" (no "dom");
-// - the declared exports are exactly the runtime's (a file generated from the module's real export names);
+// - the declared exports of each entry are exactly the runtime's (a file generated from the module's real
+//   export names);
 // - errors/: each file holds one deliberate type error and must fail with the code its first line names.
 //
 // Run: npm run build && node --test tests/e2e/package_types.test.mjs
@@ -47,27 +49,33 @@ for (const project of ['tsconfig.json', 'tsconfig.bundler.json', 'tsconfig.worke
   });
 }
 
-test('the declared exports are exactly the runtime exports', { timeout: 60_000 }, async () => {
-  const names = JSON.parse(
-    execFileSync(process.execPath, ['--input-type=module', '-e', "console.log(JSON.stringify(Object.keys(await import('weblocks'))))"], {
-      cwd: app.dir,
-      encoding: 'utf8',
-    }),
-  );
-  assert.ok(names.includes('locks') && names.includes('install'), `runtime exports: ${names}`);
-  // An object literal typed Record<declared names, true>: a runtime name that is not declared is an
-  // excess property (TS2353), a declared name missing at runtime a missing property (TS2741/TS2739).
-  const file = path.join(app.dir, 'exports', 'exact.ts');
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(
-    file,
-    `import * as weblocks from 'weblocks';\n` +
-      `export const exact: Record<keyof typeof weblocks, true> = { ${names.map((n) => `${n}: true`).join(', ')} };\n`,
-  );
-  fs.writeFileSync(path.join(app.dir, 'tsconfig.exports.json'), JSON.stringify({ extends: './tsconfig.base.json', files: ['exports/exact.ts'] }));
-  const result = await runTsc('tsconfig.exports.json');
-  assert.equal(result.code, 0, `declared and runtime exports differ (runtime: ${names.join(', ')}):\n${result.output}`);
-});
+for (const [specifier, file] of [
+  ['weblocks', 'exact.ts'],
+  ['weblocks/leases', 'exact_leases.ts'],
+]) {
+  test(`the declared exports of '${specifier}' are exactly its runtime exports`, { timeout: 60_000 }, async () => {
+    const names = JSON.parse(
+      execFileSync(process.execPath, ['--input-type=module', '-e', `console.log(JSON.stringify(Object.keys(await import('${specifier}'))))`], {
+        cwd: app.dir,
+        encoding: 'utf8',
+      }),
+    );
+    assert.ok(names.length >= 4, `runtime exports: ${names}`);
+    // An object literal typed Record<declared names, true>: a runtime name that is not declared is an
+    // excess property (TS2353), a declared name missing at runtime a missing property (TS2741/TS2739).
+    const source = path.join(app.dir, 'exports', file);
+    fs.mkdirSync(path.dirname(source), { recursive: true });
+    fs.writeFileSync(
+      source,
+      `import * as module from '${specifier}';\n` +
+        `export const exact: Record<keyof typeof module, true> = { ${names.map((n) => `${n}: true`).join(', ')} };\n`,
+    );
+    const project = `tsconfig.exports.${path.basename(file, '.ts')}.json`;
+    fs.writeFileSync(path.join(app.dir, project), JSON.stringify({ extends: './tsconfig.base.json', files: [`exports/${file}`] }));
+    const result = await runTsc(project);
+    assert.equal(result.code, 0, `declared and runtime exports differ (runtime: ${names.join(', ')}):\n${result.output}`);
+  });
+}
 
 const errorFiles = fs.readdirSync(path.join(repoRoot, 'tests', 'fixtures', 'apps', 'types', 'errors')).filter((f) => f.endsWith('.ts'));
 

@@ -42,8 +42,20 @@ export function syntaxError(text, ecmaVersion) {
 const files = shippedFiles();
 const read = (file) => fs.readFileSync(path.join(repoRoot, file), 'utf8');
 
-test('the package ships the ESM entry, the glue, the wasm and the classic script', () => {
-  const expected = ['js/index.js', 'js/lock_api.js', 'pkg/weblocks.js', 'pkg/weblocks_bg.wasm', 'dist/weblocks.polyfill.js', 'dist/weblocks.legacy.js'];
+test("the package ships the ESM entries, the glues, the wasm modules, the classic script and its leases' add-on", () => {
+  const expected = [
+    'js/index.js',
+    'js/lock_api.js',
+    'js/leases_entry.js',
+    'pkg/weblocks.js',
+    'pkg/weblocks_bg.wasm',
+    'pkg/weblocks_leases.js',
+    'pkg/weblocks_leases_bg.wasm',
+    'dist/weblocks.polyfill.js',
+    'dist/weblocks.legacy.js',
+    'dist/weblocks.leases.js',
+    'dist/weblocks.leases-legacy.js',
+  ];
   for (const file of expected) {
     assert.ok(files.includes(file), `${file} is not in the package (files: ${files.join(', ')})`);
   }
@@ -56,8 +68,9 @@ test('every shipped JS file parses as ES2017', () => {
   assert.deepEqual(errors, []);
 });
 
-test('the legacy build parses as ES2015', () => {
+test("the legacy build and its leases' add-on parse as ES2015", () => {
   assert.equal(syntaxError(read('dist/weblocks.legacy.js'), 2015), null);
+  assert.equal(syntaxError(read('dist/weblocks.leases-legacy.js'), 2015), null);
 });
 
 test('the check rejects syntax newer than ES2017', () => {
@@ -71,24 +84,53 @@ test('the check rejects syntax newer than ES2017', () => {
 
 /**
  * The wasm the classic script `text` embeds, as the script hands it to WebAssembly: the script runs in a
- * bare context whose `WebAssembly.instantiate` keeps the bytes (and never settles).
+ * bare context whose `WebAssembly.instantiate` keeps the bytes (and never settles). With `addOn`, `text` is
+ * the leases' add-on: it runs on a stand-in for the classic script's global, and a first lease operation
+ * makes it decode its wasm.
  */
-export function embeddedWasm(text) {
+export function embeddedWasm(text, { addOn = false } = {}) {
   return new Promise((resolve, reject) => {
     const WebAssembly = { instantiate: (bytes) => (resolve(Buffer.from(bytes)), new Promise(() => {})) };
     const context = vm.createContext({ atob, TextEncoder, TextDecoder, console, WebAssembly, setTimeout });
+    if (addOn) context.weblocks = { LockManager: function LockManager() {} };
     vm.runInContext(text, context);
+    if (addOn) vm.runInContext('weblocks.leases.list()', context);
     setTimeout(() => reject(new Error('the classic script never instantiated its wasm')), 10_000).unref();
   });
 }
 
-test('the shipped wasm and the wasm the classic script embeds are WebAssembly MVP', async () => {
+test('the shipped wasm modules and the wasm the classic files embed are WebAssembly MVP', async () => {
   const wasmFiles = files.filter((f) => f.endsWith('.wasm'));
-  assert.deepEqual(wasmFiles, ['pkg/weblocks_bg.wasm']);
-  assert.deepEqual(postMvpNeeds(fs.readFileSync(path.join(repoRoot, wasmFiles[0]))), []);
+  assert.deepEqual(wasmFiles, ['pkg/weblocks_bg.wasm', 'pkg/weblocks_leases_bg.wasm']);
+  for (const file of wasmFiles) assert.deepEqual(postMvpNeeds(fs.readFileSync(path.join(repoRoot, file))), [], file);
   const embedded = await embeddedWasm(read('dist/weblocks.polyfill.js'));
   assert.ok(embedded.length > 50_000, `the embedded wasm is ${embedded.length} B`);
   assert.deepEqual(postMvpNeeds(embedded), []);
+  const embeddedLeases = await embeddedWasm(read('dist/weblocks.leases.js'), { addOn: true });
+  assert.ok(embeddedLeases.length > 5_000, `the add-on's embedded wasm is ${embeddedLeases.length} B`);
+  assert.deepEqual(postMvpNeeds(embeddedLeases), []);
+});
+
+// What only the lease code has: an error code of the lease decisions (src/lease/error.rs, also in
+// js/leases.js's LOCK_ERROR_CODES), the lease exports of the wasm edge (src/wasm/lease_operation.rs), and
+// the leases' JS (its LockError and its IndexedDB database's name).
+const LEASE_CODE = ['AlreadyLocked', 'decideLease', 'leaseKey', 'LockError', 'weblocks-leases'];
+const leaseCodeIn = (bytes) => LEASE_CODE.filter((text) => Buffer.from(bytes).includes(text));
+
+test('the lock-only builds carry no lease code; the leases\' wasm and add-on do', async () => {
+  const lockOnly = {
+    'pkg/weblocks_bg.wasm': fs.readFileSync(path.join(repoRoot, 'pkg/weblocks_bg.wasm')),
+    'pkg/weblocks.js': read('pkg/weblocks.js'),
+    'dist/weblocks.polyfill.js': read('dist/weblocks.polyfill.js'),
+    'the wasm dist/weblocks.polyfill.js embeds': await embeddedWasm(read('dist/weblocks.polyfill.js')),
+    'dist/weblocks.legacy.js': read('dist/weblocks.legacy.js'),
+  };
+  for (const [what, bytes] of Object.entries(lockOnly)) assert.deepEqual(leaseCodeIn(bytes), [], what);
+  // The check sees lease code where there is some.
+  assert.deepEqual(leaseCodeIn(fs.readFileSync(path.join(repoRoot, 'pkg/weblocks_leases_bg.wasm'))), ['AlreadyLocked', 'decideLease', 'leaseKey', 'LockError']);
+  assert.ok(leaseCodeIn(read('dist/weblocks.leases.js')).includes('LockError'));
+  assert.ok(leaseCodeIn(read('dist/weblocks.leases-legacy.js')).includes('LockError'));
+  assert.ok(leaseCodeIn(await embeddedWasm(read('dist/weblocks.leases.js'), { addOn: true })).includes('AlreadyLocked'));
 });
 
 test('the MVP check rejects post-MVP instructions and i64 between JS and wasm', () => {

@@ -8,9 +8,9 @@
 //!   reported every grant, "not available" and revocation the observer decided for it up to `idx`, and
 //!   nothing the observer did not decide.
 //! - Stolen reasons are justified (a steal on that name; never an eviction: a context that runs,
-//!   however busy, stalled or frozen, is never found gone; a reset only after a crash, an older
-//!   version's history or entries of the log lost; retirement only with a newer version around; hidden
-//!   only inside pagehide).
+//!   however busy, stalled or frozen, is never found gone; a reset only by an older version's history
+//!   or a loss of messages the reset context met itself, never by another context's crash or loss;
+//!   retirement only with a newer version around; hidden only inside pagehide).
 //! - A query answers with what its context holds and waits for.
 //! - At the end (everything resumed, time passed): every request was settled, every context is quiet,
 //!   every live context's query equals the observer's snapshot, and a lock stranded by a crashed
@@ -105,21 +105,21 @@ impl World {
             // Only a context that is gone loses its membership to the others: one that still runs
             // (busy, stalled, frozen) never does.
             LossReason::Evicted => false,
-            // A reset needs every member to have been silent for a while (or gone), an older
-            // version's context that started its own history, or entries of the log lost for readers
-            // (an append that aborted, a connection the browser closed, a read that failed: its
-            // context steps out).
+            // A context that runs is reset only by an older version's context that started its own
+            // history (its Genesis is in the sequence), or by a loss of messages that this context
+            // met itself since it last joined (a gap of its transport, an append of its own that
+            // aborted, a read that failed, its connection closed, the log cleared, an entry its edge
+            // dropped: it steps out). Nothing that happened to another context is a cause: a crash,
+            // a close, another's gap. With evidence, a joiner starts a history only once every member
+            // its census lists is gone, and this context is a member that runs.
             LossReason::Reset => {
                 let v = self.contexts[i].participant.version();
-                self.contexts
-                    .iter()
-                    .any(|n| n.status == Status::Crashed || n.participant.version() < v)
-                    || self.stat("entries dropped by an edge") > 0
-                    || self.stat("gaps") > 0
-                    || self.stat("aborted appends") > 0
-                    || self.stat("connections closed") > 0
-                    || self.stat("failed reads") > 0
-                    || self.stat("logs cleared") > 0
+                self.met_loss.contains_key(&i)
+                    || self.log.iter().any(|m| {
+                        matches!(wire::decode_versioned(m, v),
+                            Some(Decoded::Foreign { version, kind, .. })
+                                if version < v && kind == wire::KIND_GENESIS)
+                    })
             }
             // A newer version spoke: on the channel, or in a farewell relayed for it.
             LossReason::Retired => {

@@ -501,10 +501,13 @@ fn a_lone_member_is_granted_without_waiting_for_the_channel_until_another_contex
     }
     let (id, effects) = request_now(&mut w, 0);
     assert!(effects.contains(&Effect::Granted(id)), "{effects:?}");
-    // With a second member, a request waits for its echo.
+    // With a second member, a request waits for its echo. (Each holds a lock of its own for good, so
+    // that neither is idle and makes way for the other.)
     let mut w = world_of(2, 11);
     request(&mut w, 0, 0, "x", 5);
     request(&mut w, 0, 1, "x", 5);
+    request(&mut w, 0, 0, "held by 0", FOREVER);
+    request(&mut w, 0, 1, "held by 1", FOREVER);
     run(&mut w, 500);
     let (id, effects) = request_now(&mut w, 0);
     assert!(
@@ -648,5 +651,60 @@ fn a_page_deleting_the_log_waits_for_the_holder_which_keeps_its_lock() {
         assert_eq!(state, ReqState::Released, "seed {seed}");
         assert!(granted.unwrap() >= 3_000, "seed {seed}");
         assert_eq!(w.stat("logs deleted"), 1, "seed {seed}");
+    }
+}
+
+/// Context 0 holds "x" from 10 ms to 3,000 ms, busy in a long task from 990 to 1,300 ms, while
+/// `elsewhere` happens at 500 ms to context 1 (which holds nothing); context 2 starts at 1,000 ms,
+/// its census answered with an empty list where `skips` (a joiner that does not ask whom its history
+/// would reset), and asks for "x" at 1,010.
+fn joiner_beside_a_busy_holder(seed: u64, elsewhere: Fault, skips: bool) -> World {
+    let mut w = world_of(2, seed);
+    let joiner = w.add_context(1_000, 1, 2);
+    if skips {
+        w.skips_census.insert(joiner);
+    }
+    request(&mut w, 10, 0, "x", 3_000);
+    w.fault_at(500, 1, elsewhere);
+    w.fault_at(990, 0, Fault::Stall(310));
+    request(&mut w, 1_010, joiner, "x", 10);
+    w
+}
+
+/// A joiner that skips its census starts a history over the busy holder: when the holder runs again
+/// it applies that Genesis and reports its lock reset, while the joiner already holds "x" in the new
+/// history. A crash or a gap of another context is no cause for that reset, and the checks report it;
+/// with its census, the joiner finds the holder's liveness database open and waits for its release.
+#[test]
+fn a_reset_of_a_running_holder_is_caught_whatever_happened_to_other_contexts() {
+    for elsewhere in [Fault::Crash, Fault::Gap(200)] {
+        for seed in 0..10 {
+            let mut w = joiner_beside_a_busy_holder(seed, elsewhere.clone(), true);
+            w.run_until(5_000);
+            assert_eq!(
+                record(&w, 0, 1).0,
+                ReqState::Stolen(LossReason::Reset),
+                "{elsewhere:?} seed {seed}"
+            );
+            assert!(
+                w.violations
+                    .first()
+                    .is_some_and(|v| v.contains("ctx0: #1 on x stolen without cause (Reset)")),
+                "{elsewhere:?} seed {seed}: {:?}",
+                w.violations
+            );
+
+            let mut w = joiner_beside_a_busy_holder(seed, elsewhere.clone(), false);
+            run(&mut w, 5_000);
+            assert_eq!(
+                record(&w, 0, 1).0,
+                ReqState::Released,
+                "{elsewhere:?} seed {seed}"
+            );
+            let (state, granted) = record(&w, 2, 1);
+            assert_eq!(state, ReqState::Released, "{elsewhere:?} seed {seed}");
+            assert!(granted.unwrap() >= 3_000, "{elsewhere:?} seed {seed}");
+            assert_eq!(w.stat("stolen:reset"), 0, "{elsewhere:?} seed {seed}");
+        }
     }
 }

@@ -34,6 +34,7 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::rc::Rc;
 
 use weblocks::protocol::edge::EdgeState;
+use weblocks::protocol::evidence::{Evidence, StorageEvent};
 use weblocks::protocol::replica::Replica;
 use weblocks::protocol::wire::{self, MemberKey, Message, Value};
 use weblocks::protocol::{Config, Effect, LossReason, Participant, Transport, Wake};
@@ -52,7 +53,7 @@ mod transport_record;
 
 use event_queue::Scheduled;
 use host::Entry;
-use liveness_db::AliveDb;
+use liveness_db::{LivenessStorage, RegisterTx};
 use network::{Payload, edge_decodes, entry_data};
 pub use transport_record::Admission;
 use transport_record::TransportRecord;
@@ -241,17 +242,10 @@ enum Ev {
     LogGap(&'static str),
     Resume,
     Show,
-    /// Evidence: the context's liveness database is open (`Effect::OpenAlive`).
-    AliveOpened {
-        watch: u64,
-    },
-    /// Evidence: the list of the origin's liveness databases (`Effect::Census`).
-    Census(Vec<(Rc<str>, u64)>),
-    /// Evidence: a liveness database the context watched lost its last connection.
-    Gone {
-        client: Rc<str>,
-        watch: u64,
-    },
+    /// Evidence: the storage backend answers one of the context's evidence operations.
+    Storage(StorageEvent),
+    /// Evidence: the backend runs one of the context's transactions on the register.
+    RegisterTx(RegisterTx),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -382,6 +376,17 @@ pub struct SimContext {
     pub worker: bool,
     /// Its client's calls made before it settled.
     awaiting: VecDeque<Action>,
+    /// Its evidence of life and death, as its edge keeps it (the production machine).
+    pub evidence: Evidence,
+    /// The key of the database its edge opened ahead as it loaded (a window), if any.
+    ahead: Option<u64>,
+    /// Its edge made the operations of `Evidence::prepared`; the open of the database ahead waits for
+    /// its entry's transaction.
+    prepared: bool,
+    prepared_open: Option<weblocks::protocol::evidence::StorageOp>,
+    /// Storage events that came before its participant started (a world with a record): its edge
+    /// keeps them for the engine.
+    early_storage: Vec<StorageEvent>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -462,12 +467,19 @@ pub struct World {
     /// Work on the next log that waits for the deletion (opens, reads and appends of the contexts
     /// that have closed the old one).
     blocked: Vec<(usize, Ev)>,
-    /// Evidence: the origin's liveness databases by (client id, key), and the last key made.
-    alive: BTreeMap<(Rc<str>, u64), AliveDb>,
-    last_watch: u64,
+    /// Evidence: the origin's liveness databases and their register.
+    storage: LivenessStorage,
     /// The origin's record of its transport, in a world whose contexts go through it
     /// (`World::with_record`).
     pub record: Option<TransportRecord>,
+    /// The contexts whose census the host answers with an empty list, as if their joining skipped
+    /// it (`Joining::alone` deciding without the census): the joiner the checks must catch.
+    pub skips_census: std::collections::BTreeSet<usize>,
+    /// Each context that met a loss of the origin's messages since it last opened its channels (a
+    /// gap of its transport, an append of its own that aborted, a read that failed, its connection
+    /// the browser closed, an entry its edge dropped): which one. Only such a context may be reset by
+    /// its own participant (`checks.rs`).
+    pub met_loss: BTreeMap<usize, &'static str>,
 }
 
 impl World {
@@ -511,12 +523,13 @@ impl World {
             unposted: Default::default(),
             edge_drops_undecodable: false,
             log_generation: 0,
-            alive: BTreeMap::new(),
-            last_watch: 0,
+            storage: LivenessStorage::default(),
             log_bases: vec![0],
             deleting: false,
             blocked: Vec::new(),
             record: None,
+            skips_census: Default::default(),
+            met_loss: BTreeMap::new(),
         }
     }
 
@@ -535,6 +548,7 @@ impl World {
         };
         let mut w = World::new(0, env, &[weblocks::protocol::wire::PROTOCOL_VERSION]);
         w.recording = true;
+        w.storage.prompt = true;
         for _ in 0..count {
             w.add_context(0, weblocks::protocol::wire::PROTOCOL_VERSION, 0);
         }
@@ -605,12 +619,18 @@ impl World {
         *self.stats.entry(stat).or_insert(0) += 1;
     }
 
+    /// Context `i` meets `what`, a loss of the origin's messages of its own (see `World::met_loss`).
+    pub(super) fn meets_loss(&mut self, i: usize, what: &'static str) {
+        self.met_loss.insert(i, what);
+    }
+
     /// Adds a context that starts at `at`.
     pub fn add_context(&mut self, at: u64, version: u32, timer_lateness: u64) -> usize {
         let i = self.contexts.len();
         let mut participant =
             Participant::with_version(&format!("ctx{i}"), self.env.config.clone(), version);
         participant.record_decisions();
+        let (evidence, ahead) = self.new_evidence(i);
         self.contexts.push(SimContext {
             participant,
             status: Status::NotStarted,
@@ -654,6 +674,11 @@ impl World {
             uses: None,
             worker: false,
             awaiting: VecDeque::new(),
+            evidence,
+            ahead,
+            prepared: false,
+            prepared_open: None,
+            early_storage: Vec::new(),
         });
         self.schedule(at, i, Ev::Start);
         i
@@ -713,6 +738,7 @@ impl World {
                 }
                 self.log_read(i, after)
             }
+            Ev::RegisterTx(tx) => self.run_register_tx(i, tx),
             Ev::Fault(f) => {
                 if !self.settling && self.contexts[i].status == Status::Running {
                     self.fault(i, f);
@@ -744,9 +770,7 @@ impl World {
             | Ev::LogCleared
             | Ev::Poke
             | Ev::StorageRelay(_)
-            | Ev::AliveOpened { .. }
-            | Ev::Census(_)
-            | Ev::Gone { .. }
+            | Ev::Storage(_)
             | Ev::RecordAsk
             | Ev::RecordAnswer(_)
             | Ev::RecordVersionChange => match self.contexts[i].status {
@@ -757,9 +781,7 @@ impl World {
                     // answers of IndexedDB wait for it to be shown again.
                     Ev::Client(_)
                     | Ev::Timer { .. }
-                    | Ev::AliveOpened { .. }
-                    | Ev::Census(_)
-                    | Ev::Gone { .. }
+                    | Ev::Storage(_)
                     | Ev::RecordAsk
                     | Ev::RecordAnswer(_)
                     | Ev::RecordVersionChange => self.contexts[i].deferred.push_back(ev),
@@ -797,7 +819,11 @@ impl World {
     fn start(&mut self, i: usize) {
         self.contexts[i].status = Status::Running;
         self.note(|| format!("ctx{i} starts"));
+        self.prepare_evidence(i);
         self.effects(i);
+        for event in std::mem::take(&mut self.contexts[i].early_storage) {
+            self.edge(i, Entry::Storage(event));
+        }
     }
 
     fn run(&mut self, i: usize, ev: Ev) {
@@ -806,6 +832,17 @@ impl World {
             Ev::RecordAsk => return self.record_ask(i),
             Ev::RecordAnswer(recorded) => return self.record_answer(i, recorded),
             Ev::RecordVersionChange => return self.record_version_change(i),
+            Ev::Storage(event) => {
+                self.before_storage_event(i, &event);
+                if self.contexts[i].admission == Admission::Awaiting {
+                    // Its edge keeps them for the engine, which does not exist yet.
+                    self.contexts[i].early_storage.push(event);
+                } else if self.contexts[i].admission == Admission::Started {
+                    self.note(|| format!("ctx{i} storage {event:?}"));
+                    self.edge(i, Entry::Storage(event));
+                }
+                return;
+            }
             // A context that runs no participant hears nothing but its client.
             Ev::Client(action) if self.contexts[i].admission != Admission::Started => {
                 return self.client(i, action);
@@ -860,7 +897,7 @@ impl World {
             }
             Ev::Committed { log, key } => {
                 let msg = self.log[self.log_bases[log] + key as usize - 1].clone();
-                if self.edge_hands_on(&msg) {
+                if self.edge_hands_on(i, &msg) {
                     self.log_event(i, |n, now| n.handle_log_entry(now, key, entry_data(&msg)));
                 }
                 // The writer hands the committed entry to the others: on the carrier, or with a poke.
@@ -896,7 +933,7 @@ impl World {
                     .participant
                     .handle_log_identity(LOG + log as u64);
                 for (key, msg) in entries {
-                    if self.edge_hands_on(&msg) {
+                    if self.edge_hands_on(i, &msg) {
                         self.log_event(i, |n, now| n.handle_log_entry(now, key, entry_data(&msg)));
                     }
                 }
@@ -914,33 +951,11 @@ impl World {
                 }
             }
             Ev::Client(action) => self.client(i, action),
-            Ev::AliveOpened { watch } => {
-                let client: Rc<str> = self.contexts[i].participant.client_id().into();
-                if self.alive.get(&(client, watch)).is_none_or(|db| !db.open) {
-                    // Closed before the context ran again (its edge closes it on `pagehide`): the edge
-                    // opens another rather than hand the participant a database that shows nothing.
-                    self.open_alive(i);
-                    return;
-                }
-                self.contexts[i].participant.handle_alive(now, watch);
-                self.effects(i);
-            }
-            Ev::Census(listed) => {
-                self.note(|| format!("ctx{i} census: {listed:?}"));
-                self.contexts[i].participant.handle_census(now, listed);
-                self.effects(i);
-            }
-            Ev::Gone { client, watch } => {
-                self.note(|| format!("ctx{i} finds {client}'s liveness database {watch} closed"));
-                self.contexts[i]
-                    .participant
-                    .handle_gone(now, &client, watch);
-                self.effects(i);
-            }
             Ev::LogCleared => {
                 self.note(|| {
                     format!("ctx{i}'s connection to the log is closed: the log is cleared")
                 });
+                self.meets_loss(i, "the log cleared");
                 self.contexts[i].conn_log = self.log_generation + 1;
                 self.contexts[i].db_log = None;
                 self.contexts[i].participant.handle_missed_messages(now);
@@ -948,11 +963,13 @@ impl World {
             }
             Ev::LogGap(what) => {
                 self.note(|| format!("ctx{i}'s edge reports a gap: {what}"));
+                self.meets_loss(i, what);
                 self.contexts[i].participant.handle_missed_messages(now);
                 self.effects(i);
             }
             Ev::EndGap => {
                 self.note(|| format!("ctx{i} reads a gap"));
+                self.meets_loss(i, "a gap");
                 if self.over_log() {
                     // The log was trimmed past this context while it read nothing of it: the read it
                     // makes now shows the floor.

@@ -35,6 +35,7 @@ impl From<LeaseError> for StoreError {
             error => StoreError::from(Refusal {
                 error,
                 holder: None,
+                now: None,
             }),
         }
     }

@@ -179,18 +179,32 @@ impl Core {
         }
     }
 
-    /// The liveness database is open under key `watch`.
-    pub fn alive_opened(&mut self, watch: u64) {
+    /// The liveness database is open under key `watch`. False (and ignored) if none was asked for:
+    /// it was closed meanwhile.
+    pub fn alive_opened(&mut self, watch: u64) -> bool {
+        if !self.opening_alive {
+            return false;
+        }
         self.opening_alive = false;
         self.watch = watch;
+        true
     }
 
-    /// Closes this context's liveness database, if it has one.
+    /// Closes this context's liveness database, if it has one or one is being opened.
     pub fn close_alive(&mut self) {
-        if self.watch != 0 {
+        if self.watch != 0 || self.opening_alive {
             self.watch = 0;
+            self.opening_alive = false;
             self.emit(Effect::CloseAlive);
         }
+    }
+
+    /// The context ends: whatever liveness database its edge keeps for it goes, even one the edge
+    /// opened ahead before this context asked for it.
+    pub fn end_alive(&mut self) {
+        self.watch = 0;
+        self.opening_alive = false;
+        self.emit(Effect::EndAlive);
     }
 
     /// The browser closed this context's liveness database. Returns false if it had none open.

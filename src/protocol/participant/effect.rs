@@ -40,21 +40,26 @@ pub enum Effect {
     /// Log transport: delete the log's entries up to key `upto`, which no member of the history needs
     /// any more, and raise the floor to it (ignore failures: the log is only longer).
     TrimLog { upto: u64 },
-    /// Evidence (docs/PROTOCOL.md §7): open a liveness database of this context's own, under a key never
-    /// used before, and keep it open (ignoring `versionchange`) until `CloseAlive`; answer with
-    /// [`super::Participant::handle_alive`] once it is open, and call
+    /// Evidence (docs/PROTOCOL.md §7): this context's liveness database, open and in the origin's
+    /// register as a member's, under a key never used before (the edge's
+    /// [`crate::protocol::evidence::Evidence`] keeps one per context); answer with
+    /// [`super::Participant::handle_alive`] once it is, and call
     /// [`super::Participant::handle_alive_lost`] if the browser closes it.
     OpenAlive,
-    /// Evidence: close this context's liveness database and delete it. Carried out after the
-    /// `Transmit` before it (the `Leave`).
+    /// Evidence: the context left the protocol (carried out after the `Transmit` before it, its
+    /// `Leave`). Its liveness database is no member's any more: nobody waits for it. (The edge keeps it
+    /// open for the context's next membership.)
     CloseAlive,
+    /// Evidence: the context ends. Its liveness database goes, deleted and out of the register, even one
+    /// the edge opened ahead before the participant asked for it.
+    EndAlive,
     /// Evidence: list the origin's liveness databases, answer with
     /// [`super::Participant::handle_census`], and watch each as for `Watch`.
     Census,
-    /// Evidence: open liveness database `watch` of context `client` at a newer version (at most one such
-    /// open per database); when it completes, which the backend allows only once no connection to it
-    /// is left, call [`super::Participant::handle_gone`] and delete the database. An open that fails
-    /// is no evidence: try again later.
+    /// Evidence: watch liveness database `watch` of context `client` (an open at a newer version, at
+    /// most one per database); when it completes, which the backend allows only once no connection to
+    /// it is left, call [`super::Participant::handle_gone`]. A failed open is no evidence: it is made
+    /// again later.
     Watch {
         client: std::rc::Rc<str>,
         watch: u64,

@@ -35,6 +35,9 @@ pub(super) struct Joining {
     census_asked: Option<u64>,
     /// The liveness databases found without a connection (their contexts are gone).
     gone: Vec<(Rc<str>, u64)>,
+    /// The contexts whose `Leave` came after this context's `Join`: at that place they are members no
+    /// more, and a membership of theirs after it begins with a `Join` after this one's.
+    left: Vec<Rc<str>>,
 }
 
 /// What a message or a deadline made of a joining context.
@@ -72,6 +75,7 @@ impl Joining {
             census: None,
             census_asked: None,
             gone: Vec::new(),
+            left: Vec::new(),
         };
         joining.post_join(core);
         joining
@@ -113,12 +117,15 @@ impl Joining {
     /// Whether every context listed in the census that could be a member of a live history
     /// is known gone. A listed context whose Join came after this one's is not such a member: it can
     /// become one only through a `State` or `Genesis` after this context's Join, which taints it (its
-    /// own Genesis is then void). Every member of a live history opened its database before posting
-    /// its Join, so one whose Join came before this context's is listed (docs/PROTOCOL.md §7).
+    /// own Genesis is then void). Nor is one whose `Leave` came after this one's Join: a membership of
+    /// it after that begins with a Join after this one's, as messages keep their sender's order. Every
+    /// member of a live history opened its database before posting its Join, so one whose Join came
+    /// before this context's is listed (docs/PROTOCOL.md §7).
     fn alone(&self) -> Option<bool> {
         let census = self.census.as_ref()?;
         Some(census.iter().all(|(client, watch)| {
             self.gone.iter().any(|(c, w)| c == client && w == watch)
+                || self.left.contains(client)
                 || self
                     .replica
                     .members()
@@ -166,10 +173,16 @@ impl Joining {
         {
             return self.install(at);
         }
+        if let Decoded::Ours(m) = decoded
+            && m.body == Body::Leave
+        {
+            self.left.push(m.sender.client.clone());
+        }
         if own_join {
             // Listed after the Join has its place: every member whose Join came before it had its
             // database open by then.
             self.echoed = true;
+            self.left.clear();
             self.census = None;
             self.census_asked = Some(now);
             core.emit(Effect::Census);
@@ -267,8 +280,11 @@ impl Joining {
                     self.genesis_sent = true;
                     None
                 }
-                Some(false) => None,
-                None => {
+                // A census that never came, or one that lists a context not known gone, is asked for
+                // again: a member listed then may have left since (its entry is no member's any more),
+                // and a context that has left believes it holds nothing. Any census read after this
+                // context's Join came back lists every member whose Join came before it.
+                _ => {
                     let again = self.census_asked.unwrap_or(now) + patience;
                     if now < again {
                         return Some(again);

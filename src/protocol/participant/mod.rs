@@ -416,7 +416,9 @@ impl Participant {
     /// This context's liveness database is open under key `watch` (`Effect::OpenAlive`). A joiner
     /// waiting for it posts its Join; a context that left the protocol meanwhile closes it again.
     pub fn handle_alive(&mut self, now: u64, watch: u64) {
-        self.core.alive_opened(watch);
+        if !self.core.alive_opened(watch) {
+            return;
+        }
         if self.phase.is_detached() || self.phase.lifecycle() != Lifecycle::Running {
             self.core.close_alive();
             return;
@@ -554,7 +556,12 @@ impl Participant {
     /// the edge then posts its farewell only on a `pagehide` without `persisted`, and keeps its
     /// liveness database open through one with it.
     pub fn stays_in_cache(&self) -> bool {
-        self.core.config().back_forward_cache == BackForwardCache::Stay
+        self.back_forward_cache() == BackForwardCache::Stay
+    }
+
+    /// What this context does on entering the back/forward cache (its configuration's).
+    pub fn back_forward_cache(&self) -> BackForwardCache {
+        self.core.config().back_forward_cache
     }
 
     /// The transport lost messages of the order this context was following (a log it reads from was
@@ -581,6 +588,7 @@ impl Participant {
         if self.phase.lifecycle() != Lifecycle::Retired {
             self.leave();
         }
+        self.core.end_alive();
         self.phase.move_to_gone();
         self.core.set_deadline(None);
         self.sync_farewell();

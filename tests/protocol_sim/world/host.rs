@@ -4,9 +4,8 @@
 //! at the end of the current event before any other event ([`World::effects`]); the timer fires late
 //! by up to the context's `timer_lateness`.
 
-use std::rc::Rc;
-
 use weblocks::protocol::edge::{self, EdgeState, Host};
+use weblocks::protocol::evidence::{Evidence, StorageEvent, StorageOp};
 use weblocks::protocol::wire::{Message, Value};
 use weblocks::protocol::{Effect, LossReason, Participant};
 use weblocks::scheduler::Snapshot;
@@ -20,7 +19,7 @@ pub(super) struct SimHost<'w> {
 }
 
 /// Where the world enters a context's edge loop.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(super) enum Entry {
     /// After an input: carry out the effects ([`edge::carry_out`]).
     Effects,
@@ -28,6 +27,8 @@ pub(super) enum Entry {
     Timeout,
     /// A microtask ran ([`edge::microtask`]).
     Microtask,
+    /// The storage backend answered the evidence ([`edge::storage`]).
+    Storage(StorageEvent),
 }
 
 impl World {
@@ -60,6 +61,7 @@ impl World {
             Entry::Effects => edge::carry_out(host),
             Entry::Timeout => edge::timeout(host),
             Entry::Microtask => edge::microtask(host),
+            Entry::Storage(event) => edge::storage(host, event),
         }
         for (inc, id, expect) in decided {
             self.confirm(i, inc, id, expect, None);
@@ -70,6 +72,10 @@ impl World {
 impl Host for SimHost<'_> {
     fn participant<R>(&mut self, f: impl FnOnce(&mut Participant) -> R) -> R {
         f(&mut self.world.contexts[self.i].participant)
+    }
+
+    fn evidence<R>(&mut self, f: impl FnOnce(&mut Evidence) -> R) -> R {
+        f(&mut self.world.contexts[self.i].evidence)
     }
 
     fn state(&self) -> &EdgeState {
@@ -95,6 +101,8 @@ impl Host for SimHost<'_> {
         let n = &mut w.contexts[i];
         n.connected = true;
         n.epoch += 1;
+        // A new membership: a loss met before it is no cause for losing what it is granted.
+        w.met_loss.remove(&i);
         if w.over_log() {
             // The start read sees the log as it is now: the context's next appends come after it.
             // A context whose global still holds its connection to the log goes on with it; a new
@@ -114,6 +122,10 @@ impl Host for SimHost<'_> {
             };
             let delay = w.rng.range(0, 2);
             w.schedule(w.now + delay, i, Ev::LogStarted { log, last });
+            // Its read/write transactions made after that read run after it (A1′): none of its
+            // appends commits, nor is told, before its start.
+            let n = &mut w.contexts[i];
+            n.last_append = n.last_append.max(w.now + delay);
         }
     }
 
@@ -142,29 +154,19 @@ impl Host for SimHost<'_> {
         }
     }
 
-    fn open_alive(&mut self) {
-        self.world.open_alive(self.i);
+    fn storage(&mut self, op: StorageOp) {
+        self.world.storage_op(self.i, op);
     }
 
-    fn close_alive(&mut self) {
-        self.world.close_alive(self.i);
+    fn register_waits(&mut self) {
+        self.world.bump("register waits told");
     }
 
-    fn census(&mut self) {
-        let (w, i) = (&mut *self.world, self.i);
-        let listed: Vec<(Rc<str>, u64)> = w.alive.keys().cloned().collect();
-        let own = w.contexts[i].participant.client_id().to_owned();
-        for (client, watch) in &listed {
-            if **client != *own {
-                w.watch_alive(i, client.clone(), *watch);
-            }
-        }
-        let delay = w.rng.range(0, 3);
-        w.schedule(w.now + delay, i, Ev::Census(listed));
-    }
-
-    fn watch(&mut self, client: Rc<str>, watch: u64) {
-        self.world.watch_alive(self.i, client, watch);
+    fn unreachable(&mut self) {
+        // The simulated backend never fails an open of a context's own database.
+        let i = self.i;
+        self.world
+            .violation(format!("ctx{i}'s evidence found its database unreachable"));
     }
 
     fn arm_timer(&mut self, at: u64) -> bool {

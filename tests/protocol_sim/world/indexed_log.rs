@@ -90,6 +90,7 @@ impl World {
         self.reads += 1;
         if std::mem::take(&mut self.contexts[i].fail_next_read) {
             self.bump("failed reads");
+            self.meets_loss(i, "its read failed");
             let delay = self.rng.range(0, 2);
             self.schedule(self.now + delay, i, Ev::LogGap("its read failed"));
             return;
@@ -155,6 +156,7 @@ impl World {
         }
         if std::mem::take(&mut self.contexts[i].abort_next_append) {
             self.bump("aborted appends");
+            self.meets_loss(i, "its append aborted");
             let delay = self.rng.range(0, 2);
             self.schedule(self.now + delay, i, Ev::LogGap("its append aborted"));
             return;

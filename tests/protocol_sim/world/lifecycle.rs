@@ -3,6 +3,7 @@
 
 use std::rc::Rc;
 
+use weblocks::protocol::evidence::StorageEvent;
 use weblocks::protocol::wire::{self, Value};
 use weblocks::protocol::{BackForwardCache, Transport};
 
@@ -43,7 +44,7 @@ impl World {
                     }
                 }
                 for j in crashed {
-                    self.close_alive(j);
+                    self.storage_gone(j);
                     self.release_record(j);
                 }
             }
@@ -61,14 +62,20 @@ impl World {
             }
             Fault::Hide(d) if self.stays_in_cache() => {
                 // The edge's farewell waits for a `pagehide` without `persisted`: nothing is posted.
+                // Its storage object's listener tells the evidence first (no connection of it hides).
+                self.storage_hide(i);
+                self.hiding = Some(i);
                 self.contexts[i].participant.handle_pagehide(now, true);
                 self.effects(i);
+                self.hiding = None;
                 self.enter_cache_as_member(i, d);
             }
             Fault::Hide(d) => {
                 if self.over_log() {
                     self.farewell_relay(i);
                 }
+                // The edge's capture listener closes the liveness database before the participant's.
+                self.storage_hide(i);
                 self.hiding = Some(i);
                 self.contexts[i].participant.handle_pagehide(now, true);
                 self.effects(i);
@@ -84,14 +91,16 @@ impl World {
                 self.close(i);
             }
             Fault::CutHide(d) if self.stays_in_cache() => {
-                // Neither the farewell nor the evidence's listener acts on entering the cache: the
-                // participant never hears of it, and is the member it was when it is shown again.
+                // The farewell does not act on entering the cache and the participant never hears of
+                // it: it is the member it was when it is shown again. The storage object's listener,
+                // which runs no wasm, does.
+                self.storage_hide(i);
                 self.enter_cache_as_member(i, d);
             }
             Fault::CutHide(d) => {
                 self.farewell(i);
                 // The edge's own pagehide listener closes the liveness database too.
-                self.close_alive(i);
+                self.storage_hide(i);
                 self.enter_cache(i, d);
             }
             Fault::Gap(d) => {
@@ -99,6 +108,7 @@ impl World {
                 self.contexts[i].gap_floor = self.log_len() + self.floor;
                 self.contexts[i].unresponsive.push((now, now + d, false));
                 self.bump("gaps");
+                self.meets_loss(i, "a gap");
                 self.schedule(now + d, i, Ev::EndGap);
             }
             Fault::CutClose => {
@@ -111,6 +121,7 @@ impl World {
                     // Its transactions in flight may still commit (or abort: `Fault::AppendAborts`);
                     // the `close` event comes after them.
                     self.bump("connections closed");
+                    self.meets_loss(i, "its connection closed");
                     self.contexts[i].db_log = None;
                     let delay = self.rng.range(0, 2);
                     self.schedule(now + delay, i, Ev::LogGap("its connection closed"));
@@ -180,9 +191,10 @@ impl World {
     /// waits for its liveness database is evicted at once in Chromium, and kept in Firefox: both.
     pub(super) fn enter_cache_as_member(&mut self, i: usize, d: u64) {
         let watched = self
-            .alive
+            .storage
+            .dbs
             .values()
-            .any(|db| db.owner == i && db.open && !db.watchers.is_empty());
+            .any(|db| db.watched_while_open_by(i));
         let n = &mut self.contexts[i];
         n.status = Status::Cached;
         n.hidden_count += 1;
@@ -213,7 +225,7 @@ impl World {
         if matches!(self.env.config.transport, Transport::Log(_)) {
             n.life += 1;
         }
-        self.close_alive(i);
+        self.storage_gone(i);
         self.release_record(i);
     }
 
@@ -266,6 +278,11 @@ impl World {
         self.contexts[i].participant.handle_pageshow(now, true);
         self.effects(i);
         self.hiding = None;
+        // Its storage object's `pageshow` listener runs after the participant's; its event comes
+        // after those that waited for the page.
+        self.contexts[i]
+            .deferred
+            .push_back(Ev::Storage(StorageEvent::PageShown));
         self.run_deferred(i);
     }
 

@@ -133,11 +133,13 @@ impl World {
         self.schedule(at, j, Ev::Deliver { payload, epoch });
     }
 
-    /// Whether the edge hands a log entry's key to the order (see `World::edge_drops_undecodable`).
-    pub(super) fn edge_hands_on(&mut self, data: &[Value]) -> bool {
+    /// Whether context `i`'s edge hands a log entry's key to the order (see
+    /// `World::edge_drops_undecodable`).
+    pub(super) fn edge_hands_on(&mut self, i: usize, data: &[Value]) -> bool {
         let drops = self.edge_drops_undecodable && !edge_decodes(data);
         if drops {
             self.bump("entries dropped by an edge");
+            self.meets_loss(i, "an entry its edge dropped");
         }
         !drops
     }

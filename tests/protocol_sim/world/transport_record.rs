@@ -86,6 +86,8 @@ impl World {
         self.contexts[i].admission = Admission::Awaiting;
         let preference = self.contexts[i].preference;
         self.note(|| format!("ctx{i} starts, preferring {preference:?}"));
+        // What its edge does before the engine exists: the evidence's first operations.
+        self.prepare_evidence(i);
         let delay = self.rng.range(0, 5);
         self.schedule(self.now + delay, i, Ev::RecordAsk);
     }
@@ -136,6 +138,8 @@ impl World {
                         self.note(|| format!("ctx{i} refuses: {preference:?} / {recorded:?}"));
                         self.bump("refused contexts");
                         self.contexts[i].admission = Admission::Refused;
+                        // No engine: its edge ends what it made ahead.
+                        self.storage_end(i);
                         for action in std::mem::take(&mut self.contexts[i].awaiting) {
                             self.client_refused(i, &action);
                         }
@@ -246,7 +250,8 @@ impl World {
         self.beliefs.retain(|b| b.0 != i);
         self.unconfirmed.retain(|u| u.0 != i);
         self.stale.retain(|k, _| k.0 != i);
-        self.close_alive(i);
+        // Its engine is dropped: its edge's connections go, as the backend closes them.
+        self.storage_gone(i);
     }
 
     /// A page's logout code deletes the record (`Fault::RecordDeleted`): it waits for every
