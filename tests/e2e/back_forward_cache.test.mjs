@@ -67,6 +67,13 @@ async function run(browser, origin, order) {
     }
     const shown = await holder.evaluate(() => ({ restored: window.shows.includes(true), errors: window.pageErrors }));
     const now = Date.now();
+    // Back (restored or loaded anew), P locks again: a free name, and then the name Q held and released.
+    const locksAgain = await holder.evaluate(async ([n]) => {
+      const within = (promise) => Promise.race([promise, new Promise((resolve) => setTimeout(() => resolve(false), 5000))]);
+      const free = await within(navigator.locks.request(`${n} again`, () => true));
+      const same = await within(navigator.locks.request(n, () => true));
+      return free === true && same === true;
+    }, [name]);
     // P's callback ran from its grant to its end; cut short by its eviction, it ran until its last tick.
     const pEnd = P.ended || (shown.restored ? now : Math.max(P.granted, ...P.ticks));
     const overlapMs = Q.granted ? Math.max(0, Math.min(pEnd, Q.ended || now) - Math.max(P.granted, Q.granted)) : 0;
@@ -82,6 +89,7 @@ async function run(browser, origin, order) {
       pTicksInQ: inside(P, Q, now),
       qTicksInP: inside(Q, { granted: P.granted, ended: pEnd }, now),
       overlapMs,
+      locksAgain,
     };
   } finally {
     await holder.close().catch(() => {});
@@ -92,7 +100,8 @@ async function run(browser, origin, order) {
 const describeRun = (r) =>
   `${r.api}, Q asks ${r.order} P leaves: P ${r.restored ? 'restored' : 'not restored'} (its request ${r.pOutcome ?? 'unsettled'}), ` +
   `Q granted ${r.qGrantedAfterLeaving === null ? 'never' : `${r.qGrantedAfterLeaving} ms after P left`}, ` +
-  `${r.pTicksInQ} of P's ticks in Q's hold, ${r.qTicksInP} of Q's in P's, ${r.overlapMs} ms of two holders`;
+  `${r.pTicksInQ} of P's ticks in Q's hold, ${r.qTicksInP} of Q's in P's, ${r.overlapMs} ms of two holders, ` +
+  `P ${r.locksAgain ? 'locks again' : 'does not lock again within 5 s'}`;
 
 for (const driverName of ['chromium', 'firefox']) {
   describe(driverName, () => {
@@ -120,6 +129,7 @@ for (const driverName of ['chromium', 'firefox']) {
           assert.equal(r.qTicksInP, 0, describeRun(r));
           assert.equal(r.overlapMs, 0, describeRun(r));
           assert.equal(r.qOutcome, 'released', `Q is granted in the end: ${describeRun(r)}`);
+          assert.equal(r.locksAgain, true, describeRun(r));
           // A restored P kept its lock: its callback ran to its end and its request fulfilled, no AbortError.
           if (r.restored) {
             restored++;
@@ -151,6 +161,8 @@ describe('webkit', () => {
     assert.deepEqual(r.errors, []);
     assert.equal(r.qGrantedBeforeBack, true, describeRun(r));
     assert.equal(r.qOutcome, 'released');
+    // Back from the cache, the page locks again (no transaction of it left unfinished on the register).
+    assert.equal(r.locksAgain, true, describeRun(r));
     // The lock a restored page held was released: its request rejects (natively too).
     if (r.restored) assert.equal(r.pOutcome, 'AbortError', describeRun(r));
   };
@@ -163,7 +175,8 @@ describe('webkit', () => {
 
   // Over the log, a context that first asks while the origin's only member is in the cache joins through the
   // register, which the cached page must not have left a transaction open on (PROTOCOL.md §8, Release).
-  test('webkit: a newcomer that asks while the only member is in the back/forward cache is granted while it is cached', { timeout: 60_000 }, async () => {
+  test('webkit: a newcomer that asks while the only member is in the back/forward cache is granted while it is cached, and the page locks again once back', { timeout: 90_000 }, async () => {
+    released(await run(browser, origins().weblocks, 'after'), 'weblocks');
     released(await run(browser, origins().weblocks, 'after'), 'weblocks');
   });
 });
