@@ -68,9 +68,9 @@ fn open_alive(e: &mut Evidence) -> (u64, u32) {
                 handle,
                 database: Database::Alive { key: k, .. },
                 version: 1,
-                hides: true,
+                hides,
             },
-        ] if *k == key => *handle,
+        ] if *k == key && *hides == e.hides => *handle,
         other => panic!("the database opened after its entry: {other:?}"),
     };
     e.handle_storage(0, StorageEvent::Opened { handle });
@@ -465,21 +465,11 @@ fn no_register_transaction_begins_while_the_page_is_in_the_back_forward_cache() 
 fn a_member_that_stays_in_the_back_forward_cache_keeps_its_database_open() {
     let mut e = machine(None);
     e.set_back_forward_cache(BackForwardCache::Stay);
-    e.open_own(0);
-    let (_, tx) = ahead_write(&ops(&mut e));
-    e.handle_storage(0, StorageEvent::Written { tx, ok: true });
-    let handle = match ops(&mut e).as_slice() {
-        [StorageOp::Open { handle, hides, .. }] => {
-            assert!(
-                !hides,
-                "the browser evicts the page once another context watches it"
-            );
-            *handle
-        }
-        other => panic!("{other:?}"),
-    };
-    e.handle_storage(0, StorageEvent::Opened { handle });
-    let _ = ops(&mut e);
+    assert!(
+        !e.hides,
+        "opened without `hides`: the browser evicts the page once another context watches it"
+    );
+    open_alive(&mut e);
     e.handle_storage(0, StorageEvent::PageHidden);
     assert_eq!(ops(&mut e), [], "still a member: its evidence stays");
     // One opened ahead, which nobody waits for, goes as an idle page enters the cache: a watch
