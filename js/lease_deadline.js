@@ -1,6 +1,6 @@
 // The page's own deadline for a lease, and when a failed lease request is tried again: pure functions of
 // the clock readings and the randomness they are given (no timers, no I/O), unit-tested in
-// tests/e2e/lease_deadline.test.mjs. js/leases.js (keepAlive, checkLock) and js/lease_server_store.js
+// tests/static/lease_deadline.test.mjs. js/leases.js (keepAlive, checkLock) and js/lease_server_store.js
 // (a grant whose answer was lost) act on what they decide.
 //
 // Why a deadline holds: it is measured from when the request that reported the lease was SENT, which is

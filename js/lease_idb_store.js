@@ -1,5 +1,5 @@
-// The default LeaseStore: leases kept in IndexedDB, a `locks` table as an object store keyed by
-// [type, id]. Every operation is ONE readwrite transaction: read the record, let the Rust core decide
+// The default LeaseStore: leases kept in IndexedDB, in one object store `leases` keyed by [type, id].
+// Every operation is ONE readwrite transaction: read the record, let the Rust core decide
 // (`decideLease`, synchronous), and issue the write in the same success callback, with nothing
 // awaited in between (a transaction commits as soon as no request is pending, so an await there would let
 // another context in). IndexedDB serialises readwrite transactions on a store across every same-origin
@@ -7,7 +7,7 @@
 // guarantee. Works wherever `indexedDB` exists (windows, all workers).
 import { decideLease, decideLeaseList, leaseKey } from '../pkg/weblocks_leases.js';
 
-// The operations as the wasm edge numbers them (src/wasm/lease_operation.rs; tests/e2e/boundary_codes.test.mjs).
+// The operations as the wasm edge numbers them (src/wasm/lease_operation.rs; tests/static/boundary_codes.test.mjs).
 const TRY_LOCK = 0;
 const CHECK = 1;
 const RELEASE = 2;

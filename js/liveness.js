@@ -19,7 +19,7 @@
 
 import { theGlobal } from './global_object.js';
 
-/** The events' types, as src/wasm/evidence.rs numbers them (tests/e2e/boundary_codes.test.mjs). */
+/** The events' types, as src/wasm/evidence.rs numbers them (tests/static/boundary_codes.test.mjs). */
 const UPGRADING = 1;
 const OPENED = 2;
 const OPEN_FAILED = 3;

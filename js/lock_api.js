@@ -11,7 +11,7 @@
 // classic build renames them to one letter (scripts/build.mjs, `mangleProps`), which it cannot do to other
 // names.
 
-// Sink kinds, as src/wasm/sink.rs numbers them (tests/e2e/boundary_codes.test.mjs checks both agree).
+// Sink kinds, as src/wasm/sink.rs numbers them (tests/static/boundary_codes.test.mjs checks both agree).
 const EFFECT_GRANTED = 1;
 const EFFECT_NOT_AVAILABLE = 2;
 const EFFECT_STOLEN = 3;
@@ -313,7 +313,7 @@ function isFullyActive(document) {
 /** Why a held lock was taken away (the engine's payload of sink kind 3): the AbortError's message. */
 const LOSS_MESSAGES = {
   stolen: "Lock broken by another request with the 'steal' option.",
-  evicted: 'Lock lost: this context did not answer the others of the origin in time and was presumed gone.',
+  evicted: "Lock lost: the origin's other contexts found this one gone, as the browser closed its IndexedDB connections (its storage process ended, site data was cleared, or iOS suspended the tab).",
   reset: 'Lock lost: this context was cut off from the others of the origin, which went on without it.',
   retired: 'Lock lost: a newer version of weblocks runs in this origin; reload this page to use it.',
   hidden: 'Lock released: the page entered the back/forward cache.',

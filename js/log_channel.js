@@ -49,7 +49,7 @@ const FAREWELL = 'weblocks:farewell:';
 const QUOTA_WAIT_MS = 50;
 const QUOTA_TRIES = 8;
 
-/** What wakes a context over the log (the participant's `Wake`): a carrier, pokes, or its own polls; as src/wasm/engine.rs numbers it (tests/e2e/boundary_codes.test.mjs). */
+/** What wakes a context over the log (the participant's `Wake`): a carrier, pokes, or its own polls; as src/wasm/engine.rs numbers it (tests/static/boundary_codes.test.mjs). */
 export const WAKE_CARRIER = 1;
 export const WAKE_POKES = 2;
 export const WAKE_POLLS = 3;

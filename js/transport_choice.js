@@ -32,7 +32,7 @@ export const LOG_WITHOUT_CARRIER = 'log-bare';
 /** No channel to the others and no IndexedDB, outside a browser (Node.js, Deno): the context locks alone. */
 export const ALONE = 'alone';
 
-/** Why a context refuses to decide, as src/wasm/refusal.rs numbers it (tests/e2e/boundary_codes.test.mjs). */
+/** Why a context refuses to decide, as src/wasm/refusal.rs numbers it (tests/static/boundary_codes.test.mjs). */
 export const REFUSED_DISAGREES = 1;
 export const REFUSED_UNREACHABLE = 2;
 

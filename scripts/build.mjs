@@ -55,8 +55,8 @@ function run(command, args, env, log = true) {
 // (rust-toolchain.toml and scripts/setup.sh add it): without it (or with `WEBLOCKS_PLAIN_BUILD=1`) the
 // plain stable build runs, whose precompiled std uses the target's default features, and the MVP check
 // fails it loudly. It is also built for size, with the compilers' options of scripts/size/compiler_flags.mjs
-// (docs/SIZE.md). Its own --target-dir keeps these flags from invalidating the caches of `cargo test` and
-// `wasm-pack test`. Then wasm-bindgen (the CLI pinned in Cargo.toml) and npm's wasm-opt (never Debian's
+// (docs/SIZE.md). Its own --target-dir keeps these flags from invalidating the caches of `cargo test`, for
+// the host or for wasm. Then wasm-bindgen (the CLI pinned in Cargo.toml) and npm's wasm-opt (never Debian's
 // binaryen 108).
 export const SIZE_TARGET_DIR = path.join('target', 'size');
 
@@ -132,7 +132,7 @@ const IIFE = {
   minify: true,
   legalComments: 'none',
   logLevel: 'warning',
-  target: 'es2017', // every shipped JS file is ES2017 (tests/e2e/shipped_files.test.mjs)
+  target: 'es2017', // every shipped JS file is ES2017 (tests/static/shipped_files.test.mjs)
 };
 
 /**

@@ -6,7 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 WASM_BINDGEN_VERSION=$(sed -n 's/^wasm-bindgen = "=\(.*\)".*/\1/p' Cargo.toml)
-WASM_PACK_VERSION=0.15.1
 GECKODRIVER_VERSION=0.37.1
 export PATH="$HOME/.cargo/bin:$PATH"
 
@@ -49,10 +48,6 @@ rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup comp
 # rust-src: the release wasm rebuilds std for WebAssembly MVP and for size (scripts/build.mjs); the build fails without it.
 rustup component list --installed 2>/dev/null | grep -q '^rust-src' || rustup component add rust-src
 
-if ! wasm-pack --version 2>/dev/null | grep -qx "wasm-pack $WASM_PACK_VERSION"; then
-  say "cargo install wasm-pack $WASM_PACK_VERSION"
-  cargo install --locked wasm-pack --version "$WASM_PACK_VERSION"
-fi
 if ! geckodriver --version 2>/dev/null | head -1 | grep -q "geckodriver $GECKODRIVER_VERSION"; then
   say "cargo install geckodriver $GECKODRIVER_VERSION"
   cargo install --locked geckodriver --version "$GECKODRIVER_VERSION"

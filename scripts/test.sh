@@ -9,14 +9,17 @@ bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 logs=$(mktemp -d)
 failed_steps=()
+step_times=()
 step() {
   local name=$1; shift
   printf '\n== test: %s\n' "$name"
   local start=$SECONDS
   if "$@" 2>&1 | tee "$logs/$name.log"; then
     printf '== test: %s ok (%ss)\n' "$name" $((SECONDS - start))
+    step_times+=("$name $((SECONDS - start))s")
   else
     printf '== test: %s FAILED (%ss)\n' "$name" $((SECONDS - start))
+    step_times+=("$name $((SECONDS - start))s FAILED")
     failed_steps+=("$name")
   fi
 }
@@ -24,6 +27,8 @@ step() {
 # --workspace: the weblocks crate and the lease service (lease-server/); `cargo test` also builds the
 # service's debug binary, which the e2e tests of the service start.
 step fmt cargo fmt --all --check
+# Every module of src/, js/ and the simulated world has its line in docs/ARCHITECTURE.md.
+step architecture node scripts/architecture_lines.mjs
 step clippy-host cargo clippy --workspace --all-targets -- -D warnings
 step clippy-wasm cargo clippy --target wasm32-unknown-unknown --lib -- -D warnings
 # The two wasm modules the build ships, each with its own features (Cargo.toml, scripts/build.mjs).
@@ -34,13 +39,24 @@ step build npm run build
 # The classic script and its leases' add-on within their budgets (scripts/size/sizes.mjs, docs/SIZE.md):
 # over either, this step fails.
 step size-budget node scripts/size/sizes.mjs --check
+# The checks that read sources and the built files, no browser (tests/static/): the numbers both sides of the
+# wasm boundary name, the shipped files' syntax and wasm features, the LZMA decoder, the lease deadline.
+step static node --test tests/static/
 export WASM_BINDGEN_TEST_TIMEOUT=120  # the runner's budget for a whole test binary (default 20 s)
-step wasm-chrome wasm-pack test --headless --chrome --mode no-install
-step wasm-firefox wasm-pack test --headless --firefox --mode no-install
+# The ponyfill's browser tests (tests/web.rs), through wasm-bindgen's own runner (wasm-bindgen-cli installs
+# it): cargo runs each wasm test binary with it, and it drives the browser whose driver is set (one per run).
+wasm_browser_tests() { env "$@" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner cargo test --target wasm32-unknown-unknown --test web; }
+step wasm-chrome wasm_browser_tests CHROMEDRIVER="$(command -v chromedriver)"
+step wasm-firefox wasm_browser_tests GECKODRIVER="$(command -v geckodriver)"
 # The builds in old JavaScript engines (the V8 of Chrome 51 to 94), in worker-shaped contexts.
 step old-engines node --test --test-timeout=600000 tests/old_engines/
-# A hung browser or process fails its test after 4 minutes instead of stalling the run.
-step e2e node --test --test-concurrency=1 --test-timeout=240000 tests/e2e/
+# End to end, one step per group of tests/e2e/ (docs/DEVELOPMENT.md says what each checks and costs), so that a
+# red step names the layer that broke: the platform's assumptions per engine, the protocol across contexts,
+# the facade's conformance, the leases, the lease service, the package. A hung browser or process fails its
+# test after 4 minutes instead of stalling the run.
+for group in platform protocol facade leases lease_service package; do
+  step "e2e-$group" node --test --test-concurrency=1 --test-timeout=240000 "tests/e2e/$group/"
+done
 
 # Sum what each runner reported: cargo's "test result: ... N passed; M failed" and node's "# pass N"/"# fail N".
 passed=0; failed=0
@@ -53,6 +69,7 @@ for f in "$logs"/*.log; do
 done
 rm -rf "$logs"
 echo
+echo "seconds per step (docs/DEVELOPMENT.md's table of what a group costs): ${step_times[*]/%/,}"
 if [ ${#failed_steps[@]} -gt 0 ]; then
   echo "failed steps: ${failed_steps[*]}"
   [ "$failed" -gt 0 ] || failed=${#failed_steps[@]}

@@ -1,6 +1,6 @@
 // The check that a wasm module needs nothing newer than WebAssembly MVP, the support floor of the main build
 // (Chrome 57, Firefox 52, Safari 11): scripts/build.mjs fails if the wasm it ships does, and
-// tests/e2e/shipped_files.test.mjs checks the shipped files again.
+// tests/static/shipped_files.test.mjs checks the shipped files again.
 //  - binaryen validates the module against the MVP feature set (`wasm-opt --mvp-features`): no reference
 //    types (externref), multi-value, bulk memory, sign extension, non-trapping float-to-int, mutable
 //    globals imported or exported, SIMD...;

@@ -4,6 +4,21 @@
 //! name and a mode, and every algorithm returns the [`Decision`]s the caller must carry out (invoke a
 //! callback with a lock, invoke it with `null`, reject a stolen lock's released promise). The same
 //! manager runs in a lone context and in every replica of an origin (the coordination protocol).
+//!
+//! # Guarantees
+//!
+//! Each holds after every call, and the tests in `tests/scheduler.rs` check them:
+//! - **FIFO per name.** The requests for one name are granted in the order they were made ("the lock
+//!   request queue" of spec 2.4 is a queue), except that `steal` goes to the front and `ifAvailable` is
+//!   granted at once or not at all; a request for one name never waits on a request for another.
+//! - **Exclusive means alone, shared means with shared only.** A name is held by one exclusive lock, or by
+//!   any number of shared locks; a shared request waits behind an earlier exclusive one even when the name is
+//!   held shared (spec 2.5, "grantable"), so an exclusive request is never starved by later shared ones.
+//! - **Nothing is lost.** Each request ends exactly once: granted, answered `null` (`ifAvailable`), aborted,
+//!   stolen or terminated with its client; every [`Decision`] a call returns is one the caller must carry
+//!   out, which is why the calls that return them are `#[must_use]`.
+//! - **One order for every replica.** The manager is deterministic: the same calls in the same order give
+//!   the same decisions and the same [`Snapshot`] in every context that replays them.
 
 use crate::sequence_map::SequenceMap;
 use crate::sorted_vec::SortedMap;
@@ -243,6 +258,7 @@ impl LockManager {
     /// Spec 4.1, "request a lock", step 3 (the part run on the lock task queue): request `id` of client
     /// `client_id` for `name`. The caller has already rejected the `options` that request() forbids
     /// together (steps 5 to 9).
+    #[must_use = "the decisions are the caller's to carry out"]
     pub fn request_lock(
         &mut self,
         id: RequestId,
@@ -288,6 +304,7 @@ impl LockManager {
     ///
     /// Releasing a lock that is not held (already stolen, or never granted) changes nothing but still
     /// processes the queue, as the spec's steps do; it returns no decision in that case.
+    #[must_use = "the decisions are the caller's to carry out"]
     pub fn release_lock(&mut self, id: RequestId) -> Vec<Decision> {
         let mut decisions = Vec::new();
         if let Some(name) = self.remove_held(id) {
@@ -301,6 +318,7 @@ impl LockManager {
     ///
     /// Returns `None` if `id` was not pending (already granted, or unknown): the caller then knows the
     /// abort lost the race with a grant.
+    #[must_use = "the decisions are the caller's to carry out"]
     pub fn abort_request(&mut self, id: RequestId) -> Option<Vec<Decision>> {
         let Some(Tracked::Pending(name)) = self.requests.get(&id) else {
             return None;
@@ -368,6 +386,7 @@ impl LockManager {
     ///
     /// All of the client's requests leave their queues before any queue is processed, so none of them
     /// can be granted half-way through (the spec's sequential steps would grant and at once release it).
+    #[must_use = "the decisions are the caller's to carry out"]
     pub fn terminate_client(&mut self, client_id: &str) -> Vec<Decision> {
         let mut touched: Vec<Rc<str>> = Vec::new();
         let mut removed: Vec<RequestId> = Vec::new();

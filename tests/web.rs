@@ -1,4 +1,4 @@
-//! Browser tests of the ponyfill: `wasm-pack test --headless --chrome` / `--firefox`.
+//! Browser tests of the ponyfill, run by `wasm-bindgen-test-runner` in Chromium and Firefox (scripts/test.sh).
 //!
 //! Each test runs one case of `tests/web_cases.js` (same name) against a fresh API object from
 //! `createLockApi` in `js/lock_api.js`, whose engine is this crate's `weblocks::wasm::Engine`. The

@@ -1,6 +1,6 @@
 // The bench itself: serve the repository, launch each browser, run every scenario for every variant
 // (native, weblocks polyfill, weblocks ponyfill) with the variants interleaved, and summarise.
-// Used by bench/run.mjs (`npm run bench`) and tests/e2e/bench_smoke.test.mjs.
+// Used by bench/run.mjs (`npm run bench`) and tests/e2e/package/bench_smoke.test.mjs.
 import os from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { repoRoot, startServer } from '../../tests/e2e/server.mjs';

@@ -1,5 +1,5 @@
 // Scenario sizes and time bounds: the full bench (docs/BENCH.md's sizes) and the smoke run (tiny sizes, every
-// scenario once, for tests/e2e/bench_smoke.test.mjs).
+// scenario once, for tests/e2e/package/bench_smoke.test.mjs).
 
 export const fullSizes = {
   repeat: 3, // each scenario, variants interleaved; the table shows medians

@@ -1,6 +1,6 @@
 // The control of the cross-tab safety checks: a lock manager that knows only its own tab (exclusive
 // locks, FIFO per name, callbacks in a new task). It is what a lock that does not coordinate across tabs
-// looks like; tests/e2e/bench_smoke.test.mjs runs the cross-tab scenarios on it and requires them to
+// looks like; tests/e2e/package/bench_smoke.test.mjs runs the cross-tab scenarios on it and requires them to
 // report overlaps and a waiter granted while the holder lives, so the checks are known not to be blind.
 'use strict';
 self.perTabLocks = (() => {

@@ -9,7 +9,6 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::sse::{KeepAlive, Sse};
 use serde::Deserialize;
-use serde_json::{Value, json};
 use weblocks::lease::{LeaseError, LeaseKey, Operation, Token};
 
 use crate::api_error::ApiError;
@@ -20,6 +19,7 @@ use crate::grant_token::{GrantToken, check_request_id};
 use crate::identity::Identity;
 use crate::lease_row::{Grant, LeaseRequest, Reply};
 use crate::limits::check_key_part;
+use crate::responses::{Granted, Health, Held, LeaseList, Released, UnexpectedReply};
 use crate::stream::change_stream;
 
 /// `list`'s default and largest page.
@@ -73,7 +73,7 @@ pub async fn try_lock(
     State(state): State<AppState>,
     identity: Identity,
     JsonBody(body): JsonBody<KeyAndTtl>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Granted>, ApiError> {
     grant(&state, identity, &body, Grant::TryLock).await
 }
 
@@ -83,7 +83,7 @@ pub async fn take_over(
     State(state): State<AppState>,
     identity: Identity,
     JsonBody(body): JsonBody<KeyAndTtl>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Granted>, ApiError> {
     if !identity.may_take_over {
         return Err(ApiError::Forbidden(
             "taking over a lease needs the `takeover` permission".into(),
@@ -96,7 +96,7 @@ pub async fn take_over(
         sub,
         lease_type = body.lease_type,
         id = body.id,
-        fence = %taken["fence"],
+        fence = taken.lease.fence,
         "lease taken over"
     );
     Ok(taken)
@@ -107,7 +107,7 @@ pub async fn check_lock(
     State(state): State<AppState>,
     identity: Identity,
     JsonBody(body): JsonBody<LockIdOnly>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Held>, ApiError> {
     on_lock_id(&state, identity, Operation::check(&body.lock_id)).await
 }
 
@@ -116,7 +116,7 @@ pub async fn release_lock(
     State(state): State<AppState>,
     identity: Identity,
     JsonBody(body): JsonBody<LockIdOnly>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Released>, ApiError> {
     let sub = identity.holder.sub.clone();
     let request = LeaseRequest::on_lock_id(Operation::release(&body.lock_id)?, identity.holder);
     let key = request.key().clone();
@@ -136,7 +136,7 @@ pub async fn extend_lock_expiration(
     State(state): State<AppState>,
     identity: Identity,
     JsonBody(body): JsonBody<LockIdAndIncrement>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Held>, ApiError> {
     on_lock_id(
         &state,
         identity,
@@ -150,7 +150,7 @@ async fn grant(
     identity: Identity,
     body: &KeyAndTtl,
     kind: Grant,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Granted>, ApiError> {
     check_key_part("type", &body.lease_type)?;
     check_key_part("id", &body.id)?;
     let ttl_ms = state.limits.ttls.check(body.ttl_ms)?;
@@ -180,7 +180,7 @@ async fn on_lock_id(
     state: &AppState,
     identity: Identity,
     operation: Result<Operation, LeaseError>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Held>, ApiError> {
     run(state, LeaseRequest::on_lock_id(operation?, identity.holder)).await
 }
 
@@ -190,7 +190,7 @@ pub async fn list(
     State(state): State<AppState>,
     _identity: Identity,
     QueryArgs(query): QueryArgs<ListQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<LeaseList>, ApiError> {
     if let Some(lease_type) = &query.lease_type {
         checked_type(lease_type)?;
     }
@@ -201,7 +201,7 @@ pub async fn list(
         )));
     }
     let (leases, now) = state.store.list(query.lease_type, limit).await?;
-    Ok(Json(json!({ "leases": leases, "now": now })))
+    Ok(Json(LeaseList { leases, now }))
 }
 
 /// `GET /v1/events?type=T[&id=I]`: server-sent events named `lease`, one per change of (type, id), or of
@@ -243,7 +243,7 @@ pub async fn watch(
 
 /// `GET /health` → `{status: "ok", database}` while the database answers (and, with PostgreSQL, this
 /// instance listens for changes); else, within the health timeout, 503 with a `StorageError`.
-pub async fn health(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+pub async fn health(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
     let bound = state.limits.health_timeout;
     let database = tokio::time::timeout(bound, state.store.health())
         .await
@@ -253,7 +253,10 @@ pub async fn health(State(state): State<AppState>) -> Result<Json<Value>, ApiErr
                 bound.as_millis()
             )))
         })??;
-    Ok(Json(json!({ "status": "ok", "database": database })))
+    Ok(Json(Health {
+        status: "ok",
+        database,
+    }))
 }
 
 pub async fn no_such_endpoint() -> ApiError {
@@ -279,24 +282,23 @@ fn fresh_token() -> Result<Token, ApiError> {
     Ok(Token::from_random_bytes(bytes))
 }
 
-async fn run(state: &AppState, request: LeaseRequest) -> Result<Json<Value>, ApiError> {
+/// Run `request` and answer with the reply its operation gives (`T`: [`Granted`], [`Held`] or
+/// [`Released`]).
+async fn run<T: TryFrom<Reply, Error = UnexpectedReply>>(
+    state: &AppState,
+    request: LeaseRequest,
+) -> Result<Json<T>, ApiError> {
     let reply = state.store.run(request, state.limits.ttls.max_ms).await?;
-    Ok(Json(match reply {
-        Reply::Acquired {
-            lock_id,
-            lease,
-            now,
-        } => {
-            let mut body = json!(lease);
-            body["lockId"] = json!(lock_id);
-            body["now"] = json!(now);
-            body
-        }
-        Reply::Held { lease, now } => {
-            let mut body = json!(lease);
-            body["now"] = json!(now);
-            body
-        }
-        Reply::Released => json!({}),
-    }))
+    T::try_from(reply)
+        .map(Json)
+        .map_err(|UnexpectedReply(reply)| {
+            // The variant only: an `Acquired` carries a lockId, which never goes to the log.
+            let reply = match reply {
+                Reply::Acquired { .. } => "acquired",
+                Reply::Held { .. } => "held",
+                Reply::Released => "released",
+            };
+            tracing::error!(reply, "a store replied as another operation would");
+            ApiError::Internal
+        })
 }

@@ -5,10 +5,11 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
 use weblocks::lease::LeaseError;
 
-use crate::lease_row::{LeaseView, Refusal};
+use crate::error_code::ErrorCode;
+use crate::lease_row::Refusal;
+use crate::responses::{ErrorBody, ErrorDetail};
 use crate::store::StoreError;
 
 #[derive(Debug)]
@@ -57,19 +58,26 @@ impl From<StoreError> for ApiError {
 }
 
 impl ApiError {
-    /// The error's name (JS sees it as `LockError.code`) and its HTTP status.
-    pub fn code_and_status(&self) -> (&'static str, StatusCode) {
+    /// The error's code (JS sees it as `LockError.code`); its HTTP status is the code's
+    /// ([`ErrorCode::row`]).
+    pub fn code(&self) -> ErrorCode {
         match self {
-            ApiError::Lease(refusal) => (refusal.error.code(), lease_status(&refusal.error)),
-            ApiError::Invalid(_) => ("InvalidArgument", StatusCode::BAD_REQUEST),
-            ApiError::TooLarge { .. } => ("PayloadTooLarge", StatusCode::PAYLOAD_TOO_LARGE),
-            ApiError::Unauthorized(_) => ("Unauthorized", StatusCode::UNAUTHORIZED),
-            ApiError::Forbidden(_) => ("Forbidden", StatusCode::FORBIDDEN),
-            ApiError::NoSuchEndpoint => ("NoSuchEndpoint", StatusCode::NOT_FOUND),
-            ApiError::MethodNotAllowed => ("MethodNotAllowed", StatusCode::METHOD_NOT_ALLOWED),
-            ApiError::Internal => ("InternalError", StatusCode::INTERNAL_SERVER_ERROR),
-            ApiError::Busy(_) => ("ServiceBusy", StatusCode::SERVICE_UNAVAILABLE),
+            ApiError::Lease(refusal) => ErrorCode::of_lease(&refusal.error),
+            ApiError::Invalid(_) => ErrorCode::InvalidArgument,
+            ApiError::TooLarge { .. } => ErrorCode::PayloadTooLarge,
+            ApiError::Unauthorized(_) => ErrorCode::Unauthorized,
+            ApiError::Forbidden(_) => ErrorCode::Forbidden,
+            ApiError::NoSuchEndpoint => ErrorCode::NoSuchEndpoint,
+            ApiError::MethodNotAllowed => ErrorCode::MethodNotAllowed,
+            ApiError::Internal => ErrorCode::InternalError,
+            ApiError::Busy(_) => ErrorCode::ServiceBusy,
         }
+    }
+
+    /// The error's code by name, and its HTTP status.
+    pub fn code_and_status(&self) -> (&'static str, StatusCode) {
+        let code = self.code();
+        (code.name(), code.status())
     }
 
     fn message(&self) -> String {
@@ -93,51 +101,33 @@ impl ApiError {
     /// The JSON body: `{"error": {"code", "message"}}`, plus for a lease error on a held key the live
     /// lease's `holder`, `acquiredAt`, `fence`, and `expiresAt` where the core gives one; and the
     /// database's `now` whenever the database decided, so that an `expiresAt` can be read as time left.
-    pub fn body(&self) -> Value {
-        let (code, _) = self.code_and_status();
-        let mut error = json!({ "code": code, "message": self.message() });
+    pub fn body(&self) -> ErrorBody {
+        let mut error = ErrorDetail {
+            code: self.code(),
+            message: self.message(),
+            expires_at: None,
+            holder: None,
+            acquired_at: None,
+            fence: None,
+            now: None,
+        };
         if let ApiError::Lease(refusal) = self {
-            if let Some(expires_at) = refusal.error.expires_at_ms() {
-                error["expiresAt"] = json!(expires_at);
+            error.expires_at = refusal.error.expires_at_ms();
+            if let Some(lease) = refusal.holder.as_deref() {
+                error.holder = Some(lease.holder.clone());
+                error.acquired_at = Some(lease.acquired_at);
+                error.expires_at = Some(lease.expires_at);
+                error.fence = Some(lease.fence);
             }
-            if let Some(LeaseView {
-                holder,
-                acquired_at,
-                expires_at,
-                fence,
-                ..
-            }) = refusal.holder.as_deref()
-            {
-                error["holder"] = json!(holder);
-                error["acquiredAt"] = json!(acquired_at);
-                error["expiresAt"] = json!(expires_at);
-                error["fence"] = json!(fence);
-            }
-            if let Some(now) = refusal.now {
-                error["now"] = json!(now);
-            }
+            error.now = refusal.now;
         }
-        json!({ "error": error })
-    }
-}
-
-/// Lease errors: a conflict is 409; every "you do not hold this lease" (never had it, it expired, someone
-/// else has it now) is 403; a store failure is 503.
-fn lease_status(error: &LeaseError) -> StatusCode {
-    match error {
-        LeaseError::InvalidArgument(_) => StatusCode::BAD_REQUEST,
-        LeaseError::AlreadyLocked { .. } => StatusCode::CONFLICT,
-        LeaseError::NotFound
-        | LeaseError::Expired { .. }
-        | LeaseError::TakenOver
-        | LeaseError::Revoked => StatusCode::FORBIDDEN,
-        LeaseError::Storage(_) => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorBody { error }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (_, status) = self.code_and_status();
+        let status = self.code().status();
         if let ApiError::Lease(refusal) = &self
             && let LeaseError::Storage(why) = &refusal.error
         {
@@ -157,6 +147,12 @@ impl IntoResponse for ApiError {
 mod tests {
     use super::*;
     use crate::holder::Holder;
+    use crate::lease_row::LeaseView;
+    use serde_json::{Value, json};
+
+    fn body(error: &ApiError) -> Value {
+        serde_json::to_value(error.body()).unwrap()
+    }
 
     #[test]
     fn a_conflict_carries_the_holder_and_since_when() {
@@ -183,7 +179,7 @@ mod tests {
             ("AlreadyLocked", StatusCode::CONFLICT)
         );
         assert_eq!(
-            error.body(),
+            body(&error),
             json!({ "error": {
                 "code": "AlreadyLocked", "message": "already locked by another holder",
                 "expiresAt": 2000.0, "holder": { "sub": "alice", "name": "Alice" }, "acquiredAt": 1000.0, "fence": 7,
@@ -215,7 +211,7 @@ mod tests {
         ));
         assert_eq!(storage.code_and_status().1, StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(
-            storage.body(),
+            body(&storage),
             json!({ "error": {
                 "code": "StorageError", "message": "lease storage failed (details in the service's log)",
             }})

@@ -4,7 +4,8 @@
 //!
 //! - [`config`]: flags and environment; [`server`]: the assembled service; [`shutdown`]: its stop signal.
 //! - [`connections`]: HTTP connections with their timeouts and cap; [`descriptors`]: room for them.
-//! - [`api`]: the endpoints; [`extract`]: their request parsing; [`api_error`]: typed JSON errors;
+//! - [`api`]: the endpoints; [`extract`]: their request parsing; [`responses`]: their JSON bodies;
+//!   [`api_error`]: typed JSON errors, with [`error_code`], the table of every code and its status;
 //!   [`app_state`]: what the endpoints share.
 //! - [`identity`] and [`hs256`]: who is asking (an HS256 JWT); [`holder`]: the user a lease names;
 //!   [`limits`]: what the service accepts.
@@ -22,6 +23,7 @@ pub mod change;
 pub mod config;
 pub mod connections;
 pub mod descriptors;
+pub mod error_code;
 pub mod events;
 pub mod expiry;
 pub mod extract;
@@ -32,6 +34,7 @@ pub mod identity;
 pub mod lease_row;
 pub mod limits;
 pub mod purge;
+pub mod responses;
 pub mod server;
 pub mod shutdown;
 pub mod store;

@@ -1,107 +1,16 @@
-//! The service's routes in process, as axum's testing example drives a router: each request is sent with
-//! `tower::ServiceExt::oneshot` to the real router over a real SQLite file, no socket in between.
+//! The service's routes in process (see `service`), over an in-memory SQLite database.
 //! Here: grants that carry a request id (a retry after a lost answer gets the same lease and lockId, for
 //! its user only, and only while that lease lives), and the database's time in every answer that
-//! carries an expiry.
+//! carries an expiry. Every route's status, body and error codes: `contract.rs`.
 
-use std::sync::Arc;
+mod service;
+
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
-use http_body_util::BodyExt;
+use axum::http::StatusCode;
 use serde_json::{Value, json};
-use tokio::sync::{Semaphore, watch};
-use tower::ServiceExt;
 
-use weblocks_lease_server::app_state::{AppState, Limits};
-use weblocks_lease_server::events::Events;
-use weblocks_lease_server::grant_token::GrantKey;
-use weblocks_lease_server::identity::TokenVerifier;
-use weblocks_lease_server::limits::TtlBounds;
-use weblocks_lease_server::server::router;
-use weblocks_lease_server::store::{SqliteStore, Store};
-
-const SECRET: &[u8] = b"in-process route tests: 0123456789abcdef";
-
-/// A router over a fresh SQLite file (removed with the returned guard).
-async fn service() -> (axum::Router, TempDir) {
-    let dir = TempDir::new();
-    let (events, _expiries) = Events::new();
-    let events = Arc::new(events);
-    let store = SqliteStore::open(&dir.0.join("leases.sqlite3"), Arc::clone(&events), 8)
-        .await
-        .expect("sqlite opens");
-    let (_stop, shutdown) = watch::channel(false);
-    let state = AppState {
-        store: Arc::new(Store::Sqlite(store)),
-        events,
-        verifier: Arc::new(TokenVerifier::new(SECRET).expect("a strong secret")),
-        grants: Arc::new(GrantKey::new(SECRET)),
-        limits: Arc::new(Limits {
-            ttls: TtlBounds {
-                min_ms: 50.0,
-                max_ms: 3_600_000.0,
-            },
-            max_body_bytes: 16 * 1024,
-            health_timeout: Duration::from_secs(2),
-            keep_alive: Duration::from_secs(15),
-            streams: Arc::new(Semaphore::new(8)),
-        }),
-        shutdown,
-    };
-    (router(state, &[]), dir)
-}
-
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new() -> TempDir {
-        let mut bytes = [0u8; 8];
-        getrandom::fill(&mut bytes).unwrap();
-        let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let path = std::env::temp_dir().join(format!("weblocks-routes-{name}"));
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn token(sub: &str, perms: &[&str]) -> String {
-    weblocks_lease_server::hs256::install();
-    let exp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 600;
-    jsonwebtoken::encode(
-        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
-        &json!({ "sub": sub, "name": sub, "perms": perms, "exp": exp }),
-        &jsonwebtoken::EncodingKey::from_secret(SECRET),
-    )
-    .unwrap()
-}
-
-/// POST `body` to `path` as `sub`: the status and the JSON answer.
-async fn post(app: &axum::Router, sub: &str, path: &str, body: Value) -> (StatusCode, Value) {
-    let request = Request::post(path)
-        .header(
-            "authorization",
-            format!("Bearer {}", token(sub, &["takeover"])),
-        )
-        .header("content-type", "application/json")
-        .body(Body::from(body.to_string()))
-        .unwrap();
-    let response = app.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (status, serde_json::from_slice(&bytes).unwrap())
-}
+use service::{post, service};
 
 fn grant(id: &str, ttl_ms: f64, request_id: &str) -> Value {
     json!({ "type": "domain.Article", "id": id, "ttlMs": ttl_ms, "requestId": request_id })
@@ -109,7 +18,7 @@ fn grant(id: &str, ttl_ms: f64, request_id: &str) -> Value {
 
 #[tokio::test]
 async fn a_repeated_request_id_returns_the_same_lease_to_its_user_only() {
-    let (app, _dir) = service().await;
+    let app = service().await.app;
     let request_id = "aaaabbbbccccdddd0001";
     let (status, first) = post(
         &app,
@@ -194,7 +103,7 @@ async fn a_repeated_request_id_returns_the_same_lease_to_its_user_only() {
 
 #[tokio::test]
 async fn a_request_id_expires_with_its_lease() {
-    let (app, _dir) = service().await;
+    let app = service().await.app;
     let request_id = "expiring-request-id-0001";
     let (_, first) = post(&app, "alice", "/v1/tryLock", grant("2", 150.0, request_id)).await;
     tokio::time::sleep(Duration::from_millis(250)).await;
@@ -227,7 +136,7 @@ async fn a_request_id_expires_with_its_lease() {
 
 #[tokio::test]
 async fn a_retried_take_over_takes_over_once() {
-    let (app, _dir) = service().await;
+    let app = service().await.app;
     let (_, alice) = post(
         &app,
         "alice",
@@ -267,7 +176,7 @@ async fn a_retried_take_over_takes_over_once() {
 
 #[tokio::test]
 async fn every_answer_with_an_expiry_says_the_database_s_time() {
-    let (app, _dir) = service().await;
+    let app = service().await.app;
     let (_, granted) = post(
         &app,
         "alice",
@@ -314,7 +223,7 @@ async fn every_answer_with_an_expiry_says_the_database_s_time() {
 
 #[tokio::test]
 async fn a_bad_request_id_is_refused_and_changes_nothing() {
-    let (app, _dir) = service().await;
+    let app = service().await.app;
     for bad in [
         json!("short"),
         json!("has/a/slash/0123456"),

@@ -87,7 +87,7 @@ export function embeddedStream(bytes) {
  * `DECODE_STEP` bytes, one per task (a MessageChannel message, which no engine delays as it does nested
  * timers; a timer where a page took MessageChannel away): the page's own scripts and tasks, and the storage
  * events of the context's start, run in between instead of waiting for the whole decoding
- * (tests/e2e/decode_steps.test.mjs).
+ * (tests/e2e/facade/decode_steps.test.mjs).
  * With `lazy`, the default export is instead a function that starts the decoding and returns that promise:
  * the leases' add-on decodes its wasm only at the first lease operation, not while the page starts.
  */

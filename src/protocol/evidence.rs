@@ -36,6 +36,9 @@
 //! - **It gives up only after trying.** This context's own database is opened with the waits of
 //!   [`OPEN_BACKOFF_MS`]; only after the last does it tell the participant it cannot give evidence
 //!   ([`Finding::Unreachable`]), and the context then refuses requests rather than decide without it.
+//!   Whether the browser had closed a connection of this context's that was open before
+//!   ([`Evidence::storage_lost`]: WebKit's storage process ended, iOS suspended the tab) tells the page
+//!   why: in WebKit such a document cannot open IndexedDB again until it is reloaded.
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -252,6 +255,8 @@ struct Watch {
     /// The open under way (0: none, it is made again at `retry_at`).
     handle: u32,
     retry_at: u64,
+    /// Its opens that failed since this context's storage was taken ([`Evidence::storage_lost`]).
+    failed: usize,
     /// Its upgrade started: the context is gone (told once).
     told: bool,
 }
@@ -273,7 +278,8 @@ pub struct Evidence {
     /// The page is in the back/forward cache: the register's transactions wait in `queued`.
     hidden: bool,
     register: Register,
-    /// Since when the register has been opening (the first time), and whether that was told.
+    /// Since when the register has been opening (the first time since its last open failed), and
+    /// whether that was told.
     register_since: Option<u64>,
     register_told: bool,
     /// Jobs waiting for the register's connection, and those under way, by transaction.
@@ -283,6 +289,9 @@ pub struct Evidence {
     /// Entries opened ahead whose database a watch found missing, and since when: taken out by a read
     /// of the register once missing for [`COLLECT_AFTER_MS`]. Only entries still listed are kept.
     missing: Vec<(Entry, u64)>,
+    /// The browser closed a connection of this context's that was open (the register, or its own
+    /// database): see [`Evidence::storage_lost`].
+    lost: bool,
     ops: VecDeque<StorageOp>,
     findings: VecDeque<Finding>,
 }
@@ -309,6 +318,7 @@ impl Evidence {
             running: Vec::new(),
             watches: Vec::new(),
             missing: Vec::new(),
+            lost: false,
             ops: VecDeque::new(),
             findings: VecDeque::new(),
         };
@@ -404,6 +414,13 @@ impl Evidence {
             _ => None,
         };
         [own, watch, register].into_iter().flatten().min()
+    }
+
+    /// Whether the browser closed a connection of this context's that was open (a `Closed` of the
+    /// register or of its own database): once its attempts then fail too ([`Finding::Unreachable`]),
+    /// its storage was taken from it while it lives, rather than never given.
+    pub fn storage_lost(&self) -> bool {
+        self.lost
     }
 
     /// How many watches are under way or wait to be made again: at most one per database listed or
@@ -766,7 +783,10 @@ impl Evidence {
 
     fn open_failed(&mut self, handle: u32, now: u64) {
         if self.register == Register::Opening(handle) {
+            // An open that failed is not one that waits (behind a page's deletion): the wait to tell
+            // of starts again with the next open.
             self.register = Register::Closed;
+            self.register_since = None;
             self.fail_queued(now);
             return;
         }
@@ -777,8 +797,26 @@ impl Evidence {
         }
         if let Some(w) = self.watches.iter().position(|w| w.handle == handle) {
             let watch = &mut self.watches[w];
-            if watch.told {
+            if watch.told || self.ended {
+                // An ended context (closed, or refusing: its storage may be gone for good) makes it
+                // no more: nobody would hear its finding, and the others collect that database.
                 self.watches.swap_remove(w);
+            } else if self.lost {
+                // Since the browser took this context's storage, a watch that fails is tried with
+                // the waits of its own database; after the last, this context can watch nobody and
+                // be watched by nobody: it cannot give evidence, even while idle (it would otherwise
+                // try every second for as long as the page lives).
+                watch.failed += 1;
+                if let Some(wait) = OPEN_BACKOFF_MS.get(watch.failed) {
+                    watch.handle = 0;
+                    watch.retry_at = now + wait;
+                } else {
+                    self.watches.swap_remove(w);
+                    if !matches!(self.own, Own::Failed) {
+                        self.own = Own::Failed;
+                        self.findings.push_back(Finding::Unreachable);
+                    }
+                }
             } else {
                 // Made again later: an open that failed is no evidence.
                 watch.handle = 0;
@@ -803,12 +841,16 @@ impl Evidence {
     fn closed(&mut self, handle: u32, now: u64) {
         if self.register == Register::Open(handle) || self.register == Register::Opening(handle) {
             // Opened again at the next use.
+            self.lost |= self.register == Register::Open(handle);
             self.register = Register::Closed;
             if !self.queued.is_empty() {
                 self.open_register();
             }
             return;
         }
+        self.lost |= matches!(self.own,
+            Own::Open { handle: h, .. } | Own::Entering { handle: h, .. } | Own::Ahead { handle: h, .. }
+                if h == handle);
         match self.own {
             Own::Open { handle: h, key } if h == handle => {
                 self.own = Own::None;
@@ -947,6 +989,7 @@ impl Evidence {
             entry,
             handle: 0,
             retry_at: 0,
+            failed: 0,
             told: false,
         });
         self.open_watch(self.watches.len() - 1);

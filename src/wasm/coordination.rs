@@ -122,7 +122,7 @@ pub(super) struct Coordination {
 /// `poke`, `gap` (a post or a read failed, or the log's database went away: messages were lost),
 /// `identity` (a read found the log's identity, before its `start` or `read`) and `fail` (the log's
 /// database cannot be reached: the context refuses). Named as `js/log_channel.js` names them
-/// (tests/e2e/boundary_codes.test.mjs checks both say the same).
+/// (tests/static/boundary_codes.test.mjs checks both say the same).
 const ENTRY: u8 = b'e';
 const IDENTITY: u8 = b'i';
 const START: u8 = b's';
@@ -254,6 +254,14 @@ impl Coordination {
     /// [`Coordination::refusal`] first). Granting on from its replica could make it a second lock
     /// manager beside the origin's.
     pub(super) fn refuse(&self, refusal: Refusal) {
+        // Whichever of this context's IndexedDB users met the failure first (the evidence, the log, the
+        // transport's record), the page is told that the browser took its storage, if it did.
+        let lost = refusal == Refusal::Unreachable
+            && self
+                .evidence
+                .try_borrow()
+                .is_ok_and(|evidence| evidence.storage_lost());
+        let refusal = if lost { Refusal::StorageLost } else { refusal };
         if self.refusal.replace(Some(refusal)).is_some() {
             return;
         }

@@ -16,7 +16,7 @@ use super::request_options::RequestOptions;
 use super::sink::{EFFECT_SNAPSHOT, deliver, notify, refuse, snapshot_to_js};
 
 /// What wakes a context over the log, as the engine's `wake` argument numbers it (the `WAKE_*` of
-/// `js/log_channel.js`; tests/e2e/boundary_codes.test.mjs checks that both say the same); anything else
+/// `js/log_channel.js`; tests/static/boundary_codes.test.mjs checks that both say the same); anything else
 /// is its own polls.
 #[cfg(feature = "coordination")]
 const WAKE_CARRIER: u32 = 1;

@@ -59,7 +59,7 @@ extern "C" {
 }
 
 /// The events of the liveness storage object, by their `type` (as `js/liveness.js` numbers them:
-/// tests/e2e/boundary_codes.test.mjs checks both say the same). `key` is the handle, or for `WRITTEN`
+/// tests/static/boundary_codes.test.mjs checks both say the same). `key` is the handle, or for `WRITTEN`
 /// and `LISTED` the transaction.
 const UPGRADING: u32 = 1;
 const OPENED: u32 = 2;

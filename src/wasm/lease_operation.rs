@@ -19,7 +19,7 @@ use crate::lease::{
     LeaseError, LeaseInfo, LeaseKey, LeaseOutcome, LeaseRecord, Operation, Token, Write, list_live,
 };
 
-/// The operations by number, as `js/lease_idb_store.js` names them (tests/e2e/boundary_codes.test.mjs
+/// The operations by number, as `js/lease_idb_store.js` names them (tests/static/boundary_codes.test.mjs
 /// checks that both say the same).
 const TRY_LOCK: u32 = 0;
 const CHECK: u32 = 1;

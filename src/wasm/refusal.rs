@@ -5,7 +5,7 @@
 //! (as after a reset), and every request and query, pending or new, is rejected with the DOMException
 //! [`Refusal::name`]. Pure, so that it also builds natively, for its tests.
 
-/// The codes of the refusals, as `js/transport_choice.js` names them (tests/e2e/boundary_codes.test.mjs
+/// The codes of the refusals, as `js/transport_choice.js` names them (tests/static/boundary_codes.test.mjs
 /// checks that both say the same).
 const REFUSED_DISAGREES: u32 = 1;
 const REFUSED_UNREACHABLE: u32 = 2;
@@ -20,6 +20,11 @@ pub enum Refusal {
     /// This context cannot reach its origin's transport: IndexedDB is missing, or its database could not
     /// be opened or used, after the retries.
     Unreachable,
+    /// As `Unreachable`, after the browser closed this context's open IndexedDB connections (WebKit when
+    /// its storage process ends, iOS for a tab in the background): the engine does not let this document
+    /// open them again, and a reload does. JS never names it: the edge gives it for `Unreachable` once
+    /// its evidence saw its connections closed (docs/PROTOCOL.md §7, "storage lost").
+    StorageLost,
 }
 
 impl Refusal {
@@ -36,7 +41,7 @@ impl Refusal {
     pub fn code(self) -> u32 {
         match self {
             Refusal::Disagreement => REFUSED_DISAGREES,
-            Refusal::Unreachable => REFUSED_UNREACHABLE,
+            Refusal::Unreachable | Refusal::StorageLost => REFUSED_UNREACHABLE,
         }
     }
 
@@ -59,6 +64,11 @@ impl Refusal {
                  through (storage blocked, cleared or failing), so it grants no lock: it would lock \
                  alone beside them."
             }
+            Refusal::StorageLost => {
+                "weblocks: the browser closed this page's IndexedDB connections and does not let it open \
+                 them again (its storage process ended, or iOS suspended the tab), so it grants no lock: \
+                 reload the page to lock again. Other tabs, and tabs opened now, lock as before."
+            }
         }
     }
 }
@@ -74,6 +84,11 @@ mod tests {
         for refusal in [Refusal::Disagreement, Refusal::Unreachable] {
             assert_eq!(Refusal::from_code(refusal.code()), Some(refusal));
         }
+        // Given by the edge in place of `Unreachable`, never named by JS.
+        assert_eq!(
+            Refusal::from_code(Refusal::StorageLost.code()),
+            Some(Refusal::Unreachable)
+        );
         for code in [0, 3, u32::MAX] {
             assert_eq!(Refusal::from_code(code), None);
         }
@@ -81,7 +96,11 @@ mod tests {
 
     #[test]
     fn every_refusal_is_an_operation_error_that_says_why() {
-        for refusal in [Refusal::Disagreement, Refusal::Unreachable] {
+        for refusal in [
+            Refusal::Disagreement,
+            Refusal::Unreachable,
+            Refusal::StorageLost,
+        ] {
             assert_eq!(refusal.name(), "OperationError");
             assert!(refusal.message().starts_with("weblocks: "));
             assert!(refusal.message().contains("grants no lock"));
@@ -90,5 +109,7 @@ mod tests {
             Refusal::Disagreement.message(),
             Refusal::Unreachable.message()
         );
+        // A context whose storage the browser took says what gives it back.
+        assert!(Refusal::StorageLost.message().contains("reload the page"));
     }
 }

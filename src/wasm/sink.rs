@@ -10,7 +10,7 @@ use crate::scheduler::{Decision, Snapshot};
 use super::js_call::call;
 
 /// Effect kinds passed to the sink as its first argument, as `js/lock_api.js` names them
-/// (tests/e2e/boundary_codes.test.mjs checks that both say the same).
+/// (tests/static/boundary_codes.test.mjs checks that both say the same).
 pub(super) const EFFECT_GRANTED: u32 = 1;
 pub(super) const EFFECT_NOT_AVAILABLE: u32 = 2;
 pub(super) const EFFECT_STOLEN: u32 = 3;

@@ -103,8 +103,9 @@ impl World {
                     .any(|r| r.options.steal && r.name == name)
             }),
             // Only a context that is gone loses its membership to the others: one that still runs
-            // (busy, stalled, frozen) never does.
-            LossReason::Evicted => false,
+            // (busy, stalled, frozen) never does, unless the browser took its storage while it ran
+            // (`Fault::StorageLost`: A5 broken for this context alone).
+            LossReason::Evicted => self.storage_taken(i),
             // A context that runs is reset only by an older version's context that started its own
             // history (its Genesis is in the sequence), or by a loss of messages that this context
             // met itself since it last joined (a gap of its transport, an append of its own that
@@ -339,7 +340,13 @@ impl World {
                         && u.2 == Expect::Granted
                         && n.requests.get(&u.1).is_some_and(|g| g.name == r.name)
                 });
-            if !superseded && self.effective(i, id, r) {
+            // A lock of a context whose storage the browser took while it ran: the others found it
+            // gone and may grant the lock while its callback still runs (docs/PROTOCOL.md §7,
+            // "storage lost"). Forgiven for that context alone; it is still told within the bound
+            // (`check_stale_beliefs`), and it refuses from then on (`refuse_from_now` drops its
+            // beliefs, and it is granted nothing more).
+            let taken = self.storage_taken(i);
+            if !superseded && !taken && self.effective(i, id, r) {
                 by_name
                     .entry(r.name.clone())
                     .or_default()
@@ -478,7 +485,10 @@ impl World {
     pub(crate) fn check_queries_agree(&mut self) {
         for i in 0..self.contexts.len() {
             let n = &self.contexts[i];
-            if n.status != Status::Running || n.retired || n.queries_answered.is_empty() {
+            // A context that refuses answers no query since: its last answer came before.
+            let refused = n.admission == Admission::Refused;
+            if n.status != Status::Running || n.retired || refused || n.queries_answered.is_empty()
+            {
                 continue;
             }
             // A new history began after the query was asked (a joiner that found every member gone,

@@ -509,6 +509,17 @@ fn build_as(seed: u64, family: Family) -> (World, u64) {
             world.fault_at(rng.range(0, active), i, Fault::LogCleared);
         }
     }
+    // The browser takes a live context's storage (WebKit's storage process ended, iOS suspended
+    // its tab), from a stream of its own again: it must refuse, the others go on, none waits on it.
+    // Not where joiners skip their census: the loss forgives that context's locks, which is what such
+    // a joiner takes, and that family must show the checks catch it.
+    if family.faults && !family.skips_census {
+        let mut rng = Rng::new(seed ^ 0x5_7a6e_1057);
+        if rng.chance(0.15) {
+            let i = rng.range(0, count as u64 - 1) as usize;
+            world.fault_at(rng.range(0, active), i, Fault::StorageLost);
+        }
+    }
     (world, active)
 }
 

@@ -172,6 +172,14 @@ pub enum Fault {
     /// (and, over the log, the log's database). The deletion waits until every context holding the
     /// record is gone; contexts that start meanwhile wait behind it (`transport_record`).
     RecordDeleted,
+    /// The browser takes the context's storage while it runs (WebKit's storage process ended, iOS
+    /// suspended its tab): every IndexedDB connection of its is closed, each with a `close` event,
+    /// and every open it makes from then on fails (`liveness_db`); the other contexts and new ones
+    /// keep theirs. Its evidence then finds its database unreachable and it refuses, which is the
+    /// only decision left to it; the others find it gone. A lock it held is lost while its callback
+    /// may still run: the one overlap the checks forgive, for this context alone (docs/PROTOCOL.md
+    /// §7, "storage lost").
+    StorageLost,
 }
 
 #[derive(Clone, Debug)]
@@ -329,6 +337,8 @@ pub struct SimContext {
     abort_next_append: bool,
     /// Over the log: its next read fails (`Fault::ReadFails`).
     fail_next_read: bool,
+    /// Its edge refuses once the current edge call is over (its storage was taken).
+    refusing: bool,
     /// Its next channel post never leaves it, as when the context ends between an append and the
     /// carrier's frame of it (set by tests).
     pub loses_next_post: bool,
@@ -647,6 +657,7 @@ impl World {
             queries_asked: 0,
             query_cut: BTreeMap::new(),
             queried_in: None,
+            refusing: false,
             unresponsive: Vec::new(),
             hidden_count: 0,
             gap_until: 0,

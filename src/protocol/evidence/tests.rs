@@ -152,6 +152,7 @@ fn a_failed_open_is_tried_again_after_each_wait_and_only_then_refused() {
             assert_eq!(told, [], "attempt {attempt}: not yet");
         } else {
             assert_eq!(told, [Finding::Unreachable]);
+            assert!(!e.storage_lost(), "its storage was never given");
             assert_eq!(e.poll_timeout(), None);
         }
     }
@@ -492,4 +493,95 @@ fn a_member_that_stays_in_the_back_forward_cache_keeps_its_database_open() {
             }
         ]
     );
+}
+
+#[test]
+fn a_register_whose_opens_fail_is_not_said_to_wait() {
+    // WebKit after its storage process ended: every open fails at once. That is no deletion waiting,
+    // and the page is told why it refuses instead (`storage_lost`), not that a deletion holds it.
+    let mut e = Evidence::new("me", 1, None);
+    let mut now = 100;
+    e.census(now);
+    e.handle_storage(now, StorageEvent::OpenFailed { handle: 1 });
+    while now < 100 + 3 * REGISTER_WAIT_MS {
+        now += 500;
+        e.census(now);
+        for op in ops(&mut e) {
+            if let StorageOp::Open { handle, .. } = op {
+                e.handle_storage(now, StorageEvent::OpenFailed { handle });
+            }
+        }
+        e.handle_timeout(now);
+        assert!(
+            !findings(&mut e).contains(&Finding::RegisterWaits),
+            "at {now}"
+        );
+    }
+}
+
+#[test]
+fn storage_taken_from_a_live_context_is_told_apart_from_storage_never_given() {
+    // Never given: every attempt fails from the start.
+    let mut never = Evidence::new("me", 1, None);
+    never.open_own(0);
+    // The register's open, closed before it succeeded: it was never open.
+    never.handle_storage(0, StorageEvent::Closed { handle: 1 });
+    assert!(!never.storage_lost());
+    // Taken: its database was open, the browser closed it, and then nothing opens.
+    let mut taken = machine(None);
+    let (_, handle) = open_alive(&mut taken);
+    assert!(!taken.storage_lost());
+    taken.handle_storage(0, StorageEvent::Closed { handle });
+    assert!(taken.storage_lost());
+    assert_eq!(findings(&mut taken), [Finding::Lost]);
+    // The register's open connection, closed by the browser, is a loss too.
+    let mut register = machine(None);
+    register.handle_storage(0, StorageEvent::Closed { handle: 1 });
+    assert!(register.storage_lost());
+}
+
+#[test]
+fn an_ended_context_makes_no_failed_watch_again() {
+    // A context that refuses after its storage was taken ends its evidence: a watch of its that
+    // fails is not made again every second for as long as the page lives.
+    let mut e = machine(None);
+    e.watch("other".into(), 7);
+    let handle = match ops(&mut e).as_slice() {
+        [StorageOp::Open { handle, .. }] => *handle,
+        other => panic!("{other:?}"),
+    };
+    e.end_own();
+    e.handle_storage(0, StorageEvent::OpenFailed { handle });
+    assert_eq!(e.watch_count(), 0);
+    assert_eq!(e.poll_timeout(), None, "quiet");
+}
+
+#[test]
+fn an_idle_context_whose_storage_was_taken_gives_up_its_watches_after_the_waits() {
+    let mut e = machine(None);
+    let (_, own) = open_alive(&mut e);
+    e.watch("other".into(), 7);
+    let mut handle = match ops(&mut e).as_slice() {
+        [StorageOp::Open { handle, .. }] => *handle,
+        other => panic!("{other:?}"),
+    };
+    e.leave_own();
+    e.handle_storage(0, StorageEvent::Closed { handle: own });
+    let _ = (ops(&mut e), findings(&mut e));
+    let mut now = 0;
+    for wait in &OPEN_BACKOFF_MS[1..] {
+        e.handle_storage(now, StorageEvent::OpenFailed { handle });
+        assert_eq!(findings(&mut e), []);
+        assert_eq!(e.poll_timeout(), Some(now + wait));
+        now += wait;
+        e.handle_timeout(now);
+        handle = match ops(&mut e).as_slice() {
+            [StorageOp::Open { handle, .. }] => *handle,
+            other => panic!("{other:?}"),
+        };
+    }
+    e.handle_storage(now, StorageEvent::OpenFailed { handle });
+    assert_eq!(findings(&mut e), [Finding::Unreachable]);
+    assert_eq!(e.watch_count(), 0);
+    assert_eq!(e.poll_timeout(), None, "quiet");
 }

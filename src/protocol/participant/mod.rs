@@ -155,6 +155,7 @@ impl Participant {
     }
 
     /// The next effect to carry out, in order; `None` once there is none.
+    #[must_use]
     pub fn poll_effect(&mut self) -> Option<Effect> {
         self.core.next_effect()
     }
@@ -162,6 +163,7 @@ impl Participant {
     /// When [`Participant::handle_timeout`] is due: the earliest deadline of its policies, as of the last
     /// `handle_*` call (`None`: none). Calling it earlier does no harm (it looks at its deadlines and
     /// gives the next); later delays what it waits for.
+    #[must_use]
     pub fn poll_timeout(&self) -> Option<u64> {
         self.core.next_deadline()
     }

@@ -19,9 +19,9 @@ pub(super) enum State {
 pub(super) enum Lifecycle {
     /// Runs tasks: the participant follows the order, sends, and keeps its timer.
     Running,
-    /// Frozen by the browser: before freezing it announced how long its locks stay its own
-    /// (`freeze_grace`). It still applies what is delivered to it, but runs none of its policies until
-    /// it runs again.
+    /// Frozen by the browser: its liveness database stays open, so its locks stay its own for as long
+    /// as it lives (an idle member left before freezing). It still applies what is delivered to it, but
+    /// runs none of its policies until it runs again.
     Frozen,
     /// In the back/forward cache: out of the protocol, nothing held; back to running on `pageshow`.
     Hidden,

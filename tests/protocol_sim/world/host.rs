@@ -66,6 +66,9 @@ impl World {
         for (inc, id, expect) in decided {
             self.confirm(i, inc, id, expect, None);
         }
+        if std::mem::take(&mut self.contexts[i].refusing) {
+            self.refuse_from_now(i);
+        }
     }
 }
 
@@ -163,10 +166,28 @@ impl Host for SimHost<'_> {
     }
 
     fn unreachable(&mut self) {
-        // The simulated backend never fails an open of a context's own database.
+        // The simulated backend fails an open of a context's own database only once its storage was
+        // taken (`Fault::StorageLost`); its evidence must have seen a connection of its closed.
         let i = self.i;
-        self.world
-            .violation(format!("ctx{i}'s evidence found its database unreachable"));
+        if !self.world.storage.lost.contains(&i) {
+            return self
+                .world
+                .violation(format!("ctx{i}'s evidence found its database unreachable"));
+        }
+        if !self.world.contexts[i].evidence.storage_lost() {
+            return self.world.violation(format!(
+                "ctx{i} refuses without its evidence knowing that its storage was taken"
+            ));
+        }
+        self.world.bump("storage lost: refused");
+        // As the browser's edge refuses (src/wasm/coordination.rs): its participant hears of a gap
+        // and closes (its Leave goes out); then its edge rejects everything.
+        let now = self.world.now;
+        self.participant(|p| {
+            p.handle_missed_messages(now);
+            p.handle_close(now);
+        });
+        self.world.contexts[i].refusing = true;
     }
 
     fn arm_timer(&mut self, at: u64) -> bool {

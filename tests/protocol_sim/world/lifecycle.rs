@@ -151,6 +151,21 @@ impl World {
                 self.finish_deletion();
             }
             Fault::RecordDeleted => self.delete_record(i),
+            Fault::StorageLost => {
+                if self.storage.lost.contains(&i) {
+                    return;
+                }
+                self.bump("storage lost under a live context");
+                self.storage_lost(i);
+                if self.over_log() && self.contexts[i].connected {
+                    // The log's connection goes with the rest (it is opened again in this world,
+                    // where only the evidence's storage stays lost: the context refuses all the same).
+                    self.meets_loss(i, "its storage was lost");
+                    self.contexts[i].db_log = None;
+                    let delay = self.rng.range(0, 2);
+                    self.schedule(now + delay, i, Ev::LogGap("its storage was lost"));
+                }
+            }
             Fault::Undecodable => {
                 self.bump("undecodable posts");
                 let msg = Rc::new(vec![Value::Num(0.0); wire::MAX_SLOTS + 1]);

@@ -84,6 +84,12 @@ pub(super) struct LivenessStorage {
     /// A register transaction was made by a page entering or in the back/forward cache: it and every
     /// later one never run.
     pub(super) register_stuck: bool,
+    /// The contexts whose storage was taken while they ran (`Fault::StorageLost`): every open of
+    /// theirs fails, and their deletions do nothing.
+    pub(super) lost: BTreeSet<usize>,
+    /// When the answer to each open that succeeded reaches its context, by (context, handle): a
+    /// connection the browser closes gets its `close` event after it.
+    opened_at: BTreeMap<(usize, u32), u64>,
 }
 
 /// A transaction on the register, as the backend runs it.
@@ -154,6 +160,27 @@ impl World {
 
     /// Carries out one of context `i`'s storage operations.
     pub(super) fn storage_op(&mut self, i: usize, op: StorageOp) {
+        if self.storage.lost.contains(&i) {
+            return match op {
+                StorageOp::Open { handle, .. } => {
+                    self.storage_answer(i, StorageEvent::OpenFailed { handle }, (0, 3))
+                }
+                // Its transactions fail: it has no connection.
+                StorageOp::Write { handle, tx, .. } => self.register_tx(
+                    i,
+                    handle,
+                    RegisterTx::Write {
+                        tx,
+                        remove: None,
+                        put: None,
+                    },
+                ),
+                StorageOp::Read { handle, tx } => {
+                    self.register_tx(i, handle, RegisterTx::Read { tx })
+                }
+                StorageOp::Close { .. } | StorageOp::Delete { .. } => {}
+            };
+        }
         match op {
             StorageOp::Open {
                 handle,
@@ -342,6 +369,7 @@ impl World {
                         self.schedule(at, ctx, Ev::Storage(StorageEvent::Upgrading { handle }));
                     }
                     self.schedule(at, ctx, Ev::Storage(StorageEvent::Opened { handle }));
+                    self.storage.opened_at.insert((ctx, handle), at);
                 }
                 Request::Delete => {
                     if !db.conns.is_empty() {
@@ -389,6 +417,46 @@ impl World {
             let db = self.storage.dbs.get_mut(&name).expect("listed");
             db.conns.retain(|c| c.0 != i);
             self.pump_db(&name, if crashed { (5, 70) } else { (1, 5) });
+        }
+    }
+
+    /// The browser takes context `i`'s storage while it runs (`Fault::StorageLost`): each of its
+    /// connections is closed, with a `close` event after the answer of its open, its opens not yet
+    /// run fail, and so does every open it makes from now on. The opens that waited for its
+    /// connections (the others' watches) then run.
+    pub(super) fn storage_lost(&mut self, i: usize) {
+        self.storage.lost.insert(i);
+        let mut closed = Vec::new();
+        let mut dropped = Vec::new();
+        for (name, db) in &mut self.storage.dbs {
+            db.conns.retain(|&(ctx, handle, _)| {
+                if ctx == i {
+                    closed.push((name.clone(), handle));
+                }
+                ctx != i
+            });
+            db.queue.retain(|r| match *r {
+                Request::Open { ctx, handle, .. } if ctx == i => {
+                    dropped.push((name.clone(), handle));
+                    false
+                }
+                _ => true,
+            });
+        }
+        for (name, handle) in closed {
+            let after = self
+                .storage
+                .opened_at
+                .get(&(i, handle))
+                .copied()
+                .unwrap_or(0);
+            let at = self.now.max(after) + self.storage_delay((1, 5));
+            self.schedule(at, i, Ev::Storage(StorageEvent::Closed { handle }));
+            self.pump_db(&name, (5, 70));
+        }
+        for (name, handle) in dropped {
+            self.storage_answer(i, StorageEvent::OpenFailed { handle }, (0, 3));
+            self.pump_db(&name, (5, 70));
         }
     }
 
@@ -444,6 +512,11 @@ impl World {
                 );
             }
         }
+    }
+
+    /// Whether the browser took context `i`'s storage while it ran (`Fault::StorageLost`).
+    pub fn storage_taken(&self, i: usize) -> bool {
+        self.storage.lost.contains(&i)
     }
 
     /// The liveness databases and register entries whose context is gone (crashed, closed), left for

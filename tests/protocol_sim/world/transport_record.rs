@@ -233,6 +233,12 @@ impl World {
     fn refuse_running(&mut self, i: usize, recorded: Recorded) {
         self.note(|| format!("ctx{i} finds {recorded:?} recorded and refuses from now on"));
         self.bump("refused running contexts");
+        self.refuse_from_now(i);
+    }
+
+    /// A running context refuses from now on. Its participant is dropped: its locks are lost, its
+    /// requests rejected, and it hears nothing more.
+    pub(super) fn refuse_from_now(&mut self, i: usize) {
         let n = &mut self.contexts[i];
         n.admission = Admission::Refused;
         n.connected = false;
