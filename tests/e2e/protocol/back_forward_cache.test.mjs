@@ -69,6 +69,8 @@ async function run(browser, origin, order) {
     const now = Date.now();
     // Back (restored or loaded anew), P locks again: a free name, and then the name Q held and released.
     const locksAgain = await holder.evaluate(async ([n]) => {
+      // A P loaded anew (it was evicted) may still be loading its script.
+      for (const end = Date.now() + 5000; !navigator.locks && Date.now() < end; ) await new Promise((resolve) => setTimeout(resolve, 50));
       const within = (promise) => Promise.race([promise, new Promise((resolve) => setTimeout(() => resolve(false), 5000))]);
       const free = await within(navigator.locks.request(`${n} again`, () => true));
       const same = await within(navigator.locks.request(n, () => true));
