@@ -28,6 +28,8 @@ const HIDDEN = 5;
 const WRITTEN = 6;
 const LISTED = 7;
 const MISSING = 8;
+const PAGE_HIDDEN = 9;
+const PAGE_SHOWN = 10;
 /** The kinds of the register's entries. */
 const MEMBER = 1;
 const AHEAD = 2;
@@ -128,14 +130,16 @@ export function makeLivenessStorage(globalObject = theGlobal, scope) {
       emit(CLOSED, handle);
     }
   };
-  // A page entering the back/forward cache closes this context's own database from a listener of its
-  // own, which runs before any script of ours and even where the participant's `pagehide` is cut short.
+  // A page entering the back/forward cache says so, then closes the connections opened with `hides`,
+  // from a listener of its own: it runs before any script of ours (the participant's `pagehide` comes
+  // after these events), and even where the participant's listener is cut short.
   if (typeof globalObject.addEventListener === 'function') {
     globalObject.addEventListener(
       'pagehide',
       (event) => {
         if (!event.persisted) return;
         hidden = true;
+        emit(PAGE_HIDDEN, 0);
         for (const [handle, connection] of connections) {
           if (connection.hides && connection.db !== null) {
             close(handle);
@@ -145,8 +149,9 @@ export function makeLivenessStorage(globalObject = theGlobal, scope) {
       },
       true,
     );
-    globalObject.addEventListener('pageshow', () => {
+    globalObject.addEventListener('pageshow', (event) => {
       hidden = false;
+      if (event.persisted) emit(PAGE_SHOWN, 0);
     });
   }
   const self = {
@@ -163,7 +168,7 @@ export function makeLivenessStorage(globalObject = theGlobal, scope) {
       client = clientId;
       if (openAhead) {
         self.ahead = 1 + Math.floor(Math.random() * 2 ** 52);
-        open(2, clientId, self.ahead, 1, true);
+        open(2, clientId, self.ahead, 1, false);
       }
       open(1, undefined, 0, 1, false);
       if (openAhead) self.write(1, 1, 0, '', 0, AHEAD, clientId, self.ahead);

@@ -5,7 +5,8 @@
 import { createLockApi, installLockApi } from './lock_api.js';
 import init, { Engine, settleTransport } from '../pkg/weblocks.js';
 import { makeLogChannelFactory } from './log_channel.js';
-import { agreeOnTransport, ALONE, BROADCAST, LOG } from './transport_choice.js';
+import { agreeOnTransport, ALONE, BROADCAST, engineFamily, LOG } from './transport_choice.js';
+import { unlessPersisted } from './page_cache.js';
 import { makeLivenessStorage } from './liveness.js';
 import { theGlobal } from './global_object.js';
 
@@ -58,7 +59,9 @@ export function createWasmLockApi(wasmSource = defaultWasmSource, globalObject =
     // others: an engine that could reach them without it refuses.
     const evidenceUsed = refusal === undefined && transport !== ALONE ? evidence : undefined;
     if (evidence !== undefined && evidenceUsed === undefined) evidence.end();
-    engine = new Engine(clientId, sink, undefined, openLog, globalObject, openLog && openLog.wake, refusal, evidenceUsed);
+    // The engine's family (evidence a page script cannot alter) sets what a page does in the back/forward
+    // cache: the participant's to decide (src/protocol/participant/config.rs).
+    engine = new Engine(clientId, sink, undefined, openLog, globalObject, openLog && openLog.wake, refusal, evidenceUsed, engineFamily(), unlessPersisted);
     if (refusedLater !== undefined) engine.refuse(refusedLater);
     return engine;
   }, globalObject.document);

@@ -39,6 +39,20 @@ extern "C" {
     static THE_GLOBAL: JsValue;
 }
 
+#[wasm_bindgen(module = "/js/page_cache.js")]
+extern "C" {
+    /// The farewell's `pagehide` filter the glue gives an engine that stays in the back/forward cache.
+    #[wasm_bindgen(thread_local_v2, js_name = unlessPersisted)]
+    static UNLESS_PERSISTED: Function;
+}
+
+#[wasm_bindgen(module = "/js/transport_choice.js")]
+extern "C" {
+    /// The JavaScript engine's family, as the glue gives it to the engine.
+    #[wasm_bindgen(js_name = engineFamily)]
+    fn engine_family() -> JsValue;
+}
+
 /// The `env` every case receives: `{ createLockApi, makeEngine, makeRefusingEngine }`, where
 /// `makeEngine(clientId, sink)` builds the real wasm engine, and `makeRefusingEngine` one that refuses.
 fn env() -> JsValue {
@@ -53,7 +67,16 @@ fn env() -> JsValue {
             let evidence = JsValue::from(evidence);
             let scope = Some(client_id.clone());
             JsValue::from(Engine::new(
-                client_id, sink, scope, None, global, None, None, evidence,
+                client_id,
+                sink,
+                scope,
+                None,
+                global,
+                None,
+                None,
+                evidence,
+                engine_family(),
+                Some(UNLESS_PERSISTED.with(Function::clone)),
             ))
         });
     // An engine that refuses from the start, as where its origin's transport cannot be reached.
@@ -68,6 +91,8 @@ fn env() -> JsValue {
                 None,
                 Some(2),
                 JsValue::UNDEFINED,
+                JsValue::UNDEFINED,
+                None,
             ))
         });
     let env = Object::new();

@@ -11,8 +11,10 @@ export const name = 'chromium';
 /** The renderer processes under this process (one per site, or more). */
 export const rendererProcesses = () => descendants().filter((p) => /--type=renderer/.test(p.command));
 
-export async function launch() {
+/** With `backForwardCache`, the back/forward cache is on (playwright turns it off by default). */
+export async function launch({ backForwardCache = false } = {}) {
   const browser = await launchChromium({
+    backForwardCache,
     args: [
       `--host-resolver-rules=MAP ${plainHttpHost} 127.0.0.1`,
       '--js-flags=--expose-gc',

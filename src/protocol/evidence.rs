@@ -27,6 +27,12 @@
 //!   reads the register when it starts and when it joins, watches each entry, and deletes the database
 //!   and its entry once the owner is gone. The cost is bounded: one watch per listed database, removed
 //!   once it completes.
+//! - **No transaction on the register while the page is in the back/forward cache.** Between
+//!   [`StorageEvent::PageHidden`] and [`StorageEvent::PageShown`] the register's transactions wait
+//!   (WebKitGTK leaves one begun in the `pagehide` that enters the cache unfinished, even once the page
+//!   is back, and every later one of the origin waits behind it). What this context leaves listed
+//!   meanwhile is a member's entry whose database is closed or deleted, which a watcher takes out as
+//!   for a crash; if the page is shown again its own writes follow.
 //! - **It gives up only after trying.** This context's own database is opened with the waits of
 //!   [`OPEN_BACKOFF_MS`]; only after the last does it tell the participant it cannot give evidence
 //!   ([`Finding::Unreachable`]), and the context then refuses requests rather than decide without it.
@@ -36,6 +42,8 @@
 
 use std::collections::VecDeque;
 use std::rc::Rc;
+
+use super::participant::BackForwardCache;
 
 /// The waits before each attempt to open this context's database (the first at once), in ms; after the
 /// last failure the context refuses.
@@ -97,8 +105,9 @@ pub enum StorageOp {
     /// or another version's open waits for it: for a liveness database, that is what it is for). The
     /// register's upgrade makes its store. Answers `Upgrading` (for an open at version 2: the evidence),
     /// then `Opened` or `OpenFailed`; later `Closed` if the browser closes it. `hides` (this context's
-    /// own database): closed by the edge itself, before any script of ours runs, when the page enters
-    /// the back/forward cache (no event then: the participant learns it from its own `pagehide`).
+    /// own database, where the context does not stay a member in the back/forward cache): closed by
+    /// the edge itself, before any script of ours runs, when the page enters the back/forward cache
+    /// (`Hidden`).
     Open {
         handle: u32,
         database: Database,
@@ -141,6 +150,12 @@ pub enum StorageEvent {
     /// The edge closed connection `handle` (an open with `hides`) as the page entered the back/forward
     /// cache, or as its open completed while the page was there.
     Hidden { handle: u32 },
+    /// The page entered the back/forward cache (`pagehide` with `persisted`), told by the edge's own
+    /// listener, before any of the connections it closes are told `Hidden` and before the
+    /// participant's `pagehide`.
+    PageHidden,
+    /// The page is shown again after the back/forward cache (`pageshow` with `persisted`).
+    PageShown,
     /// Transaction `tx` of a `Write` completed (`ok`) or did not.
     Written { tx: u32, ok: bool },
     /// Transaction `tx` of a `Read`: the register's entries, `None` if it failed.
@@ -263,6 +278,10 @@ pub struct Evidence {
     wanted: bool,
     /// The context ended (`EndAlive`): whatever of it is still under way goes once it completes.
     ended: bool,
+    /// Its own databases are opened with `hides` (it does not stay a member in the back/forward cache).
+    hides: bool,
+    /// The page is in the back/forward cache: the register's transactions wait in `queued`.
+    hidden: bool,
     register: Register,
     /// Since when the register has been opening (the first time since its last open failed), and
     /// whether that was told.
@@ -295,6 +314,8 @@ impl Evidence {
             own: Own::None,
             wanted: false,
             ended: false,
+            hides: true,
+            hidden: false,
             register: Register::Opening(1),
             register_since: None,
             register_told: false,
@@ -323,6 +344,15 @@ impl Evidence {
         evidence
     }
 
+    /// What this context does in the back/forward cache: where it stays a member there
+    /// ([`BackForwardCache::Stay`]), its own database is not opened with `hides`, so that it stays
+    /// open through a `pagehide` with `persisted` while the participant is a member (the browser
+    /// evicts the page once another context watches it); it is closed there only where the
+    /// participant is not, or leaves then.
+    pub fn set_back_forward_cache(&mut self, cache: BackForwardCache) {
+        self.hides = cache == BackForwardCache::Release;
+    }
+
     /// What an edge makes before this machine exists, in order: it opens the register as handle 1
     /// and, with `ahead`, writes there this context's entry as opened ahead (transaction 1) and, once
     /// that completed, opens this context's database under that key as handle 2 (answering
@@ -345,11 +375,13 @@ impl Evidence {
                     key,
                 }),
             });
+            // Not `hides`: what the context does in the back/forward cache is not known yet; this
+            // machine closes it there unless the participant stays a member.
             ops.push(StorageOp::Open {
                 handle: 2,
                 database: Database::Alive { client, key },
                 version: 1,
-                hides: true,
+                hides: false,
             });
         }
         ops
@@ -428,6 +460,11 @@ impl Evidence {
     /// open for its next membership, its entry back to one opened ahead: nobody waits for it.
     pub fn leave_own(&mut self) {
         self.wanted = false;
+        if self.hidden {
+            // Leaving as the page enters the back/forward cache: its database goes too, or a
+            // watcher's open would evict the page for nothing.
+            return self.hide_own();
+        }
         if let Own::Entering { handle, key, .. } | Own::Open { handle, key } = self.own {
             self.run(Job::Write {
                 remove: Some(self.member_entry(key)),
@@ -483,6 +520,18 @@ impl Evidence {
             StorageEvent::OpenFailed { handle } => self.open_failed(handle, now),
             StorageEvent::Closed { handle } => self.closed(handle, now),
             StorageEvent::Hidden { handle } => self.hidden(handle),
+            StorageEvent::PageHidden => {
+                self.hidden = true;
+                if !self.wanted {
+                    self.hide_own();
+                }
+            }
+            StorageEvent::PageShown => {
+                self.hidden = false;
+                if let Register::Open(handle) = self.register {
+                    self.start_queued(handle);
+                }
+            }
             StorageEvent::Written { tx, ok } => self.written(tx, ok, now),
             StorageEvent::Listed { tx, entries } => self.listed(tx, entries, now),
         }
@@ -640,13 +689,40 @@ impl Evidence {
         let tx = self.next_tx;
         self.next_tx += 1;
         match self.register {
-            Register::Open(handle) => self.start(handle, tx, job),
+            Register::Open(handle) if !self.hidden => self.start(handle, tx, job),
+            Register::Open(_) => self.queued.push((tx, job)),
             _ => {
                 self.open_register();
                 self.queued.push((tx, job));
             }
         }
         tx
+    }
+
+    /// Starts the jobs that waited for the register's connection (or for the page to be shown).
+    fn start_queued(&mut self, handle: u32) {
+        for (tx, job) in std::mem::take(&mut self.queued) {
+            self.start(handle, tx, job);
+        }
+    }
+
+    /// The page is in the back/forward cache and the participant is not a member: this context's
+    /// database is closed and deleted (its entry's removal waits for the page to be shown; until then
+    /// a watcher finds the database missing, or without a connection, and takes the entry out). Kept
+    /// open, a watcher's open at version 2 would make the browser evict the page for nothing. One
+    /// still being made goes once it opens.
+    fn hide_own(&mut self) {
+        match self.own {
+            Own::Ahead { handle, key } => {
+                self.own = Own::None;
+                self.drop_own(handle, key, false);
+            }
+            Own::Entering { handle, key, .. } | Own::Open { handle, key } => {
+                self.own = Own::None;
+                self.drop_own(handle, key, true);
+            }
+            _ => {}
+        }
     }
 
     fn start(&mut self, handle: u32, tx: u32, job: Job) {
@@ -677,8 +753,8 @@ impl Evidence {
     fn opened(&mut self, handle: u32) {
         if self.register == Register::Opening(handle) {
             self.register = Register::Open(handle);
-            for (tx, job) in std::mem::take(&mut self.queued) {
-                self.start(handle, tx, job);
+            if !self.hidden {
+                self.start_queued(handle);
             }
             return;
         }
@@ -686,7 +762,8 @@ impl Evidence {
             // Its entry is written again (as a member's, or as one opened ahead): another context
             // may have collected it while the open waited (the page hidden or busy), taking it for
             // one whose context ended before it made its database.
-            if self.ended {
+            if self.ended || (self.hidden && !self.wanted) {
+                // (In the back/forward cache, where nobody waits for it: see `hide_own`.)
                 self.own = Own::None;
                 self.drop_own(handle, key, false);
             } else if self.wanted {
@@ -848,7 +925,7 @@ impl Evidence {
                     handle,
                     database: self.own_database(key),
                     version: 1,
-                    hides: true,
+                    hides: self.hides,
                 });
                 self.own = Own::Opening {
                     handle,

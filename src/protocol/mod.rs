@@ -26,4 +26,6 @@ mod log_order;
 pub mod participant;
 pub mod transport_record;
 
-pub use participant::{Config, Effect, LossReason, Participant, TRIM_STEP, Transport, Wake};
+pub use participant::{
+    BackForwardCache, Config, Effect, LossReason, Participant, TRIM_STEP, Transport, Wake,
+};

@@ -112,6 +112,9 @@ pub(super) struct Coordination {
     evidence: RefCell<Evidence>,
     storage: LivenessStorage,
     on_storage: Callback,
+    /// Where the participant stays a member in the back/forward cache: the JS function that makes the
+    /// farewell a `pagehide` listener that posts only when the page goes for good (js/page_cache.js).
+    unless_persisted: Option<Function>,
 }
 
 /// The events of a log channel (`js/log_channel.js`) are told apart by the first letter of their type,
@@ -140,6 +143,7 @@ impl Coordination {
         open_channel: Option<Function>,
         global: JsValue,
         storage: Option<LivenessStorage>,
+        unless_persisted: Option<Function>,
     ) -> Option<Result<Rc<Coordination>, Refusal>> {
         let channel = match &scope {
             Some(s) => CHANNEL.to_owned() + ":" + s,
@@ -155,10 +159,19 @@ impl Coordination {
         let Some(storage) = storage else {
             return Some(Err(Refusal::Unreachable));
         };
+        // A participant that stays a member in the back/forward cache posts its farewell only when
+        // the page goes for good: without the JS that tells the two apart, it does not start (the glue
+        // always gives it).
+        let stays = participant.stays_in_cache();
+        if stays && unless_persisted.is_none() {
+            return Some(Err(Refusal::Unreachable));
+        }
         // The keys of this context's liveness databases: 52 random bits each, as before the wasm.
         let seed = (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64;
         let ahead = storage.ahead() as u64;
-        let evidence = Evidence::new(participant.client_id(), seed, (ahead != 0).then_some(ahead));
+        let mut evidence =
+            Evidence::new(participant.client_id(), seed, (ahead != 0).then_some(ahead));
+        evidence.set_back_forward_cache(participant.back_forward_cache());
         let this = Rc::new_cyclic(|weak: &Weak<Coordination>| Coordination {
             participant: RefCell::new(participant),
             channels: RefCell::new(None),
@@ -191,6 +204,7 @@ impl Coordination {
                     edge::storage(&mut &*this, event);
                 }
             }),
+            unless_persisted: if stays { unless_persisted } else { None },
         });
         this.storage
             .listen(this.on_storage.as_ref().unchecked_ref());
@@ -365,7 +379,7 @@ impl Coordination {
             return;
         };
         let data = message_to_js(&message);
-        let listener: Function = if self.open_channel.is_some() {
+        let mut listener: Function = if self.open_channel.is_some() {
             tx.farewell(&data)
         } else {
             let Some(post) = Reflect::get(tx, &"postMessage".into())
@@ -376,6 +390,22 @@ impl Coordination {
             };
             post.bind1(tx, &data).unchecked_into()
         };
+        // A member that stays in the back/forward cache says farewell only when the page goes for good.
+        if let Some(unless_persisted) = &self.unless_persisted {
+            match call(
+                unless_persisted,
+                &JsValue::UNDEFINED,
+                &listener,
+                &JsValue::UNDEFINED,
+                &JsValue::UNDEFINED,
+            )
+            .ok()
+            .and_then(|l| l.dyn_into().ok())
+            {
+                Some(filtered) => listener = filtered,
+                None => return,
+            }
+        }
         if page
             .add_event_listener_with_callback_and_bool("pagehide", &listener, true)
             .is_ok()

@@ -4,7 +4,7 @@ use js_sys::Function;
 use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "coordination")]
-use crate::protocol::{Config, Participant, Transport, Wake};
+use crate::protocol::{BackForwardCache, Config, Participant, Transport, Wake};
 use crate::scheduler::{LockManager, LockOptions};
 
 #[cfg(feature = "coordination")]
@@ -54,7 +54,11 @@ impl Engine {
     /// request and query is rejected with its error. `evidence` is the context's liveness storage object
     /// (`makeLivenessStorage` of js/liveness.js), which runs the evidence's storage operations; an
     /// engine that could reach the others without one refuses too, since only silence could then tell
-    /// who is gone or alone.
+    /// who is gone or alone. `engine` is the JavaScript engine's family (`engineFamily()` of
+    /// js/transport_choice.js), from which the participant's [`BackForwardCache`] policy follows, and
+    /// `unless_persisted(post)` makes the `pagehide` listener that calls `post()` only when the page
+    /// goes for good (js/page_cache.js): the farewell of a context that stays a member in the
+    /// back/forward cache.
     // One argument per thing JS hands the engine, as the glue passes them: an options object would cost
     // the glue and the wasm code to unpack it.
     #[allow(clippy::too_many_arguments)]
@@ -68,6 +72,8 @@ impl Engine {
         wake: Option<u32>,
         refusal: Option<u32>,
         evidence: JsValue,
+        engine: JsValue,
+        unless_persisted: Option<Function>,
     ) -> Engine {
         let backend = match refusal.and_then(Refusal::from_code) {
             Some(refusal) => Some(Backend::Refused(refusal)),
@@ -79,6 +85,8 @@ impl Engine {
                 global,
                 wake,
                 evidence,
+                engine,
+                unless_persisted,
             ),
         };
         let backend = match backend {
@@ -237,6 +245,8 @@ fn origin_backend(
     global: JsValue,
     wake: Option<u32>,
     evidence: JsValue,
+    engine: JsValue,
+    unless_persisted: Option<Function>,
 ) -> Option<Backend> {
     let evidence = (!evidence.is_undefined()).then(|| evidence.unchecked_into::<LivenessStorage>());
     let transport = match (&open_channel, wake) {
@@ -247,6 +257,9 @@ fn origin_backend(
     };
     let config = Config {
         transport,
+        back_forward_cache: BackForwardCache::of_engine_family(
+            &engine.as_string().unwrap_or_default(),
+        ),
         ..Config::default()
     };
     let participant = Participant::new(client_id, config);
@@ -257,6 +270,7 @@ fn origin_backend(
         open_channel,
         global,
         evidence,
+        unless_persisted,
     )
     .map(|started| match started {
         Ok(c) => Backend::Origin(c),
@@ -275,6 +289,8 @@ fn origin_backend(
     _: JsValue,
     _: Option<u32>,
     _: JsValue,
+    _: JsValue,
+    _: Option<Function>,
 ) -> Option<Backend> {
     None
 }

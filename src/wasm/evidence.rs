@@ -71,6 +71,9 @@ const WRITTEN: u32 = 6;
 /// `data`: kind, client id and key of each entry one after the other, or null if the read failed.
 const LISTED: u32 = 7;
 const MISSING: u32 = 8;
+/// The page entered the back/forward cache, and was shown again after it (`key` 0).
+const PAGE_HIDDEN: u32 = 9;
+const PAGE_SHOWN: u32 = 10;
 
 /// The kinds of the register's entries, as `js/liveness.js` numbers them.
 const MEMBER: u32 = 1;
@@ -132,6 +135,8 @@ pub(super) fn read_event(event: &JsValue) -> Option<StorageEvent> {
         CLOSED => StorageEvent::Closed { handle: key },
         HIDDEN => StorageEvent::Hidden { handle: key },
         MISSING => StorageEvent::Missing { handle: key },
+        PAGE_HIDDEN => StorageEvent::PageHidden,
+        PAGE_SHOWN => StorageEvent::PageShown,
         WRITTEN => StorageEvent::Written {
             tx: key,
             ok: data.as_bool() == Some(true),

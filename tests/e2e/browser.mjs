@@ -19,12 +19,16 @@ export const chromiumArgs = [
   '--disable-dev-shm-usage',
 ];
 
-/** Launch headless chromium with the standard flags plus `args`. The caller must `close()` it. */
-export function launchChromium({ args = [] } = {}) {
+/**
+ * Launch headless chromium with the standard flags plus `args`. The caller must `close()` it. With
+ * `backForwardCache`, the back/forward cache that playwright turns off by default is on, as in a user's Chromium.
+ */
+export function launchChromium({ args = [], backForwardCache = false } = {}) {
   return chromium.launch({
     executablePath: chromiumPath,
     headless: true,
     args: [...chromiumArgs, ...args],
+    ignoreDefaultArgs: backForwardCache ? ['--disable-back-forward-cache'] : [],
   });
 }
 

@@ -19,7 +19,7 @@ use std::rc::Rc;
 
 use rng::Rng;
 use weblocks::protocol::transport_record::Recorded;
-use weblocks::protocol::{Config, Transport, Wake};
+use weblocks::protocol::{BackForwardCache, Config, Transport, Wake};
 use weblocks::scheduler::{LockMode, LockOptions};
 use world::{Action, Delivery, Env, Fault, World};
 
@@ -249,6 +249,14 @@ fn build_as(seed: u64, family: Family) -> (World, u64) {
         _ => None,
     };
     let log_transport = transport != Transport::Broadcast;
+    // Pages of a WebKit-like origin step out on entering the back/forward cache, as WebKit's own locks
+    // are released; of the others, half the runs stay members there (Blink, Gecko) and half step out.
+    // Decided from the seed, as above.
+    let back_forward_cache = if delivery == Delivery::OwnProcessFirst || (seed / 4) % 2 == 1 {
+        BackForwardCache::Release
+    } else {
+        BackForwardCache::Stay
+    };
     let env = Env {
         send_max: rng.range(0, 5),
         delivery_max: rng.range(1, 10),
@@ -261,6 +269,7 @@ fn build_as(seed: u64, family: Family) -> (World, u64) {
         delivery,
         config: Config {
             transport,
+            back_forward_cache,
             ..Config::default()
         },
         reask_on_versionchange: matches!(family.carriage, Carriage::Record { reask: true }),

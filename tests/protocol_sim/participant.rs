@@ -8,13 +8,23 @@ use std::rc::Rc;
 use weblocks::protocol::wire::{
     self, Body, Decoded, KIND_JOIN, MemberKey, Message, PROTOCOL_VERSION, Value, encode_versioned,
 };
-use weblocks::protocol::{Config, Effect, LossReason, Participant, Transport, Wake};
+use weblocks::protocol::{
+    BackForwardCache, Config, Effect, LossReason, Participant, Transport, Wake,
+};
 use weblocks::scheduler::{LockMode, LockOptions};
 
 use super::world::{Action, Fault, ReqState, World};
 
 fn config() -> Config {
     Config::default()
+}
+
+/// As WebKit's pages: stepping out on entering the back/forward cache.
+fn releasing() -> Config {
+    Config {
+        back_forward_cache: BackForwardCache::Release,
+        ..Config::default()
+    }
 }
 
 /// An exclusive request for `name`, held until released.
@@ -438,7 +448,7 @@ fn the_farewell_is_the_leave_of_the_current_membership_and_frees_the_locks_alone
 
 #[test]
 fn a_pageshow_catches_up_on_a_pagehide_the_participant_never_saw() {
-    let mut w = World::ideal(1, config());
+    let mut w = World::ideal(1, releasing());
     w.act(0, request("x"));
     settle(&mut w);
     // The page enters the back/forward cache and its `pagehide` listener is cut short: only the
@@ -458,7 +468,7 @@ fn a_pageshow_catches_up_on_a_pagehide_the_participant_never_saw() {
 
 #[test]
 fn the_back_forward_cache_gives_up_locks_and_requests_again_on_return() {
-    let mut w = World::ideal(1, config());
+    let mut w = World::ideal(1, releasing());
     w.act(0, request("x"));
     settle(&mut w);
     // Queued behind #1 (a lone member grants a free name at once).
@@ -494,6 +504,54 @@ fn the_back_forward_cache_gives_up_locks_and_requests_again_on_return() {
         "shown again, it joins again"
     );
     assert!(w.contexts[0].recorded.contains(&Effect::Granted(2)));
+    ok(&w);
+}
+
+#[test]
+fn a_member_stays_in_the_back_forward_cache_with_its_locks_and_carries_on_when_shown() {
+    let mut w = World::ideal(1, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    w.act(0, request("x"));
+    let mark = w.contexts[0].recorded.len();
+    let (_, fx) = w.call(0, |p, now| p.handle_pagehide(now, true));
+    // Nothing is lost, nothing is closed: the browser's eviction is its farewell. What goes out is a
+    // message the others ignore, which evicts the page where a message reaching a cached page does.
+    assert_eq!(posts(&fx), [Body::Alive]);
+    assert!(
+        !fx.iter().any(|e| matches!(
+            e,
+            Effect::Stolen { .. }
+                | Effect::CloseChannels
+                | Effect::CloseAlive
+                | Effect::ArmFarewell(_)
+        )),
+        "{fx:?}"
+    );
+    let (_, fx) = w.call(0, |p, now| p.handle_pageshow(now, true));
+    assert_eq!(
+        posts(&fx),
+        [] as [Body; 0],
+        "shown again, it is the member it was"
+    );
+    w.act(0, Action::Release(1));
+    settle(&mut w);
+    let fx = &w.contexts[0].recorded[mark..];
+    assert!(fx.contains(&Effect::Granted(2)));
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Stolen { .. })));
+    ok(&w);
+}
+
+#[test]
+fn an_idle_member_leaves_on_entering_the_back_forward_cache() {
+    let mut w = World::ideal(1, config());
+    w.act(0, request("x"));
+    settle(&mut w);
+    w.act(0, Action::Release(1));
+    settle(&mut w);
+    let (_, fx) = w.call(0, |p, now| p.handle_pagehide(now, true));
+    assert_eq!(posts(&fx), [Body::Leave]);
+    assert!(fx.contains(&Effect::CloseAlive), "{fx:?}");
     ok(&w);
 }
 

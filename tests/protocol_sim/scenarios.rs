@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use weblocks::protocol::transport_record::Recorded;
 use weblocks::protocol::wire::Body;
-use weblocks::protocol::{Config, Effect, LossReason, Transport, Wake};
+use weblocks::protocol::{BackForwardCache, Config, Effect, LossReason, Transport, Wake};
 use weblocks::scheduler::{LockMode, LockOptions};
 
 use super::world::{Action, Admission, Delivery, Env, Fault, ReqState, Status, World};
@@ -25,7 +25,20 @@ fn env() -> Env {
 }
 
 fn world_of(n: usize, seed: u64) -> World {
-    let mut w = World::new(seed, env(), &[1]);
+    world_with(n, seed, Config::default())
+}
+
+/// `n` contexts of one origin whose pages step out on entering the back/forward cache, as WebKit's.
+fn releasing_world(n: usize, seed: u64) -> World {
+    let config = Config {
+        back_forward_cache: BackForwardCache::Release,
+        ..Config::default()
+    };
+    world_with(n, seed, config)
+}
+
+fn world_with(n: usize, seed: u64, config: Config) -> World {
+    let mut w = World::new(seed, Env { config, ..env() }, &[1]);
     for _ in 0..n {
         w.add_context(0, 1, 2);
     }
@@ -123,7 +136,7 @@ fn a_waiter_gets_the_lock_within_100_ms_of_the_holder_closing_or_hiding() {
         Fault::CutHide(5_000),
     ];
     for (seed, fault) in faults.into_iter().enumerate() {
-        let mut w = world_of(2, seed as u64);
+        let mut w = releasing_world(2, seed as u64);
         request(&mut w, 0, 0, "x", FOREVER);
         request(&mut w, 300, 1, "x", 10);
         w.fault_at(1_000, 0, fault.clone());
@@ -144,7 +157,7 @@ fn a_hidden_context_loses_its_locks_and_requests_again_when_shown() {
 
 /// Context 0 holds x, waits for y behind context 1, and is hidden at 1000 (by `hide`) until 3000.
 fn hidden_context_rejoins(hide: Fault) {
-    let mut w = world_of(2, 3);
+    let mut w = releasing_world(2, 3);
     request(&mut w, 0, 0, "x", FOREVER);
     request(&mut w, 200, 1, "y", FOREVER);
     request(&mut w, 300, 0, "y", 10);
@@ -160,6 +173,108 @@ fn hidden_context_rejoins(hide: Fault) {
     let (state, granted) = record(&w, 0, 2);
     assert_eq!(state, ReqState::Released);
     assert!(granted.unwrap() >= 3_500);
+}
+
+#[test]
+fn a_cached_holder_is_evicted_by_a_waiter_that_asks_after_it_left_and_never_overlaps() {
+    // Blink and Gecko: the holder stays a member in the back/forward cache; the waiter's Request
+    // (a message on the cached page's channel) or its watch of the holder's liveness database
+    // evicts it, and that eviction is the evidence that frees the lock.
+    let mut evicted = 0;
+    for seed in 0..20 {
+        let cut = seed % 2 == 1;
+        let mut w = world_of(2, seed);
+        request(&mut w, 0, 0, "x", FOREVER);
+        w.fault_at(
+            1_000,
+            0,
+            if cut {
+                Fault::CutHide(3_000)
+            } else {
+                Fault::Hide(3_000)
+            },
+        );
+        request(&mut w, 1_200, 1, "x", 10);
+        run(&mut w, 6_000);
+        assert_eq!(w.contexts[0].status, Status::Closed, "seed {seed}: evicted");
+        let (state, granted) = record(&w, 1, 1);
+        assert_eq!(state, ReqState::Released, "seed {seed}");
+        let latency = granted.unwrap() - 1_200;
+        assert!(
+            latency < 200,
+            "seed {seed}: granted {latency} ms after it asked"
+        );
+        evicted += w.stat("evictions from the back/forward cache");
+    }
+    assert_eq!(evicted, 20);
+}
+
+#[test]
+fn a_cached_holder_that_a_waiter_watched_before_it_left_is_evicted_or_keeps_its_lock_until_it_ends()
+{
+    // The waiter asks first, so its watch waits when the holder enters the cache: Chromium evicts
+    // the page then (the waiter is granted on that evidence), Firefox keeps it (the waiter is granted
+    // when the restored callback ends). Either way no two callbacks overlap (checked at every step).
+    // Over the broadcast transport the holder's own message on entering evicts it (Gecko); over the log
+    // it posts none, and is either evicted (a watch waited: Chromium) or restored (Firefox).
+    let (mut evicted, mut restored) = (0, 0);
+    for seed in 0..40 {
+        let transport = if seed % 2 == 0 {
+            Transport::Broadcast
+        } else {
+            Transport::Log(Wake::Pokes)
+        };
+        let config = Config {
+            transport,
+            ..Config::default()
+        };
+        let mut w = world_with(2, seed, config);
+        request(&mut w, 0, 0, "x", 2_000);
+        request(&mut w, 300, 1, "x", 10);
+        w.fault_at(1_000, 0, Fault::Hide(500));
+        run(&mut w, 6_000);
+        let (state, granted) = record(&w, 1, 1);
+        assert_eq!(state, ReqState::Released, "seed {seed}");
+        if w.contexts[0].status == Status::Closed {
+            evicted += 1;
+        } else {
+            assert_ne!(
+                transport,
+                Transport::Broadcast,
+                "seed {seed}: its own message evicts it"
+            );
+        }
+        if w.contexts[0].status == Status::Closed {
+            assert!(
+                granted.unwrap() < 1_200,
+                "seed {seed}: granted at {granted:?}"
+            );
+        } else {
+            restored += 1;
+            assert_eq!(record(&w, 0, 1).0, ReqState::Released, "seed {seed}");
+            assert!(
+                granted.unwrap() >= 2_000,
+                "seed {seed}: granted at {granted:?}"
+            );
+        }
+    }
+    assert!(
+        evicted > 0 && restored > 0,
+        "{evicted} evicted, {restored} restored"
+    );
+}
+
+#[test]
+fn an_idle_page_leaves_on_entering_the_cache_and_joins_again_when_shown() {
+    let mut w = world_of(2, 5);
+    request(&mut w, 0, 0, "x", 10);
+    w.fault_at(1_000, 0, Fault::Hide(1_000));
+    request(&mut w, 1_100, 1, "x", 10);
+    request(&mut w, 2_500, 0, "x", 10);
+    run(&mut w, 4_000);
+    assert_eq!(w.stat("evictions from the back/forward cache"), 0);
+    assert!(record(&w, 1, 1).1.unwrap() < 1_200);
+    assert_eq!(record(&w, 0, 2).0, ReqState::Released);
 }
 
 #[test]

@@ -262,7 +262,12 @@ pub enum Status {
     Running,
     Stalled,
     Frozen,
+    /// In the back/forward cache, having stepped out (`BackForwardCache::Release`).
     Hidden,
+    /// In the back/forward cache as a member (`BackForwardCache::Stay`): it runs no task, keeps its
+    /// connections, and is evicted (gone, as if closed without `pagehide`) when a message reaches
+    /// its channel or a new watch opens its liveness database.
+    Cached,
     Crashed,
     Closed,
 }
@@ -270,7 +275,10 @@ pub enum Status {
 impl Status {
     /// The context exists and its JS may believe it holds locks.
     pub fn alive(self) -> bool {
-        matches!(self, Status::Running | Status::Stalled | Status::Frozen)
+        matches!(
+            self,
+            Status::Running | Status::Stalled | Status::Frozen | Status::Cached
+        )
     }
 }
 
@@ -703,7 +711,7 @@ impl World {
             match self.contexts[i].status {
                 Status::Stalled => self.end_stall(i),
                 Status::Frozen => self.resume(i),
-                Status::Hidden => self.show(i),
+                Status::Hidden | Status::Cached => self.show(i),
                 _ => {}
             }
         }
@@ -758,7 +766,7 @@ impl World {
                 }
             }
             Ev::Show => {
-                if self.contexts[i].status == Status::Hidden {
+                if matches!(self.contexts[i].status, Status::Hidden | Status::Cached) {
                     self.show(i);
                 }
             }
@@ -789,6 +797,12 @@ impl World {
                     | Ev::RecordAnswer(_)
                     | Ev::RecordVersionChange => self.contexts[i].deferred.push_back(ev),
                     _ => {}
+                },
+                // A message that reaches a cached member's channel evicts it (Blink and Gecko);
+                // everything else waits for it to be shown again.
+                Status::Cached => match ev {
+                    Ev::Deliver { .. } => self.evict(i, "a message reached its channel"),
+                    _ => self.contexts[i].deferred.push_back(ev),
                 },
                 Status::NotStarted | Status::Crashed | Status::Closed => {}
             },

@@ -68,9 +68,9 @@ fn open_alive(e: &mut Evidence) -> (u64, u32) {
                 handle,
                 database: Database::Alive { key: k, .. },
                 version: 1,
-                hides: true,
+                hides,
             },
-        ] if *k == key => *handle,
+        ] if *k == key && *hides == e.hides => *handle,
         other => panic!("the database opened after its entry: {other:?}"),
     };
     e.handle_storage(0, StorageEvent::Opened { handle });
@@ -453,6 +453,73 @@ fn a_register_that_does_not_open_is_said_once_to_wait() {
         ops(&mut e).as_slice(),
         [StorageOp::Read { .. }, StorageOp::Read { .. }]
     ));
+}
+
+#[test]
+fn no_register_transaction_begins_while_the_page_is_in_the_back_forward_cache() {
+    // WebKitGTK leaves one begun in the `pagehide` that enters the cache unfinished, and the origin's
+    // later ones wait behind it: the member that leaves there closes and deletes its database, and
+    // unlists it only once shown again.
+    let mut e = machine(None);
+    let (key, handle) = open_alive(&mut e);
+    e.handle_storage(0, StorageEvent::PageHidden);
+    assert_eq!(ops(&mut e), [], "a member: the participant decides");
+    e.leave_own();
+    e.census(0);
+    let database = Database::Alive {
+        client: "me".into(),
+        key,
+    };
+    assert_eq!(
+        ops(&mut e),
+        [
+            StorageOp::Close { handle },
+            StorageOp::Delete {
+                database: database.clone()
+            }
+        ],
+        "nothing on the register"
+    );
+    e.handle_storage(0, StorageEvent::PageShown);
+    let shown = ops(&mut e);
+    assert!(
+        matches!(shown.as_slice(), [StorageOp::Write { remove: Some(r), put: None, .. }, StorageOp::Read { .. }]
+            if *r == member("me", key)),
+        "its writes and reads, in order, once shown: {shown:?}"
+    );
+}
+
+#[test]
+fn a_member_that_stays_in_the_back_forward_cache_keeps_its_database_open() {
+    let mut e = machine(None);
+    e.set_back_forward_cache(BackForwardCache::Stay);
+    assert!(
+        !e.hides,
+        "opened without `hides`: the browser evicts the page once another context watches it"
+    );
+    open_alive(&mut e);
+    e.handle_storage(0, StorageEvent::PageHidden);
+    assert_eq!(ops(&mut e), [], "still a member: its evidence stays");
+    // One opened ahead, which nobody waits for, goes as an idle page enters the cache: a watch
+    // would evict the page for nothing.
+    let mut idle = machine(Some(9));
+    idle.set_back_forward_cache(BackForwardCache::Stay);
+    idle.handle_storage(0, StorageEvent::Written { tx: 1, ok: true });
+    idle.handle_storage(0, StorageEvent::Opened { handle: 2 });
+    let _ = ops(&mut idle);
+    idle.handle_storage(0, StorageEvent::PageHidden);
+    assert_eq!(
+        ops(&mut idle),
+        [
+            StorageOp::Close { handle: 2 },
+            StorageOp::Delete {
+                database: Database::Alive {
+                    client: "me".into(),
+                    key: 9
+                }
+            }
+        ]
+    );
 }
 
 #[test]

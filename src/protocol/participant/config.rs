@@ -27,6 +27,40 @@ pub struct Config {
     /// member keeps (docs/PROTOCOL.md §12, "Trimming"): one further behind, which cannot have read the
     /// log for that many entries, steps out and rejoins when it next reads.
     pub log_keep: u64,
+    /// What a page that holds or waits for a lock does on entering the back/forward cache
+    /// (docs/PROTOCOL.md §8).
+    pub back_forward_cache: BackForwardCache,
+}
+
+/// What a page that holds, waits for or queries a lock does on entering the back/forward cache
+/// (`pagehide` with `persisted`). An idle page leaves the protocol in either case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackForwardCache {
+    /// It stays a member, as through a freeze: its locks, requests, channels and liveness database
+    /// stay, and its farewell is not posted. The engines where this is the default (Blink, Gecko) evict
+    /// a cached page when another context opens a database it keeps open at a newer version (a
+    /// watch), and when a message reaches its BroadcastChannel; evicted, its connections close and the
+    /// others take its locks on that evidence (docs/PROTOCOL.md §7). Restored, it carries on as a
+    /// member: no other context held its locks meanwhile, so its callbacks never overlap another's.
+    /// Where an engine kept it cached despite a watch, its waiters wait for it, never overlap.
+    Stay,
+    /// It steps out: its held locks are reported lost (reason "hidden") and its requests wait to be
+    /// sent again on `pageshow`, as WebKit's own implementation releases a page's locks on entry
+    /// (a restored callback then runs on beside the next holder's, as natively in WebKit).
+    Release,
+}
+
+impl BackForwardCache {
+    /// The policy of the JavaScript engine `family` (`engineFamily()` of js/transport_choice.js, told
+    /// by evidence a page script cannot alter, docs/PROTOCOL.md §2): `Release` for JavaScriptCore
+    /// (WebKit, which releases natively), `Stay` for every other engine, the one that never overlaps.
+    pub fn of_engine_family(family: &str) -> BackForwardCache {
+        if family == "javascriptcore" {
+            BackForwardCache::Release
+        } else {
+            BackForwardCache::Stay
+        }
+    }
 }
 
 /// What gives the messages of the origin their one order, which every context applies (assumption A1
@@ -77,6 +111,7 @@ impl Default for Config {
             log_hole_wait: 20,
             log_poll: 40,
             log_keep: 20_000,
+            back_forward_cache: BackForwardCache::Stay,
         }
     }
 }

@@ -26,8 +26,11 @@
 //!   leaves, loses its membership (and joins again), or retires.
 //! - Its context's life ([`state::Lifecycle`]), moved by the page's lifecycle calls and by the protocol:
 //!   `Running` (it follows the order and runs its policies); `Frozen` (`handle_freeze`, back to
-//!   `Running` on `handle_resume`: it keeps its locks, and runs no policy meanwhile); `Hidden` (`handle_pagehide` with `persisted`: in the back/forward cache, out of the
-//!   protocol with nothing held, back to `Running` on `handle_pageshow`); `Gone` (`handle_close`, or
+//!   `Running` on `handle_resume`: it keeps its locks, and runs no policy meanwhile; also a page in the
+//!   back/forward cache, `handle_pagehide` with `persisted` under [`BackForwardCache::Stay`], back to
+//!   `Running` on `handle_pageshow`); `Hidden` (`handle_pagehide` with `persisted` under
+//!   [`BackForwardCache::Release`]: in the back/forward cache, out of the protocol with nothing held,
+//!   back to `Running` on `handle_pageshow`); `Gone` (`handle_close`, or
 //!   `handle_pagehide` without `persisted`: for good); `Retired` (a message of a newer protocol version
 //!   arrived: out of the protocol, and it grants nothing any more). Only a running or frozen context is
 //!   in the protocol; only a running one enters it.
@@ -104,7 +107,7 @@ mod log_reader;
 mod state;
 mod synced;
 
-pub use config::{Config, Transport, Wake};
+pub use config::{BackForwardCache, Config, Transport, Wake};
 pub use effect::{Effect, LossReason};
 pub use log_reader::TRIM_STEP;
 
@@ -491,11 +494,31 @@ impl Participant {
         self.after(now);
     }
 
-    /// `pagehide`: leave at once. With `persisted` (entering the back/forward cache) the held locks are
-    /// lost (reported stolen) and the pending requests wait, to be sent again on `pageshow`.
+    /// `pagehide`: leave at once; but with `persisted` (entering the back/forward cache), as the
+    /// configuration's [`BackForwardCache`] says: `Stay`, as on a freeze (an idle context leaves, any
+    /// other keeps its locks, requests and liveness database: the browser evicts the page once
+    /// another context watches it, and that eviction is the evidence that frees its locks);
+    /// `Release`, the held locks are lost (reported stolen) and the pending requests wait, to be sent
+    /// again on `pageshow`.
     pub fn handle_pagehide(&mut self, now: u64, persisted: bool) {
         if !persisted {
             self.handle_close(now);
+            return;
+        }
+        if self.stays_in_cache() {
+            self.handle_freeze(now);
+            if self.phase.lifecycle() == Lifecycle::Frozen
+                && !self.phase.is_detached()
+                && self.core.config().transport == Transport::Broadcast
+            {
+                // A member that holds or waits: a message of its own, which reaches its own channel
+                // object once the page is in the cache, where Gecko evicts a page that a message
+                // reaches (as its native API keeps such a page out of the cache); Blink delivers it
+                // before, and the page stays until a watch or another message evicts it. The others
+                // ignore it. Not over the log: an append begun here might not finish.
+                self.core.send(Body::Alive);
+                self.core.flush();
+            }
             return;
         }
         if !self.phase.lives() {
@@ -507,8 +530,15 @@ impl Participant {
         self.sync_farewell();
     }
 
-    /// `pageshow` after the back/forward cache: join again if anything is waiting.
+    /// `pageshow` after the back/forward cache: carry on (`Stay`: as on a resume), or join again if
+    /// anything is waiting (`Release`).
     pub fn handle_pageshow(&mut self, now: u64, persisted: bool) {
+        if persisted && self.stays_in_cache() {
+            // Its farewell was not posted on entry (the edge posts it only when the page goes for
+            // good), so a context whose `pagehide` was cut short is still the member it was.
+            self.handle_resume(now);
+            return;
+        }
         if persisted && self.phase.lives() {
             // Back from the cache without this participant having seen its `pagehide` (the listener was
             // cut short), while the edge's farewell told the origin it left: catch up before joining.
@@ -522,6 +552,18 @@ impl Participant {
             self.attach();
         }
         self.after(now);
+    }
+
+    /// Whether this context stays a member in the back/forward cache ([`BackForwardCache::Stay`]):
+    /// the edge then posts its farewell only on a `pagehide` without `persisted`, and keeps its
+    /// liveness database open through one with it.
+    pub fn stays_in_cache(&self) -> bool {
+        self.back_forward_cache() == BackForwardCache::Stay
+    }
+
+    /// What this context does on entering the back/forward cache (its configuration's).
+    pub fn back_forward_cache(&self) -> BackForwardCache {
+        self.core.config().back_forward_cache
     }
 
     /// The transport lost messages of the order this context was following (a log it reads from was

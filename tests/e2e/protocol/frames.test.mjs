@@ -9,6 +9,10 @@
 //   `navigator.locks` still reads (Firefox gives such a window a new navigator object).
 // - Several same-page iframes requesting one name while the page holds it: every context's query() lists
 //   each request once.
+// - A frame whose element is removed leaves the origin's protocol at once: the lock it holds goes to the next
+//   request, its pending requests are dropped, and one removed as its lock is granted passes it on; with
+//   frames that load weblocks themselves and frames the page installed into, each time reported
+//   (REMOVED_FRAMES_REPEAT=n runs each case n times, REMOVED_FRAMES_ONLY='installed holds' one case).
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -224,4 +228,141 @@ for (const driverName of drivers) describe(driverName, () => {
     assert.equal(report.expected.length, 3);
     assert.deepEqual(report.views, report.views.map(() => 'each once'));
   });
+
+  test(`${driverName}: a removed frame leaves at once: its held lock goes on, its pending request is dropped, and one removed as it is granted passes it on`, { timeout: 120_000 }, async () => {
+    // Three frames of `src` request one name in turn; `removedFrames` removes one as `scenario` says and returns
+    // the ms from the removal until the next frame is granted ('never' after 8 s), and what the page's query()
+    // still lists of the name afterwards.
+    const removedFrames = async (src, scenario) => {
+      const name = `removed ${scenario} ${Math.random()}`;
+      const frames = [];
+      for (let i = 0; i < 3; i++) {
+        const frame = document.createElement('iframe');
+        frame.src = src;
+        const loaded = new Promise((resolve) => (frame.onload = resolve));
+        document.body.append(frame);
+        await loaded;
+        frames.push(frame);
+      }
+      // Reaching the windows installs an API of each frame's own where the frame did not load weblocks.
+      const views = frames.map((frame) => frame.contentWindow);
+      const releases = [];
+      const grants = [];
+      const ask = (k) =>
+        (grants[k] = new Promise((granted) => {
+          views[k].navigator.locks
+            .request(name, () => {
+              granted(performance.now());
+              return new Promise((release) => (releases[k] = release));
+            })
+            .catch(() => {});
+        }));
+      const within = (promise, ms) => Promise.race([promise, new Promise((resolve) => setTimeout(() => resolve(null), ms))]);
+      const listed = async () => {
+        const { held, pending } = await navigator.locks.query();
+        return [...held, ...pending].filter((l) => l.name === name).map((l) => l.clientId);
+      };
+      await ask(0);
+      ask(1);
+      ask(2);
+      for (const end = Date.now() + 3000; Date.now() < end && (await listed()).length < 3; ) await new Promise((resolve) => setTimeout(resolve, 20));
+      const before = (await listed()).length;
+      let removedAt;
+      let next;
+      if (scenario === 'holds') {
+        frames[0].remove();
+        removedAt = performance.now();
+        next = grants[1];
+      } else if (scenario === 'waits') {
+        frames[1].remove();
+        removedAt = performance.now();
+        releases[0]();
+        next = grants[2];
+      } else {
+        // Removed as its lock is granted: frame 1 releases, and frame 2 is removed in the same task.
+        releases[0]();
+        frames[1].remove();
+        removedAt = performance.now();
+        next = grants[2];
+      }
+      const granted = await within(next, 8000);
+      const ms = granted === null ? 'never' : Math.max(0, Math.round(granted - removedAt));
+      // The page's replica may lag the grant it saw (a frame's callback runs in the page's realm): let it settle.
+      const expected = scenario === 'holds' ? 2 : 1;
+      for (const end = Date.now() + 1000; Date.now() < end && (await listed()).length !== expected; ) await new Promise((resolve) => setTimeout(resolve, 20));
+      const after = await listed();
+      for (const release of releases) if (release) release();
+      for (const frame of frames) frame.remove();
+      return { before, ms, leftover: after.length };
+    };
+    const report = await withPage(browser, (tab) =>
+      tab.evaluate(async ([source, repeat, only]) => {
+        self.REPEAT = repeat;
+        self.ONLY = only;
+        const run = (0, eval)(`(${source})`);
+        const result = {};
+        for (const [kind, src] of [['own', '/tests/e2e/fixtures/frame_child.html'], ['installed', '/tests/e2e/fixtures/frame_native.html']]) {
+          for (const scenario of ['holds', 'waits', 'granted']) {
+            if (self.ONLY && self.ONLY !== `${kind} ${scenario}`) continue;
+            for (let i = 0; i < (self.REPEAT || 1); i++) result[`${kind} ${scenario} ${i}`] = await run(src, scenario);
+          }
+        }
+        return result;
+      }, [`${removedFrames}`, Number(process.env.REMOVED_FRAMES_REPEAT || 1), process.env.REMOVED_FRAMES_ONLY]),
+    );
+    console.log(`# ${driverName}: ms from a frame's removal to the next frame's grant: ${Object.entries(report).map(([k, r]) => `${k} ${r.ms}`).join(', ')}`);
+    for (const [k, r] of Object.entries(report)) if (r.ms === 'never' || r.leftover !== (k.includes(' holds') ? 2 : 1)) console.log(`# ${driverName}: ${k}: ${JSON.stringify(r)}`);
+    for (const [key, r] of Object.entries(report)) {
+      assert.equal(r.before, 3, `${key}: the three requests were listed`);
+      assert.notEqual(r.ms, 'never', `${key}: the next frame is granted`);
+      // What is left of the name is the live frames' own: the next one's hold, and the third's request
+      // where the first frame was the one removed.
+      assert.equal(r.leftover, key.includes(' holds') ? 2 : 1, `${key}: nothing of the removed frame is listed`);
+    }
+  });
+
+  test(`${driverName}: the web-platform-tests' removed-frame steps (frames that request from their own message handlers): the next frame is granted`, { timeout: 120_000 }, async () => {
+    const steps = async (own, scenario) => {
+      const iframe = () => frameHelper.open(own);
+      const post = frameHelper.post;
+      const within = (promise, ms) => Promise.race([promise, new Promise((resolve) => setTimeout(() => resolve('never'), ms))]);
+      const name = `wpt removed ${scenario} ${Math.random()}`;
+      const frames = [await iframe(), await iframe(), await iframe()];
+      const { lockId } = await post(frames[0], { op: 'request', name });
+      let next;
+      let start;
+      if (scenario === 'pending') {
+        // Frames 2 and 3 wait; frame 2 is removed, frame 1 releases: frame 3 is granted.
+        post(frames[1], { op: 'request', name });
+        next = post(frames[2], { op: 'request', name });
+        frames[1].remove();
+        start = performance.now();
+        await post(frames[0], { op: 'release', lockId });
+      } else {
+        // Frame 2 waits; frame 1 releases and frame 2 is removed as its grant comes: the page is granted.
+        post(frames[1], { op: 'request', name });
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const released = post(frames[0], { op: 'release', lockId });
+        frames[1].remove();
+        start = performance.now();
+        await released;
+        next = navigator.locks.request(name, () => {});
+      }
+      const outcome = await within(next, 8000);
+      for (const frame of frames) frame.remove();
+      return outcome === 'never' ? 'never' : Math.round(performance.now() - start);
+    };
+    const report = await withPage(browser, async (tab) => {
+      await tab.evaluate(() => buildSmoke.loadScript('/tests/e2e/fixtures/frame_helper_parent.js'));
+      return tab.evaluate(async (source) => {
+        const run = (0, eval)(`(${source})`);
+        const result = {};
+        for (const own of [false, true]) for (const scenario of ['pending', 'granted']) result[`${own ? 'own' : 'installed'} ${scenario}`] = await run(own, scenario);
+        return result;
+      }, `${steps}`);
+    });
+    console.log(`# ${driverName}: the web-platform-tests' removed-frame steps, ms to the next grant: ${JSON.stringify(report)}`);
+    for (const [key, ms] of Object.entries(report)) assert.notEqual(ms, 'never', key);
+  });
 });
+

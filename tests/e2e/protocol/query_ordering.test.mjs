@@ -4,12 +4,16 @@
 // (BroadcastChannel, or the log where it is deleted). The classic script on a plain-http origin, where there is
 // no native navigator.locks. The cases run one after the other in one page, their locks kept as in that test
 // file, alone and beside another window of the origin that takes part in the protocol (its messages then go
-// through the transport, not decided alone). Needs the build (`npm run build`).
+// through the transport, not decided alone). And that file's steps with three frames (`frameOrderingSteps`), in
+// Chromium, Firefox and WebKit, with frames that load weblocks and frames the page installs into: every
+// context's query() lists the page's hold and the frames' requests once each, in request order. Needs the
+// build (`npm run build`).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../server.mjs';
 import { launch as launchWebKit } from '../../../bench/lib/webkit.mjs';
 import { launch as launchFirefox } from '../../../bench/lib/firefox.mjs';
+import { launch as launchChromium } from '../../../bench/lib/chromium.mjs';
 import { plainHttpHost } from '../../../bench/lib/variants.mjs';
 import { fixtureUrl, forgetTransport } from '../fixtures/xctx_harness.mjs';
 
@@ -115,3 +119,64 @@ for (const { name, launch } of BROWSERS) {
     }
   });
 }
+
+/**
+ * The steps of the web-platform-tests' query-ordering file with frames, in the page: three same-origin frames
+ * (fixtures/frame_helper.html, driven through fixtures/frame_helper_parent.js; loading weblocks themselves with
+ * `own`, else installed into by the page) each learn their client id in turn (request the name, query() in the
+ * callback, answer, release); the page takes the name, asks frames 1, 2 and 3 to request it, in that order,
+ * without waiting for those grants; frame 3 requests and releases a second name as a checkpoint; then the page
+ * and each frame call query(). Returns, for each, the frames (1, 2, 3; 0 for the page) of the name's held locks
+ * and pending requests.
+ */
+async function frameOrderingSteps(own) {
+  const iframe = () => frameHelper.open(own);
+  const post = frameHelper.post;
+  const name = `query-ordering-frames-${Math.random()}`;
+  const frames = [await iframe(), await iframe(), await iframe()];
+  const ids = [];
+  for (const frame of frames) ids.push((await post(frame, { op: 'clientId', name })).clientId);
+  let release;
+  await new Promise((granted) =>
+    navigator.locks.request(name, () => {
+      granted();
+      return new Promise((resolve) => (release = resolve));
+    }),
+  );
+  for (const frame of frames) post(frame, { op: 'request', name });
+  const { lockId } = await post(frames[2], { op: 'request', name: `${name}-checkpoint` });
+  await post(frames[2], { op: 'release', lockId });
+  const who = (l) => ids.indexOf(l.clientId) + 1;
+  const of = (state) => ({ held: state.held.filter((l) => l.name === name).map(who), pending: state.pending.filter((l) => l.name === name).map(who) });
+  const views = [of(await navigator.locks.query())];
+  for (const frame of frames) views.push(of(await frame.contentWindow.navigator.locks.query()));
+  release();
+  for (const frame of frames) frame.remove();
+  return { distinctIds: new Set(ids).size, views };
+}
+
+for (const { name, launch } of [{ name: 'Chromium', launch: launchChromium }, ...BROWSERS]) {
+  test(`${name}: query() lists each frame's request once, in request order (web-platform-tests query-ordering, with frames)`, async () => {
+    const browser = await launch();
+    try {
+      await forgetTransport(() => browser.newTab(`${plain.url}tests/e2e/fixtures/xctx_classic_page.html`));
+      const tab = await browser.newTab(`${plain.url}tests/e2e/fixtures/build_smoke.html`);
+      try {
+        await tab.evaluate(() => buildSmoke.loadScript('/dist/weblocks.polyfill.js'));
+        await tab.evaluate(() => buildSmoke.loadScript('/tests/e2e/fixtures/frame_helper_parent.js'));
+        for (const own of [false, true]) {
+          const { distinctIds, views } = await tab.evaluate(frameOrderingSteps, own);
+          console.log(`# ${name}, ${own ? 'frames that load weblocks' : 'frames installed into'}: ${JSON.stringify(views[0])}`);
+          assert.equal(distinctIds, 3);
+          // The page's own view, then each frame's: the page holds, frames 1, 2, 3 wait, each once.
+          for (const view of views) assert.deepEqual(view, { held: [0], pending: [1, 2, 3] }, `${own ? 'own' : 'installed'}: ${JSON.stringify(views)}`);
+        }
+      } finally {
+        await tab.close();
+      }
+    } finally {
+      await browser.close();
+    }
+  });
+}
+

@@ -3,8 +3,9 @@
 
 use std::rc::Rc;
 
-use weblocks::protocol::Transport;
+use weblocks::protocol::evidence::StorageEvent;
 use weblocks::protocol::wire::{self, Value};
+use weblocks::protocol::{BackForwardCache, Transport};
 
 use super::{Admission, Ev, Fault, Payload, Status, World};
 
@@ -59,6 +60,16 @@ impl World {
                 self.contexts[i].unresponsive.push((now, now + d, true));
                 self.schedule(now + d, i, Ev::Resume);
             }
+            Fault::Hide(d) if self.stays_in_cache() => {
+                // The edge's farewell waits for a `pagehide` without `persisted`: nothing is posted.
+                // Its storage object's listener tells the evidence first (no connection of it hides).
+                self.storage_hide(i);
+                self.hiding = Some(i);
+                self.contexts[i].participant.handle_pagehide(now, true);
+                self.effects(i);
+                self.hiding = None;
+                self.enter_cache_as_member(i, d);
+            }
             Fault::Hide(d) => {
                 if self.over_log() {
                     self.farewell_relay(i);
@@ -78,6 +89,13 @@ impl World {
                 self.contexts[i].participant.handle_close(now);
                 self.effects(i);
                 self.close(i);
+            }
+            Fault::CutHide(d) if self.stays_in_cache() => {
+                // The farewell does not act on entering the cache and the participant never hears of
+                // it: it is the member it was when it is shown again. The storage object's listener,
+                // which runs no wasm, does.
+                self.storage_hide(i);
+                self.enter_cache_as_member(i, d);
             }
             Fault::CutHide(d) => {
                 self.farewell(i);
@@ -177,6 +195,43 @@ impl World {
         self.schedule(self.now + d, i, Ev::Show);
     }
 
+    /// Whether the origin's pages stay members in the back/forward cache (Blink, Gecko), rather than
+    /// step out on entering it (WebKit).
+    pub(super) fn stays_in_cache(&self) -> bool {
+        self.env.config.back_forward_cache == BackForwardCache::Stay
+    }
+
+    /// Context `i` is in the back/forward cache as a member for `d` ms, then shown again, unless it is
+    /// evicted first. A page that enters it while another context's open at a newer version already
+    /// waits for its liveness database is evicted at once in Chromium, and kept in Firefox: both.
+    pub(super) fn enter_cache_as_member(&mut self, i: usize, d: u64) {
+        let watched = self
+            .storage
+            .dbs
+            .values()
+            .any(|db| db.watched_while_open_by(i));
+        let n = &mut self.contexts[i];
+        n.status = Status::Cached;
+        n.hidden_count += 1;
+        n.unresponsive.push((self.now, self.now + d, true));
+        self.schedule(self.now + d, i, Ev::Show);
+        if watched && self.rng.chance(0.5) {
+            self.evict(i, "a watch of its liveness database was waiting");
+        }
+    }
+
+    /// The browser discards context `i` from the back/forward cache: it is gone, as if closed
+    /// without `pagehide` (its connections close; no farewell, no script of it runs).
+    pub(super) fn evict(&mut self, i: usize, why: &'static str) {
+        self.note(|| format!("ctx{i} evicted from the back/forward cache: {why}"));
+        self.bump("evictions from the back/forward cache");
+        if let Some(last) = self.contexts[i].unresponsive.last_mut() {
+            last.1 = self.now;
+        }
+        self.contexts[i].deferred.clear();
+        self.close(i);
+    }
+
     /// Context `i` is gone. Over the log, its appends still in flight may die with it.
     pub(super) fn close(&mut self, i: usize) {
         let n = &mut self.contexts[i];
@@ -224,6 +279,12 @@ impl World {
 
     pub(super) fn show(&mut self, i: usize) {
         let now = self.now;
+        if let (Status::Cached, Some(last)) = (
+            self.contexts[i].status,
+            self.contexts[i].unresponsive.last_mut(),
+        ) {
+            last.1 = now;
+        }
         self.contexts[i].status = Status::Running;
         self.note(|| format!("ctx{i} pageshow"));
         // Inside pageshow a participant catches up on a `pagehide` cut short (Fault::CutHide): its locks
@@ -232,6 +293,11 @@ impl World {
         self.contexts[i].participant.handle_pageshow(now, true);
         self.effects(i);
         self.hiding = None;
+        // Its storage object's `pageshow` listener runs after the participant's; its event comes
+        // after those that waited for the page.
+        self.contexts[i]
+            .deferred
+            .push_back(Ev::Storage(StorageEvent::PageShown));
         self.run_deferred(i);
     }
 

@@ -14,7 +14,14 @@
 //! - The register's transactions run one at a time, in the order they were made, each after a delay.
 //!   A crashed context's transactions not yet run abort; a closed one's may commit or abort (engines
 //!   differ).
-//! - A page entering the back/forward cache has its edge close the connections opened with `hides`.
+//! - A page entering the back/forward cache has its edge tell its evidence so (`PageHidden`, at once:
+//!   a microtask of the edge's capture listener, before the participant's `pagehide`), then close the
+//!   connections opened with `hides`. A page kept there as a member is evicted by an open at a higher
+//!   version of a database it keeps open (Blink, Gecko), and, half the time, by one already waiting
+//!   as it enters (Blink evicts, Gecko keeps it).
+//! - A register transaction that a page makes in the `pagehide` that enters the back/forward cache, or
+//!   while it is there, never finishes, and every later one of the origin waits behind it (WebKitGTK;
+//!   no engine promises otherwise, so every run models it).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
@@ -40,6 +47,17 @@ pub(super) struct SimDb {
     queue: VecDeque<Request>,
 }
 
+impl SimDb {
+    /// Whether context `i` keeps this database open while another context's open at a higher
+    /// version waits for it.
+    pub(super) fn watched_while_open_by(&self, i: usize) -> bool {
+        self.conns.iter().any(|c| c.0 == i)
+            && self.queue.iter().any(
+                |r| matches!(*r, Request::Open { ctx, version, .. } if ctx != i && version > self.version),
+            )
+    }
+}
+
 #[derive(Debug)]
 enum Request {
     Open {
@@ -63,6 +81,9 @@ pub(super) struct LivenessStorage {
     pub(super) last_key: u64,
     /// Every answer at once (an ideal world).
     pub(super) prompt: bool,
+    /// A register transaction was made by a page entering or in the back/forward cache: it and every
+    /// later one never run.
+    pub(super) register_stuck: bool,
     /// The contexts whose storage was taken while they ran (`Fault::StorageLost`): every open of
     /// theirs fails, and their deletions do nothing.
     pub(super) lost: BTreeSet<usize>,
@@ -116,7 +137,9 @@ impl World {
             self.storage.last_key
         });
         let seed = self.rng.next_u64();
-        (Evidence::new(&format!("ctx{i}"), seed, ahead), ahead)
+        let mut evidence = Evidence::new(&format!("ctx{i}"), seed, ahead);
+        evidence.set_back_forward_cache(self.env.config.back_forward_cache);
+        (evidence, ahead)
     }
 
     /// Context `i` starts: its edge makes the operations its evidence takes as made (once).
@@ -225,6 +248,18 @@ impl World {
             };
             return self.schedule(self.now, i, Ev::Storage(event));
         }
+        let hidden = self.hiding == Some(i)
+            || matches!(self.contexts[i].status, Status::Hidden | Status::Cached);
+        if hidden || self.storage.register_stuck {
+            if hidden && !self.storage.register_stuck {
+                self.note(|| {
+                    format!("ctx{i} made a register transaction in the back/forward cache")
+                });
+                self.bump("register transactions made in the back/forward cache");
+                self.storage.register_stuck = true;
+            }
+            return;
+        }
         let at = (self.now + self.storage_delay((0, 3))).max(self.storage.last_tx);
         self.storage.last_tx = at;
         self.schedule(at, i, Ev::RegisterTx(tx));
@@ -281,6 +316,7 @@ impl World {
     /// Runs the requests of database `name` that can run, in order; the answers reach their contexts
     /// after a delay drawn from `delay`.
     fn pump_db(&mut self, name: &DbName, delay: (u64, u64)) {
+        let mut evicted: Vec<usize> = Vec::new();
         loop {
             let Some(db) = self.storage.dbs.get_mut(name) else {
                 return;
@@ -305,7 +341,15 @@ impl World {
                         continue;
                     }
                     if version > db.version && !db.conns.is_empty() {
-                        break; // blocked until every connection closes
+                        // Blocked until every connection closes; a page in the back/forward cache
+                        // that holds one is evicted.
+                        evicted = db
+                            .conns
+                            .iter()
+                            .map(|c| c.0)
+                            .filter(|&j| self.contexts[j].status == Status::Cached)
+                            .collect();
+                        break;
                     }
                     if version > 1 && db.version == 0 {
                         // A watch of a database that does not exist (its owner deleted it, or never
@@ -337,6 +381,11 @@ impl World {
                         self.storage.entries.clear();
                     }
                 }
+            }
+        }
+        for j in evicted {
+            if self.contexts[j].status == Status::Cached {
+                self.evict(j, "an open at a higher version waits for its database");
             }
         }
         if let Some(db) = self.storage.dbs.get(name)
@@ -431,6 +480,7 @@ impl World {
     /// Context `i`'s page enters the back/forward cache: its edge closes the connections it opened
     /// with `hides`, and tells the evidence so (an event that waits for the page to be shown).
     pub(super) fn storage_hide(&mut self, i: usize) {
+        self.edge(i, super::host::Entry::Storage(StorageEvent::PageHidden));
         let mut hidden = Vec::new();
         for (name, db) in &mut self.storage.dbs {
             db.conns.retain(|&(ctx, handle, hides)| {

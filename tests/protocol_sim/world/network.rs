@@ -73,7 +73,7 @@ impl World {
         self.contexts[j].connected
             && matches!(
                 self.contexts[j].status,
-                Status::Running | Status::Stalled | Status::Frozen
+                Status::Running | Status::Stalled | Status::Frozen | Status::Cached
             )
             && (i != j || matches!(payload, Payload::Message { .. }))
     }

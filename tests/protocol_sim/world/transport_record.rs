@@ -122,7 +122,7 @@ impl World {
     }
 
     /// Context `i` may hold a connection to the record: it lives (running, stalled, frozen or in the
-    /// back/forward cache).
+    /// back/forward cache, as a member or not).
     fn holds_record(&self, i: usize) -> bool {
         self.contexts[i].status.alive() || self.contexts[i].status == Status::Hidden
     }
