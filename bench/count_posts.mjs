@@ -23,12 +23,15 @@ function countPosts() {
     if (Array.isArray(data)) counts.slots += data.length;
     return post.call(this, data);
   };
-  const add = EventTarget.prototype.addEventListener;
-  const onmessage = Object.getOwnPropertyDescriptor(BroadcastChannel.prototype, 'onmessage');
-  Object.defineProperty(BroadcastChannel.prototype, 'onmessage', {
-    ...onmessage,
-    set(handler) {
-      onmessage.set.call(this, handler && ((event) => (counts.received++, handler.call(this, event))));
+  // Deliveries, as the handlers read them (the channels were opened before this ran: their handlers are
+  // not wrapped, but every handler reads `data` through MessageEvent's getter).
+  const data = Object.getOwnPropertyDescriptor(MessageEvent.prototype, 'data');
+  const target = Object.getOwnPropertyDescriptor(Event.prototype, 'target').get;
+  Object.defineProperty(MessageEvent.prototype, 'data', {
+    ...data,
+    get() {
+      if (target.call(this) instanceof BroadcastChannel) counts.received++;
+      return data.get.call(this);
     },
   });
   const transaction = IDBDatabase.prototype.transaction;
@@ -36,7 +39,6 @@ function countPosts() {
     if (mode === 'readwrite') counts.transactions++;
     return transaction.apply(this, arguments);
   };
-  void add;
   self.postCounts = counts;
   return true;
 }
