@@ -295,7 +295,7 @@ function busyProcesses(count) {
 /**
  * 8. The holder tab goes away (`how`); time until another tab's waiter is granted, from just before the
  * action to the arrival of the waiter's report (grant_reports.mjs), on Node's clock. `loaded`: with
- * sizes.busyProcesses processes spinning beside the browser from before the tabs open until they close,
+ * sizes.busyProcesses processes spinning beside the browser from before the waiter starts until the tabs close,
  * sizes.loadedRepeat runs per variant (variants interleaved, as every scenario's), for the p95.
  */
 function recoveryScenario(sizes, how, loaded = false) {
@@ -311,7 +311,7 @@ function recoveryScenario(sizes, how, loaded = false) {
       : `recovery: holder tab ${action.title}, time until the waiter in another tab is granted`,
     async run(ctx, variant, timeoutMs) {
       const tabs = [];
-      const busy = loaded ? busyProcesses(sizes.busyProcesses) : null;
+      let busy = null;
       try {
         await openAll(ctx, variant, 2, tabs);
         const [holder, waiter] = tabs;
@@ -321,6 +321,10 @@ function recoveryScenario(sizes, how, loaded = false) {
             await holder.evaluate((n) => bench.cross.holdForever(n), name);
             const elsewhere = new URL('/bench/pages/blank.html', await holder.evaluate(() => location.href)).href;
             const act = await action.act(holder, elsewhere);
+            // The load starts once the holder's process is known (a crash's is found by a busy loop of
+            // the tab, which must stand out among the processes): the waiter starts and the recovery runs
+            // under it.
+            if (loaded) busy = busyProcesses(sizes.busyProcesses);
             // A killed process must not be the waiter's too (Firefox may put windows of a site in one).
             const sharedProcess = act.pid !== undefined && (await waiter.processId()) === act.pid;
             const { path: reportPath, report } = ctx.reports.expect(sizes.settleMs + sizes.recoveryTimeoutMs + 5_000);
