@@ -5,13 +5,14 @@
 //   node bench/run.mjs [--smoke] [--no-build] [--firefox | --webkit | --browsers=chromium,firefox,webkit]
 //                      [--only=1,3,pingpong-two] [--repeat=N] [--out=FILE]
 //   node bench/run.mjs --from=bench-results/FILE.json      (print the table of a saved run again)
+//   node bench/run.mjs --baseline=../other-clone/dist/weblocks.polyfill.js   (that build as a 4th column)
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { repoRoot } from '../tests/e2e/server.mjs';
 import { runBench, summariseRuns } from './lib/bench.mjs';
 import { markdownTable } from './lib/report.mjs';
-import { variants } from './lib/variants.mjs';
+import { addBaseline, variants } from './lib/variants.mjs';
 
 function option(name) {
   const arg = process.argv.find((a) => a === `--${name}` || a.startsWith(`--${name}=`));
@@ -47,8 +48,16 @@ function printTables(results) {
   );
 }
 
+if (typeof option('baseline') === 'string') {
+  const dir = path.join(repoRoot, 'bench-results', 'baseline');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.copyFileSync(option('baseline'), path.join(dir, 'weblocks.polyfill.js'));
+  addBaseline();
+}
+
 if (typeof option('from') === 'string') {
   const saved = JSON.parse(fs.readFileSync(option('from'), 'utf8'));
+  if (Object.values(saved.browsers).some((b) => Object.values(b.runs).some((r) => r.baseline))) addBaseline();
   for (const result of Object.values(saved.browsers)) result.summaries = summariseRuns(saved.meta.sizes, result.runs);
   printTables(saved);
   process.exit(0);

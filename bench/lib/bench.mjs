@@ -111,7 +111,7 @@ export async function runBench({ smoke = false, browsers = ['chromium'], only = 
           }
           if (scenario.crossTab) await closeKeptTabs(ctx); // cross-tab scenarios start with their own tabs only
           const timeoutMs = sizes.timeoutMs[scenario.key] ?? sizes.timeoutMs.default;
-          const repeats = scenario.key === 'load' || scenario.key === 'idle' ? 1 : sizes.repeat;
+          const repeats = scenario.key === 'load' || scenario.key === 'idle' ? 1 : (scenario.repeat ?? sizes.repeat);
           const timedOut = new Set(); // variants not run again after a timeout: the time bound holds overall
           for (let rep = 0; rep < repeats; rep++) {
             for (const variant of variants) {

@@ -25,6 +25,8 @@ export const fullSizes = {
   floorMs: 1_500, // each transport's token ring after a contention run (scenario 7's reference rows)
   settleMs: 300,
   recoveryTimeoutMs: 5_000,
+  busyProcesses: 3, // the loaded recovery rows (scenario 8): processes spinning beside the browser
+  loadedRepeat: 10, // and their runs per variant, for a p95 that is not just the slowest of three
   timeoutMs: { default: 60_000, 'drain-1name-100000': 240_000, idle: 90_000, load: 120_000 },
 };
 
@@ -54,5 +56,7 @@ export const smokeSizes = {
   floorMs: 200,
   settleMs: 100,
   recoveryTimeoutMs: 3_000,
+  busyProcesses: 1,
+  loadedRepeat: 1,
   timeoutMs: { default: 20_000 },
 };

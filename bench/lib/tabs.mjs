@@ -30,6 +30,7 @@ function whatThePageIs() {
 const expectedPage = {
   native: { hasLockManager: true, secure: true, measuresNavigatorLocks: true, navigatorLocksIsWeblocks: false, measuresNativeObject: true },
   polyfill: { hasLockManager: true, secure: false, measuresNavigatorLocks: true, navigatorLocksIsWeblocks: true, measuresNativeObject: false },
+  baseline: { hasLockManager: true, secure: false, measuresNavigatorLocks: true, navigatorLocksIsWeblocks: true, measuresNativeObject: false },
   ponyfill: { hasLockManager: true, secure: true, measuresNavigatorLocks: false, navigatorLocksIsWeblocks: false, measuresNativeObject: false },
   control: { hasLockManager: true, secure: true, measuresNavigatorLocks: false, navigatorLocksIsWeblocks: false, measuresNativeObject: false },
   // bench/pages/relay.html (handoff_anatomy.mjs --relay): weblocks' engine over a shared-worker relay.

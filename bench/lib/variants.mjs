@@ -12,6 +12,17 @@ export const variants = [
 ];
 
 /**
+ * `node bench/run.mjs --baseline=FILE`: another build's classic script, measured as the polyfill is and
+ * interleaved with it, so that two builds are compared in one run (on a loaded machine, two runs an hour
+ * apart differ by more than most changes). Added to `variants` by `addBaseline`.
+ */
+export const baselineVariant = { id: 'baseline', label: 'baseline polyfill', page: 'bench/pages/baseline.html', secure: false };
+
+export function addBaseline() {
+  if (!variants.includes(baselineVariant)) variants.push(baselineVariant);
+}
+
+/**
  * Not measured: a lock manager confined to its tab (bench/pages/per_tab_locks.js), on which the smoke
  * test runs the cross-tab scenarios to check that their safety checks catch a lock that does not
  * coordinate across tabs.

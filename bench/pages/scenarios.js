@@ -433,16 +433,42 @@
      * then a stop token goes round once. `transport`: 'broadcast' (every token reaches every tab, two
      * channel objects per tab: weblocks' layout), 'relay' (through a shared worker, ring_worker.js:
      * docs/PROTOCOL.md §15's hub), 'ports' (a MessagePort from each tab to the next, which that worker
-     * hands out).
+     * hands out), 'log' (the floor of weblocks' log transport, docs/PROTOCOL.md §12: the tab that passes
+     * the token appends it to an IndexedDB object store in a read/write transaction, and once that
+     * commits, posts it on a BroadcastChannel, two objects per tab, as js/log_channel.js carries an entry).
      */
     async ringJoin({ transport, ringName, refereeName, tab, tabs }) {
       const call = referee(refereeName);
       await call('hello', tab);
-      const mine = { call, tab, next: (tab + 1) % tabs, token: deferred() };
+      const mine = { call, tab, transport, next: (tab + 1) % tabs, token: deferred() };
       ring = mine;
       const onToken = (data) => {
         if (data.to === tab) mine.token.resolve(data);
       };
+      if (transport === 'log') {
+        const db = await new Promise((resolve, reject) => {
+          const open = indexedDB.open(ringName, 1);
+          open.onupgradeneeded = () => open.result.createObjectStore('log', { autoIncrement: true });
+          open.onsuccess = () => resolve(open.result);
+          open.onerror = () => reject(open.error);
+        });
+        const rx = new BroadcastChannel(ringName);
+        const tx = new BroadcastChannel(ringName);
+        rx.onmessage = (event) => onToken(event.data);
+        mine.send = (data) => {
+          const transaction = db.transaction(['log'], 'readwrite');
+          transaction.objectStore('log').add(data);
+          transaction.oncomplete = () => tx.postMessage(data);
+          if (transaction.commit) transaction.commit();
+        };
+        mine.close = () => {
+          rx.close();
+          tx.close();
+          db.close();
+          if (tab === 0) indexedDB.deleteDatabase(ringName);
+        };
+        return true;
+      }
       if (transport === 'broadcast') {
         const rx = new BroadcastChannel(ringName);
         const tx = new BroadcastChannel(ringName);
@@ -488,8 +514,10 @@
         data = await ring.token.promise;
       }
       send({ to: next, stop: true });
-      // Let the stop token leave before the objects close (a post is sent at once; this is margin).
+      // Let the stop token leave before the objects close (a post is sent at once, or over the log once
+      // its append commits; this is margin).
       await nextTask();
+      if (ring.transport === 'log') await new Promise((r) => (bench.original.setTimeout ?? setTimeout)(r, 50));
       close();
       ring = null;
       return { ops, startedAt, endedAt: epochNow() };

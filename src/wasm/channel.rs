@@ -122,12 +122,15 @@ pub(super) fn decode_values(data: &JsValue) -> Option<Vec<Value>> {
         return None;
     }
     let array: &Array = data.unchecked_ref();
-    if array.length() as usize > wire::MAX_SLOTS {
+    // Read once: each read is a call out of the wasm (a message's data is a fresh array of its own, which
+    // nothing else can change while this runs).
+    let length = array.length();
+    if length as usize > wire::MAX_SLOTS {
         return None;
     }
     // A plain loop: iterator adapters would each add code to the wasm.
-    let mut values = Vec::with_capacity(array.length() as usize);
-    for i in 0..array.length() {
+    let mut values = Vec::with_capacity(length as usize);
+    for i in 0..length {
         let v = array.get(i);
         values.push(match v.as_f64() {
             Some(n) => Value::Num(n),

@@ -131,6 +131,8 @@ const CARRIED: u8 = b'c';
 const POKE: u8 = b'p';
 const GAP: u8 = b'g';
 const FAIL: u8 = b'f';
+/// A BroadcastChannel `message` (or a log event of no type above: read as one).
+const MESSAGE: u8 = b'm';
 
 impl Coordination {
     /// Starts coordinating over the channels `open_channel(name)` makes, or where it is `None`, over
@@ -216,12 +218,24 @@ impl Coordination {
     /// dropped if the data does not decode (see [`decode_values`]), but an entry of the log: its key
     /// reaches the log's order all the same, with no message, so that every reader skips it alike
     /// and none waits for it (docs/PROTOCOL.md §12, "order first, decode second").
+    ///
+    /// On the broadcast transport every event is a BroadcastChannel `message`: neither its type nor a
+    /// key is read (each would be a call out of the wasm, and the type a string copied in, on every
+    /// message of the origin in every context).
     fn on_message(&self, event: &web_sys::Event) {
-        let kind = event.type_().as_bytes().first().copied().unwrap_or(0);
-        let key = Reflect::get(event, &"key".into())
-            .ok()
-            .and_then(|k| k.as_f64())
-            .unwrap_or(0.0) as u64;
+        let log = self.open_channel.is_some();
+        let kind = if log {
+            event.type_().as_bytes().first().copied().unwrap_or(0)
+        } else {
+            MESSAGE
+        };
+        let key = match kind {
+            ENTRY | START | READ | IDENTITY => Reflect::get(event, &"key".into())
+                .ok()
+                .and_then(|k| k.as_f64())
+                .unwrap_or(0.0) as u64,
+            _ => 0,
+        };
         let values = match kind {
             START | READ | POKE | GAP | IDENTITY => Vec::new(),
             FAIL => return self.refuse(Refusal::Unreachable),
