@@ -96,6 +96,11 @@ export function summariseScenario(scenario, runsByVariant, variants) {
     const cells = {};
     for (const variant of variants) {
       const s = summarise(runsByVariant[variant.id] ?? [], metric.pick, metric.invalid, metric.statistic);
+      // `plusNative`: the figure adds native's median of that pick (so it is the library's only).
+      if (metric.plusNative) {
+        const plus = summarise(native, metric.plusNative).value;
+        s.value = variant.id === 'native' || plus === null || s.value === null ? null : s.value + plus;
+      }
       const rated = !metric.noRatio && (variant.id !== 'native' || metric.ratioToNative);
       const ratio = rated && s.value !== null && against ? s.value / against : null;
       const target = metric.target && (!metric.target.variants || metric.target.variants.includes(variant.id)) ? metric.target : null;
