@@ -188,6 +188,7 @@ export function loadScenario(sizes) {
         better: 'lower',
         pick: (r) => r.firstGrantMs - r.storageFloorMs - r.usableMs,
         plusNative: (r) => r.usableMs,
+        notFor: ['native'],
         noRatio: true,
         target: { atMost: 10 },
       },
