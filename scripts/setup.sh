@@ -18,7 +18,7 @@ missing_pkgs=()
 # WebKitGTK (the engine of Safari and iOS browsers): its WebDriver, the MiniBrowser it drives, and a display.
 [ -x /usr/bin/WebKitWebDriver ] || missing_pkgs+=(webkit2gtk-driver)
 command -v Xvfb >/dev/null || missing_pkgs+=(xvfb)
-command -v xz >/dev/null || missing_pkgs+=(xz-utils) # the classic build LZMA-compresses the wasm it embeds
+command -v zopfli >/dev/null || missing_pkgs+=(zopfli) # the classic build DEFLATE-compresses the wasm it embeds
 # The lease service's tests: a throwaway PostgreSQL cluster (Debian's server), and sqlite3 to read its
 # SQLite table from outside. The service itself compiles SQLite in.
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing_pkgs+=(postgresql)

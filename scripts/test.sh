@@ -40,7 +40,7 @@ step build npm run build
 # over either, this step fails.
 step size-budget node scripts/size/sizes.mjs --check
 # The checks that read sources and the built files, no browser (tests/static/): the numbers both sides of the
-# wasm boundary name, the shipped files' syntax and wasm features, the LZMA decoder, the lease deadline.
+# wasm boundary name, the shipped files' syntax and wasm features, the inflater, the lease deadline.
 step static node --test tests/static/
 export WASM_BINDGEN_TEST_TIMEOUT=120  # the runner's budget for a whole test binary (default 20 s)
 # The ponyfill's browser tests (tests/web.rs), through wasm-bindgen's own runner (wasm-bindgen-cli installs

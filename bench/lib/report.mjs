@@ -96,13 +96,19 @@ export function summariseScenario(scenario, runsByVariant, variants) {
     const cells = {};
     for (const variant of variants) {
       const s = summarise(runsByVariant[variant.id] ?? [], metric.pick, metric.invalid, metric.statistic);
+      // `plusNative`: the figure adds native's median of that pick; `notFor`: the variants it has no figure for.
+      if (metric.plusNative) {
+        const plus = summarise(native, metric.plusNative).value;
+        s.value = plus === null || s.value === null ? null : s.value + plus;
+      }
+      if (metric.notFor?.includes(variant.id)) s.value = null;
       const rated = !metric.noRatio && (variant.id !== 'native' || metric.ratioToNative);
       const ratio = rated && s.value !== null && against ? s.value / against : null;
       const target = metric.target && (!metric.target.variants || metric.target.variants.includes(variant.id)) ? metric.target : null;
       const met = variant.id === 'native' ? undefined : meetsTarget(target, s.value, nativeSummary.value);
       cells[variant.id] = { ...s, ratio, met };
     }
-    return { label: metric.label, better: metric.better, digits: metric.digits, target: metric.target ?? null, cells };
+    return { label: metric.label, better: metric.better, digits: metric.digits, target: metric.target ?? null, notFor: metric.notFor ?? [], cells };
   });
   const checks = (scenario.checks ?? []).map((check) => {
     const cells = {};

@@ -1,122 +1,67 @@
 // esbuild plugin for the classic build (scripts/build.mjs): `import wasmBytes from '../pkg/x.wasm'` gives
-// a promise of the wasm's bytes, embedded LZMA-compressed and base64-encoded, and decoded when the script
-// runs by js/lzma_decoder.js (~1 KB gzipped). Decoding runs once, in the engines' baseline tiers: a large
-// part of a page's wait for its first lock, so it runs after the storage requests, and in steps between
-// the page's own tasks (decodingModule).
+// a promise of the wasm's WebAssembly.Module, embedded DEFLATE-compressed (a zlib stream, by Zopfli) and
+// base64-encoded, and inflated and compiled when the script runs (js/embedded_wasm.js): by the engine
+// itself, off the main thread, where it has DecompressionStream; by js/inflate.js (~1 KB gzipped) where not.
 //
-// Why LZMA: what counts is the gzipped script, and compressed bytes in base64 gzip back to about their own
-// size (+0.5%), so the embedded wasm costs what its compressor makes of it. LZMA (xz's, tuned below) makes
-// it 12% smaller than Zopfli's DEFLATE (-6.8 KB on the 135 KB wasm), and its decoder is no bigger than the
-// inflater it replaces (tiny-inflate, which browsers without DecompressionStream needed anyway). Plain
-// base64 of the wasm (esbuild's 'binary' loader) gzips poorly: +19 KB.
+// Why DEFLATE: what counts is the gzipped script, and compressed bytes in base64 gzip back to about their
+// own size (+0.5%), so the embedded wasm costs what its compressor makes of it. LZMA made it 8% smaller
+// (30.4 against 33.0 KB on the 76 KB wasm), but only a decoder in JS reads it, on the main thread, in the
+// engines' baseline tiers: 12-45 ms at a page's first lock, most of weblocks' own start-up. Every engine
+// with DecompressionStream inflates DEFLATE natively in well under a millisecond. Plain base64 of the wasm
+// (esbuild's 'binary' loader) would need no decoding at all but gzips poorly (+13 KB on the 81 KB wasm).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { renameGlue, renameWasm, shortNames } from './wasm_names.mjs';
 import { trimGlue } from './trim_glue.mjs';
-import { lzmaDecode } from '../../js/lzma_decoder.js';
+import { inflate } from '../../js/inflate.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-// LZMA's literal context, literal position and position bits: lc=3, lp=0, pb=0 is the smallest of all
-// (lc, lp, pb) on this wasm (pb=0: wasm code has no 2- or 4-byte alignment).
-const LC = 3;
-const LP = 0;
-const PB = 0;
-/**
- * The bytes decoded in one task at load: 1–5 ms of the decoder in the engines' baseline tiers (the whole
- * wasm takes 12–45 ms), short enough for the storage events between steps to be handled soon.
- */
-const DECODE_STEP = 8192;
-// The encoder's own settings, which the decoder never needs: the match finder and the match length it
-// settles for. The best pair shifts with every change of the wasm (bt3 with 128 beat xz's preset, bt4 with
-// 273, by 26 B at 2ea5de3), so each build tries these and keeps the smallest stream (xz takes 0.1 s each).
-const MATCH_FINDERS = ['bt3', 'bt4'];
-const NICE_LENGTHS = [64, 96, 128, 160, 192, 273];
-
-function xz(bytes, mf, nice) {
-  const args = ['--format=raw', `--lzma1=preset=9e,lc=${LC},lp=${LP},pb=${PB},mf=${mf},nice=${nice}`, '--stdout'];
-  const result = spawnSync('xz', args, { input: bytes, maxBuffer: 256 << 20 });
-  if (result.error || result.status !== 0) {
-    throw new Error(`xz failed (install xz-utils): ${result.error?.message ?? result.stderr.toString()}`);
-  }
-  return result.stdout;
-}
-
-/** The smallest raw LZMA1 stream of `bytes` that xz (Debian's xz-utils, which scripts/setup.sh installs) makes. */
-export function lzmaCompress(bytes) {
-  let best = null;
-  for (const mf of MATCH_FINDERS) {
-    for (const nice of NICE_LENGTHS) {
-      const stream = xz(bytes, mf, nice);
-      if (best === null || stream.length < best.length) best = stream;
-    }
-  }
-  return best;
-}
+// Zopfli's iterations: 15 (its default) and 1,000 differ by a few bytes on this wasm; 100 takes 2 s.
+const ZOPFLI_ITERATIONS = 100;
 
 /**
- * `bytes` LZMA-compressed (lzmaCompress) without the end the decoder never reads (-9 B at fbda228): xz ends a
- * raw stream with an end marker and the range coder's flush, but the decoder stops at the known size, and
- * where it reads past the end of its input it reads 0 (js/lzma_decoder.js). Cut as far as the stream still
- * decodes to `bytes`, checked here with the decoder itself.
+ * `bytes` as a zlib stream (RFC 1950) written by Zopfli (Debian's zopfli, which scripts/setup.sh installs),
+ * checked to inflate back to `bytes` with both inflaters a page may use: zlib's (as DecompressionStream's
+ * 'deflate' format is) and js/inflate.js.
  */
 export function embeddedStream(bytes) {
-  const stream = lzmaCompress(bytes);
-  const decodes = (end) => {
-    try {
-      return Buffer.from(lzmaDecode(stream.subarray(0, end), bytes.length, LC, LP, PB)).equals(bytes);
-    } catch {
-      return false;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'weblocks-zopfli-'));
+  try {
+    const input = path.join(dir, 'in.wasm');
+    writeFileSync(input, bytes);
+    const result = spawnSync('zopfli', ['--zlib', `--i${ZOPFLI_ITERATIONS}`, '-c', input], { maxBuffer: 256 << 20 });
+    if (result.error || result.status !== 0) {
+      throw new Error(`zopfli failed (install zopfli): ${result.error?.message ?? result.stderr.toString()}`);
     }
-  };
-  let end = stream.length;
-  if (!decodes(end)) throw new Error('embed_wasm: the LZMA stream does not decode to the wasm');
-  while (end > 0 && decodes(end - 1)) end--;
-  return stream.subarray(0, end);
+    const stream = result.stdout;
+    if (!zlib.inflateSync(stream).equals(bytes) || !Buffer.from(inflate(stream, bytes.length)).equals(bytes)) {
+      throw new Error('embed_wasm: the zlib stream does not inflate to the wasm');
+    }
+    return stream;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**
- * The module that replaces the wasm file: its default export is a promise of the bytes (wasm-bindgen's
- * init awaits it), which rejects, and so fails the engine's load and not the script, if decoding throws.
- * The bytes are decoded (base64, then LZMA) once the script has run, so that the storage requests a context
- * starts as it is made (js/wasm_lock_api.js) are under way while the decoder runs; and in steps of
- * `DECODE_STEP` bytes, one per task (a MessageChannel message, which no engine delays as it does nested
- * timers; a timer where a page took MessageChannel away): the page's own scripts and tasks, and the storage
- * events of the context's start, run in between instead of waiting for the whole decoding
- * (tests/e2e/facade/decode_steps.test.mjs).
- * With `lazy`, the default export is instead a function that starts the decoding and returns that promise:
- * the leases' add-on decodes its wasm only at the first lease operation, not while the page starts.
+ * The module that replaces the wasm file: its default export is a promise of the wasm's Module
+ * (wasm-bindgen's trimmed init awaits it, scripts/size/trim_glue.mjs), which rejects, and so fails the
+ * engine's load and not the script, if inflating or compiling fails. The inflating and compiling start as
+ * the script runs: natively they take no time of the main thread, and are done while the storage requests
+ * a context starts as it is made (js/wasm_lock_api.js) are under way.
+ * With `lazy`, the default export is instead a function that starts them and returns that promise: the
+ * leases' add-on compiles its wasm only at the first lease operation, not while the page starts.
  */
 function decodingModule(bytes, { lazy = false } = {}) {
   const packed = embeddedStream(bytes).toString('base64');
-  return `import { lzmaDecoder } from './js/lzma_decoder.js';
-export default ${lazy ? '() => ' : ''}Promise.resolve().then(() => {
-  const text = atob(${JSON.stringify(packed)});
-  const packed = new Uint8Array(text.length);
-  for (let i = 0; i < text.length; i++) packed[i] = text.charCodeAt(i);
-  const step = lzmaDecoder(packed, ${bytes.length}, ${LC}, ${LP}, ${PB});
-  return new Promise((resolve, reject) => {
-    const channel = typeof MessageChannel === 'function' ? new MessageChannel() : null;
-    const next = () => {
-      try {
-        const out = step(${DECODE_STEP});
-        if (out !== undefined) {
-          if (channel !== null) channel.port1.close();
-          resolve(out);
-        } else if (channel !== null) channel.port2.postMessage(0);
-        else setTimeout(next);
-      } catch (error) {
-        reject(error);
-      }
-    };
-    if (channel !== null) channel.port1.onmessage = next;
-    next();
-  });
-});
+  return `import { compileEmbeddedWasm } from './js/embedded_wasm.js';
+export default ${lazy ? '() => ' : ''}compileEmbeddedWasm(atob(${JSON.stringify(packed)}), ${bytes.length});
 `;
 }
 

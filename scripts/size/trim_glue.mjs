@@ -51,12 +51,12 @@ const JS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..
 
 const EDITS = [
   {
-    what: "init's parameter forms other than { module_or_path: bytes }",
+    what: "init's parameter forms other than { module_or_path: a promise of the Module } (js/embedded_wasm.js)",
     from: /async function __wbg_init_once\(module_or_path\) \{\n[^]*?\n\}\n/,
     to: `async function __wbg_init_once({ module_or_path }) {
     const imports = __wbg_get_imports();
-    const { instance, module } = await WebAssembly.instantiate(await module_or_path, imports);
-    return __wbg_finalize_init(instance, module);
+    const module = await module_or_path;
+    return __wbg_finalize_init(await WebAssembly.instantiate(module, imports), module);
 }
 `,
   },

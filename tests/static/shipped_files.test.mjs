@@ -84,13 +84,14 @@ test('the check rejects syntax newer than ES2017', () => {
 
 /**
  * The wasm the classic script `text` embeds, as the script hands it to WebAssembly: the script runs in a
- * bare context whose `WebAssembly.instantiate` keeps the bytes (and never settles). With `addOn`, `text` is
+ * bare context (no DecompressionStream, so js/inflate.js inflates) whose `WebAssembly.compile` keeps the
+ * bytes (and never settles). With `addOn`, `text` is
  * the leases' add-on: it runs on a stand-in for the classic script's global, and a first lease operation
- * makes it decode its wasm.
+ * makes it inflate its wasm.
  */
 export function embeddedWasm(text, { addOn = false } = {}) {
   return new Promise((resolve, reject) => {
-    const WebAssembly = { instantiate: (bytes) => (resolve(Buffer.from(bytes)), new Promise(() => {})) };
+    const WebAssembly = { compile: (bytes) => (resolve(Buffer.from(bytes)), new Promise(() => {})) };
     const context = vm.createContext({ atob, TextEncoder, TextDecoder, console, WebAssembly, setTimeout });
     if (addOn) context.weblocks = { LockManager: function LockManager() {} };
     vm.runInContext(text, context);
