@@ -259,11 +259,6 @@ struct Watch {
     failed: usize,
     /// Its upgrade started: the context is gone (told once).
     told: bool,
-    /// Made by this context right after it asked for the database's deletion, and so behind it in the
-    /// database's queue: its open finds the database missing once the deletion is done, and only then
-    /// does the entry leave the register. A context ended between the two (killed, say) thus leaves an
-    /// entry whose database is missing, which the next reader collects, never a database no entry lists.
-    deleting: bool,
 }
 
 /// One context's evidence: see the module docs.
@@ -990,17 +985,12 @@ impl Evidence {
         if self.watches.iter().any(|w| w.entry == entry) {
             return;
         }
-        self.push_watch(entry, false);
-    }
-
-    fn push_watch(&mut self, entry: Entry, deleting: bool) {
         self.watches.push(Watch {
             entry,
             handle: 0,
             retry_at: 0,
             failed: 0,
             told: false,
-            deleting,
         });
         self.open_watch(self.watches.len() - 1);
     }
@@ -1018,8 +1008,8 @@ impl Evidence {
 
     /// Watch `w` has its evidence: the database exists and no connection to it is left, so its
     /// context is gone (a context closes its database only as it ends). Told once, for a member's;
-    /// the database is deleted (the deletion waits for this watch's own connection, closed once its
-    /// open completes), and its entries go once a watch made behind the deletion finds it missing.
+    /// the database and its entries go (the deletion waits for this watch's own connection, closed
+    /// once its open completes).
     fn gone(&mut self, w: usize) {
         let watch = &mut self.watches[w];
         if watch.told {
@@ -1027,13 +1017,10 @@ impl Evidence {
         }
         watch.told = true;
         let entry = watch.entry.clone();
-        if !watch.deleting {
-            self.tell_gone(&entry);
-        }
         self.ops.push_back(StorageOp::Delete {
             database: entry.database(),
         });
-        self.push_watch(entry, true);
+        self.collect(entry);
     }
 
     /// Watch `w` found no such database. For a member's entry that is evidence too: a member's entry
@@ -1048,13 +1035,8 @@ impl Evidence {
         }
         watch.told = true;
         let entry = watch.entry.clone();
-        if watch.deleting {
-            // This context's deletion of it is done.
-            return self.unlist(entry);
-        }
         if matches!(entry, Entry::Member { .. }) {
-            self.tell_gone(&entry);
-            return self.unlist(entry);
+            return self.collect(entry);
         }
         // No timer: a later read of the register (this context's census, or its next start) takes
         // it out if it is still listed then, and has been missing long enough.
@@ -1063,16 +1045,13 @@ impl Evidence {
         }
     }
 
-    /// The context of a member's `entry` is gone: the participant is told.
-    fn tell_gone(&mut self, entry: &Entry) {
-        if let Entry::Member { client, key } = entry {
-            self.findings.push_back(Finding::Gone(client.clone(), *key));
-        }
-    }
-
-    /// The database of `entry` is no more: its entries leave the register.
-    fn unlist(&mut self, entry: Entry) {
+    /// The context of `entry` is gone: told (for a member's entry), and its entries leave the register.
+    fn collect(&mut self, entry: Entry) {
+        let member = matches!(entry, Entry::Member { .. });
         let (Entry::Member { client, key } | Entry::Ahead { client, key }) = entry;
+        if member {
+            self.findings.push_back(Finding::Gone(client.clone(), key));
+        }
         // Its entry as a member's, and as one opened ahead: which one the register holds now, this
         // watch cannot tell.
         self.run(Job::Write {
