@@ -119,14 +119,14 @@ async function afterKills(engine, env, k) {
 }
 
 // Known to fail, so marked `todo` (it runs, and prints the counts): a window killed while it collects what the
-// last one left can leave a database behind that nobody collects, most likely as follows. Its watcher deletes the gone context's
-// database and takes its entries out of the register in separate steps (src/protocol/evidence.rs, `gone`),
-// and the deletion completes only after the watcher's own connection closes, so the entries may be gone
-// before the database is: the kill in between leaves a database that no entry lists. Measured here: Firefox
-// 3 databases after 1 kill, 4 after 6 (3 and 3 with COLLECTION_KILL_AFTER_MS=3000, which lets each window
-// finish collecting before the kill); WebKit 4 after 1, 6 after 6 (4 and 5 with the wait: a second cause,
-// not found yet). Take `todo` out once the entries go only after their database is deleted.
-const KNOWN_LEAK = 'a kill between the deletion of a gone context\'s database and its entries\' removal leaves the database unlisted';
+// last one left can leave a database behind that nobody collects. Measured here: Firefox 3 databases after 1
+// kill, 4 after 6 (3 and 3 with COLLECTION_KILL_AFTER_MS=3000, which lets each window finish collecting before
+// the kill); WebKit 4 after 1, 6 after 6 (4 and 5 with the wait). One cause is seen in Firefox: the databases
+// left are at version 0 and listed by no entry. A watch opens a database at version 2 and, finding it missing,
+// aborts the upgrade that would make it; a kill during that leaves a database at version 0. Unlisting a gone
+// context's entries only after a watch behind its deletion finds it missing made this worse (8 after 6: more
+// such watches), so that was not kept. Take `todo` out once no watch can leave a database behind.
+const KNOWN_LEAK = 'a watch of a missing database killed as it aborts the upgrade leaves the database at version 0, listed by no entry';
 
 for (const engine of [firefox, webkit]) {
   test(`${engine.name}: windows whose browser is killed leave nothing the next window, after a restart on the same profile, does not collect: the count of weblocks' databases does not grow with them`, { todo: KNOWN_LEAK }, async () => {
