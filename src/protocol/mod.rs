@@ -24,8 +24,8 @@ pub mod wire;
 
 pub mod edge;
 pub mod evidence;
-pub mod log_writer;
 mod log_order;
+pub mod log_writer;
 pub mod participant;
 pub mod transport_record;
 

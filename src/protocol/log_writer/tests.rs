@@ -104,7 +104,12 @@ fn the_first_append_looks_for_the_identity_and_the_entry_goes_on_the_carrier() {
             object: 1,
             key: 1,
             identity: 5,
-            frame: vec![Value::Num(7.0), Value::Num(1.0), Value::Num(5.0), Value::Num(1.0)],
+            frame: vec![
+                Value::Num(7.0),
+                Value::Num(1.0),
+                Value::Num(5.0),
+                Value::Num(1.0)
+            ],
         }]
     );
 }
@@ -144,7 +149,8 @@ fn an_object_that_knows_no_identity_tells_the_one_its_append_found_before_the_en
 }
 
 #[test]
-fn a_full_quota_is_tried_again_after_doubling_waits_and_the_appends_made_meanwhile_wait_behind_it() {
+fn a_full_quota_is_tried_again_after_doubling_waits_and_the_appends_made_meanwhile_wait_behind_it()
+{
     let mut w = started(Wake::Polls);
     w.append(data(1.0));
     let (tx, _) = next_append(&mut w);
@@ -177,10 +183,20 @@ fn a_full_quota_is_tried_again_after_doubling_waits_and_the_appends_made_meanwhi
             );
         }
     }
-    w.handle_event(now, LogEvent::Appended { tx, key: 1, identity: 0 });
+    w.handle_event(
+        now,
+        LogEvent::Appended {
+            tx,
+            key: 1,
+            identity: 0,
+        },
+    );
     assert_eq!(found(&mut w), [Found::Entry(1, Rc::new(data(1.0)))]);
     let (held, _) = next_append(&mut w);
-    assert!(held > tx, "the held append goes once the one tried again committed");
+    assert!(
+        held > tx,
+        "the held append goes once the one tried again committed"
+    );
 }
 
 #[test]
@@ -188,13 +204,27 @@ fn after_the_last_try_a_full_quota_is_a_gap_and_what_waits_behind_it_is_dropped(
     let mut w = started(Wake::Polls);
     w.append(data(1.0));
     let (mut tx, _) = next_append(&mut w);
-    w.append(data(2.0));
-    for _ in 0..QUOTA_TRIES {
-        w.handle_event(0, LogEvent::AppendAborted { tx, why: Abort::Quota });
+    for t in 0..QUOTA_TRIES {
+        w.handle_event(
+            0,
+            LogEvent::AppendAborted {
+                tx,
+                why: Abort::Quota,
+            },
+        );
+        if t == 0 {
+            w.append(data(2.0));
+        }
         w.handle_timeout(u64::MAX / 2);
         tx = next_append(&mut w).0;
     }
-    w.handle_event(0, LogEvent::AppendAborted { tx, why: Abort::Quota });
+    w.handle_event(
+        0,
+        LogEvent::AppendAborted {
+            tx,
+            why: Abort::Quota,
+        },
+    );
     assert_eq!(found(&mut w), [Found::Gap]);
     assert_eq!(ops(&mut w), [], "the held append is dropped");
     assert_eq!(w.poll_timeout(), None);
@@ -238,7 +268,14 @@ fn a_closed_connection_is_a_gap_the_object_then_tells_nothing_and_the_database_i
     assert_eq!(w.poll_timeout(), Some(5));
     w.handle_timeout(5);
     assert_eq!(ops(&mut w), [LogOp::Open { handle: 2 }]);
-    w.handle_event(6, LogEvent::Appended { tx, key: 1, identity: 0 });
+    w.handle_event(
+        6,
+        LogEvent::Appended {
+            tx,
+            key: 1,
+            identity: 0,
+        },
+    );
     assert_eq!(found(&mut w), [], "nothing more of the ended connection");
     w.read(0);
     assert_eq!(ops(&mut w), []);
@@ -263,10 +300,20 @@ fn a_closed_object_hears_nothing_and_its_carrier_closes_after_its_last_append() 
             data: data(4.0),
         },
     );
-    w.handle_event(0, LogEvent::Appended { tx, key: 1, identity: 0 });
+    w.handle_event(
+        0,
+        LogEvent::Appended {
+            tx,
+            key: 1,
+            identity: 0,
+        },
+    );
     assert_eq!(found(&mut w), []);
     let after: Vec<_> = ops(&mut w);
-    assert!(matches!(after[0], LogOp::Carry { key: 1, .. }), "the others still learn of it");
+    assert!(
+        matches!(after[0], LogOp::Carry { key: 1, .. }),
+        "the others still learn of it"
+    );
     assert_eq!(after[1], LogOp::CloseCarrier { object: 1 });
 }
 
@@ -305,6 +352,12 @@ fn a_read_that_fails_is_a_gap_and_a_trim_waits_for_the_identity() {
         }]
     );
     found(&mut w);
-    w.handle_event(0, LogEvent::ReadFailed { tx: 2, unusable: false });
+    w.handle_event(
+        0,
+        LogEvent::ReadFailed {
+            tx: 2,
+            unusable: false,
+        },
+    );
     assert_eq!(found(&mut w), [Found::Gap]);
 }
