@@ -82,6 +82,10 @@ pub trait Host {
     fn unreachable(&mut self);
     /// The log cannot be reached ([`Found::Unreachable`]): the context refuses from now on.
     fn log_unreachable(&mut self);
+    /// Told of each finding of the log writer before the participant takes it, and after: a
+    /// simulator checks what the participant applied; a browser does nothing.
+    fn log_found(&mut self, _found: &Found) {}
+    fn log_found_taken(&mut self) {}
     /// The register has not opened for a while ([`Finding::RegisterWaits`]): say why, once (in a
     /// browser, in the console).
     fn register_waits(&mut self);
@@ -193,6 +197,7 @@ pub fn carry_out<H: Host>(host: &mut H) {
 /// Hands a finding of the log writer to the participant.
 fn deliver_log<H: Host>(host: &mut H, found: Found) {
     let now = host.now();
+    host.log_found(&found);
     match found {
         Found::Identity(log) => host.participant(|p| p.handle_log_identity(log)),
         Found::Started(last) => host.participant(|p| p.handle_log_started(now, last)),
@@ -203,6 +208,7 @@ fn deliver_log<H: Host>(host: &mut H, found: Found) {
         Found::Gap => host.participant(|p| p.handle_missed_messages(now)),
         Found::Unreachable => host.log_unreachable(),
     }
+    host.log_found_taken();
 }
 
 /// Hands a finding of the evidence to the participant.

@@ -5,7 +5,6 @@ use wasm_bindgen::prelude::*;
 
 use crate::protocol::wire::{self, Value};
 
-
 #[wasm_bindgen]
 extern "C" {
     /// What the edge needs of a `BroadcastChannel` (over the log, the edge has a log storage object
