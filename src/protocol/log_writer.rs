@@ -21,8 +21,10 @@
 //!   transaction, so every context agrees on it.
 //! - **Nothing missing goes untold.** An append that aborts (but for a full quota, tried again first),
 //!   a read that fails, and a connection that ends are a [`Found::Gap`]: the participant steps out and
-//!   rejoins. Once this object's connection ended, it tells nothing more of it: a later answer on it
-//!   may not be in order with what a new connection shows.
+//!   rejoins. Once this object's connection ended, it tells nothing more: a later answer may not be
+//!   in order with what a new connection shows. Its appends still go, on the next connection: the
+//!   `Leave` its participant posts as it steps out must reach the others, or they would wait for the
+//!   locks its membership held for as long as the context lives.
 //! - **Appends keep their writer's order.** An append tried again after a full quota is tried only
 //!   where no later append of this object is under way (it could commit first, out of order); the
 //!   appends made meanwhile wait behind it, and go once it committed, or are dropped with its gap.
@@ -475,7 +477,9 @@ impl LogWriter {
             if !self.objects[o].closed {
                 let id = self.objects[o].id;
                 self.gap(id);
+                // Its next appends go on the next connection, whose log may be another.
                 self.objects[o].lost = true;
+                self.objects[o].known = 0;
             }
         }
         self.retry(now);
@@ -501,11 +505,10 @@ impl LogWriter {
             _ => None,
         };
         match work {
+            // An object whose connection ended still appends, on the next connection (its
+            // participant's `Leave` after the gap must reach the others), but tells nothing of it.
             Deferred::Append(object, data) => {
                 let Some(o) = self.index(object) else { return };
-                if self.objects[o].lost {
-                    return self.settled(object, 1);
-                }
                 let Some(handle) = handle else {
                     self.tell(object, Found::Unreachable);
                     return self.settled(object, 1);
@@ -575,9 +578,9 @@ impl LogWriter {
     fn appended(&mut self, tx: u32, key: u64, found: u64) {
         let Some(Tx::Append {
             object,
+            handle,
             data,
             identity,
-            ..
         }) = self.take(tx)
         else {
             return;
@@ -586,9 +589,6 @@ impl LogWriter {
         self.attempt = 0;
         let Some(o) = self.index(object) else { return };
         self.objects[o].writing -= 1;
-        if self.objects[o].lost {
-            return self.settled(object, 1);
-        }
         let identity = if identity == 0 { found } else { identity };
         if identity == 0 {
             // An append that looked found no identity: the backend broke its contract; the entry is
@@ -596,7 +596,10 @@ impl LogWriter {
             self.gap(object);
             return self.settled(object, 1);
         }
-        self.objects[o].known = identity;
+        // The identity of the current connection's log only (one that ended may have been another's).
+        if self.connection == Connection::Open(handle) {
+            self.objects[o].known = identity;
+        }
         self.tell(object, Found::Entry(key, data.clone()));
         match self.wake {
             Wake::Carrier => {

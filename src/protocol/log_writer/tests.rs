@@ -277,13 +277,29 @@ fn a_closed_connection_is_a_gap_the_object_then_tells_nothing_and_the_database_i
         },
     );
     assert_eq!(found(&mut w), [], "nothing more of the ended connection");
+    // The entry that committed is still handed on, under the identity of its log.
+    assert!(matches!(
+        ops(&mut w)[..],
+        [LogOp::Carry {
+            key: 1,
+            identity: 5,
+            ..
+        }]
+    ));
     w.read(0);
     assert_eq!(ops(&mut w), []);
-    // A new membership reads the new connection.
+    // Its participant's Leave goes on the next connection, which it looks up the identity of.
+    w.append(data(2.0));
     w.close_object();
     w.open_object();
     w.handle_event(7, LogEvent::Opened { handle: 2 });
-    assert!(ops(&mut w).contains(&LogOp::Start { handle: 2, tx: 3 }));
+    let after = ops(&mut w);
+    assert!(matches!(
+        after[..2],
+        [LogOp::Unlisten { object: 1 }, LogOp::Listen { object: 2 }]
+    ));
+    assert!(matches!(after[2], LogOp::Append { handle: 2, identify, .. } if identify != 0));
+    assert!(after.contains(&LogOp::Start { handle: 2, tx: 4 }));
 }
 
 #[test]
