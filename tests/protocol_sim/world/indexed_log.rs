@@ -10,12 +10,15 @@ use weblocks::protocol::replica::Replica;
 use weblocks::protocol::wire::{self, Value};
 
 use super::host::Entry;
-use super::{Ev, LOG, Payload, World, edge_decodes};
+use super::{Ev, LOG, Payload, Status, World, edge_decodes};
 
 impl World {
     /// Runs an answer of the backend (or the carrier) through context `i`'s log writer.
     pub(super) fn log_answer(&mut self, i: usize, event: LogEvent) {
         if self.contexts[i].log_writer.is_some() {
+            if self.trace.is_some() && std::env::var_os("WEBLOCKS_SIM_VERBOSE").is_some() {
+                self.note(|| format!("ctx{i} log {event:?}"));
+            }
             self.edge(i, Entry::Log(event));
         }
     }
@@ -247,8 +250,9 @@ impl World {
     }
 
     /// Context `i`'s open of connection `handle` completes on the current log.
+    /// (A page in the back/forward cache gets its answer once shown again.)
     pub(super) fn log_opened(&mut self, i: usize, handle: u32) {
-        if !self.contexts[i].status.alive() {
+        if !self.contexts[i].status.alive() && self.contexts[i].status != Status::Hidden {
             return;
         }
         let log = self.log_generation;
