@@ -149,63 +149,38 @@ function makeLogStorage(globalObject, name, Carrier, storage) {
     close(handle) {
       const db = connections.get(handle);
       connections.delete(handle);
-      try {
-        if (db) db.close();
-      } catch (e) {
-        // Closed already.
-      }
+      if (db) db.close();
     },
+    // Where it looks for the identity, the transaction stays open for that request (no `commit()`).
     append(handle, tx, data, make) {
-      transaction(
-        handle,
-        'readwrite',
-        make !== 0,
-        (t) => [t.objectStore('log').add({ data }), make !== 0 ? identify(t, make) : null],
-        ([added, log]) => emit(APPENDED, tx, added.result, log === null ? 0 : log.id),
-        (unusable, error) => emit(ABORTED, tx, unusable ? ABORT_UNUSABLE : error && error.name === 'QuotaExceededError' ? ABORT_QUOTA : 0),
-      );
+      const collect = (t) => [t.objectStore('log').add({ data }), make !== 0 ? identify(t, make) : null];
+      const why = (unusable, error) => (unusable ? ABORT_UNUSABLE : error && error.name === 'QuotaExceededError' ? ABORT_QUOTA : 0);
+      transaction(handle, 'readwrite', make !== 0, collect, ([added, log]) => emit(APPENDED, tx, added.result, log === null ? 0 : log.id), (u, e) => emit(ABORTED, tx, why(u, e)));
     },
     start(handle, tx) {
-      transaction(
-        handle,
-        'readonly',
-        false,
-        (t) => [identify(t, 0), t.objectStore('log').openKeyCursor(null, 'prev')],
-        ([log, last]) => emit(STARTED, tx, last.result ? last.result.key : 0, log.id),
-        readFailed(tx),
-      );
+      const collect = (t) => [identify(t, 0), t.objectStore('log').openKeyCursor(null, 'prev')];
+      transaction(handle, 'readonly', false, collect, ([log, last]) => emit(STARTED, tx, last.result ? last.result.key : 0, log.id), readFailed(tx));
     },
     read(handle, tx, after) {
       const range = IDBKeyRange.lowerBound(after, true);
-      transaction(
-        handle,
-        'readonly',
-        false,
-        (t) => [identify(t, 0), t.objectStore('log').getAllKeys(range), t.objectStore('log').getAll(range)],
-        ([log, keys, values]) => {
-          const data = [log.floor];
-          keys.result.forEach((key, k) => data.push(key, values.result[k].data));
-          emit(READ, tx, data, log.id);
-        },
-        readFailed(tx),
-      );
+      const collect = (t) => [identify(t, 0), t.objectStore('log').getAllKeys(range), t.objectStore('log').getAll(range)];
+      const done = ([log, keys, values]) => {
+        const data = [log.floor];
+        keys.result.forEach((key, k) => data.push(key, values.result[k].data));
+        emit(READ, tx, data, log.id);
+      };
+      transaction(handle, 'readonly', false, collect, done, readFailed(tx));
     },
     // The floor is written blindly with the log's identity, so that trims of several contexts only
     // raise it; one that fails leaves the log only longer.
     trim(handle, upTo, id) {
-      transaction(
-        handle,
-        'readwrite',
-        false,
-        (t) => {
-          t.objectStore('log').delete(IDBKeyRange.upperBound(upTo));
-          const meta = t.objectStore('meta');
-          meta.put(id, upTo);
-          meta.delete(IDBKeyRange.upperBound(upTo, true));
-        },
-        () => {},
-        () => {},
-      );
+      const collect = (t) => {
+        t.objectStore('log').delete(IDBKeyRange.upperBound(upTo));
+        const meta = t.objectStore('meta');
+        meta.put(id, upTo);
+        meta.delete(IDBKeyRange.upperBound(upTo, true));
+      };
+      transaction(handle, 'readwrite', false, collect, () => {}, () => {});
     },
     hear(object) {
       if (Carrier !== null) {
@@ -238,12 +213,11 @@ function makeLogStorage(globalObject, name, Carrier, storage) {
       const carrier = objects.get(object);
       if (carrier) carrier.postMessage(frame);
     },
+    // Storage full or gone: the others still read while they wait.
     poke(key) {
       try {
-        if (storage !== null) storage.setItem(pokeKey, `${key} ${Math.random()}`);
-      } catch (e) {
-        // Storage full or gone: the others still read while they wait.
-      }
+        storage.setItem(pokeKey, `${key} ${Math.random()}`);
+      } catch (e) {}
     },
     /** The listener that posts `data` (the participant's farewell) for the others to append, without running any script of ours. */
     farewell(object, data) {
