@@ -1,26 +1,17 @@
-// The I/O of the transport over a log in IndexedDB (docs/PROTOCOL.md §12), for the engines whose
-// BroadcastChannel is not known to deliver the messages of an origin in one order to every context, and
-// for the globals that have none. What the log writer decides (when to open the database and try again,
-// when an append is tried again, when a connection's end is a gap or the log cannot be reached, which
-// identity the participant is told, what hands an entry on) is the Rust core's
-// (src/protocol/log_writer.rs), which runs in the simulation too; this object only makes the calls it
-// asks for and forwards their events.
+// The I/O of the transport over a log in IndexedDB (docs/PROTOCOL.md §12). What the log writer decides
+// (when to open and try again, when an append is tried again, what a connection's end means, the identity
+// the participant is told, what hands an entry on) is the Rust core's (src/protocol/log_writer.rs), which
+// runs in the simulation too; this object only makes the calls it asks for and forwards their events.
 //
-// The database `weblocks-log:<channel>` at version 1 has two stores: `log`, whose autoIncrement keys
-// give the origin's messages one order (its read/write transactions run one at a time, A1′), and
-// `meta`, whose greatest key is the floor (the greatest key trimmed, or 0) and whose value is the log's
-// identity, a random number that names the database. The carrier, a BroadcastChannel of the channel's
-// name, carries each committed entry to the others; without one, a localStorage `storage` event pokes
-// the other documents, and carries a farewell.
+// The database `weblocks-log:<channel>` (version 1) has two stores: `log`, whose autoIncrement keys give
+// the origin's messages one order (A1′), and `meta`, whose greatest key is the floor and whose value is the
+// log's identity. The carrier, a BroadcastChannel, carries each committed entry to the others; without
+// one, a localStorage `storage` event pokes the other documents, and carries a farewell.
 //
-// The edge (src/wasm/log_storage.rs) calls `open`, `close`, `append`, `start`, `read`, `trim` with the
-// handles and transactions the core numbers, and `hear`, `unhear`, `closeCarrier`, `carry` with its log
-// objects; each answers with events `{ type, key, data, id }` in a microtask of its own, never within
-// the call (`key`: the handle, the transaction or the object). A connection forwards `versionchange`
-// and `close`; the core decides what they mean.
-//
-// Written as closures rather than classes: their variables minify to one letter (the classic script's
-// size).
+// The edge (src/wasm/log_storage.rs) calls the methods with the handles, transactions and log objects the
+// core numbers; each answers with events `{ type, key, data, id }` in a microtask of its own, never within
+// the call (`key`: the handle, the transaction or the object). Closures rather than classes: their
+// variables minify to one letter (the classic script's size).
 
 import { theGlobal } from './global_object.js';
 
@@ -76,14 +67,13 @@ function makeLogStorage(globalObject, name, Carrier, storage) {
   const farewellKey = FAREWELL + name;
   let handler = null;
   const emit = (type, key, data, id) => Promise.resolve().then(() => handler({ type, key, data, id }));
-  // The connections by handle (`db` null while it opens), and the log objects' carriers or listeners.
+  // The open connections by handle, and the log objects' carriers or listeners.
   const connections = new Map();
   const objects = new Map();
-  // Runs a transaction over both stores on connection `handle`: `collect(transaction)` makes its
-  // requests, `done(requests)` once it completed, `failed(unusable, error)` if it could not be made or
-  // aborted.
-  // It ends as soon as its requests are done (`commit()`, where `keep` is false), not once this thread
-  // ran their callbacks: a context in a long task would otherwise hold back every append of the origin.
+  // Runs a transaction over both stores on connection `handle`: `collect(t)` makes its requests,
+  // `done(requests)` once it completed, `failed(unusable, error)` if it could not be made or aborted. It
+  // ends once its requests are done (`commit()`, unless `keep`), not once this thread ran their callbacks:
+  // a context in a long task would otherwise hold back every append of the origin.
   const transaction = (handle, mode, keep, collect, done, failed) => {
     const db = connections.get(handle);
     let t;
