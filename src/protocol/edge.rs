@@ -8,7 +8,10 @@
 //! evidence effects (`OpenAlive`, `CloseAlive`, `EndAlive`, `Census`, `Watch`) go to the [`Evidence`] machine the
 //! host keeps beside it, whose storage operations the host carries out ([`Host::storage`]) and whose
 //! findings the loop hands to the participant: so the evidence's bookkeeping (retries, the register,
-//! what to watch and collect) runs in the simulation as in a browser. Two policies live here, not in
+//! what to watch and collect) runs in the simulation as in a browser. Over the log, the participant's
+//! `Transmit`, `ReadLog`, `TrimLog`, `OpenChannels` and `CloseChannels` also go to the host's
+//! [`LogWriter`] ([`Host::log`]), whose operations the host carries out ([`Host::log_op`]), its answers
+//! coming back through [`log_event`], and whose findings the loop hands to the participant. Two policies live here, not in
 //! the participant, because they are about the host's primitives rather than the protocol:
 //! - **Flush hops**: a [`Effect::FlushSoon`] waits [`FLUSH_HOPS`] microtask hops before
 //!   [`Participant::handle_flush`], so that the messages the current task still queues go in the same
@@ -29,6 +32,7 @@
 use std::cell::Cell;
 
 use super::evidence::{Evidence, Finding, StorageEvent, StorageOp};
+use super::log_writer::{Found, LogEvent, LogOp, LogWriter};
 use super::participant::{Effect, LossReason, Participant};
 use super::wire::{self, Message, Value};
 use crate::scheduler::Snapshot;
@@ -45,6 +49,9 @@ pub trait Host {
     fn participant<R>(&mut self, f: impl FnOnce(&mut Participant) -> R) -> R;
     /// Runs `f` on the participant's evidence machine, as [`Host::participant`] does.
     fn evidence<R>(&mut self, f: impl FnOnce(&mut Evidence) -> R) -> R;
+    /// Runs `f` on the context's log writer, as [`Host::participant`] does; `None` where the context
+    /// does not coordinate over the log.
+    fn log<R>(&mut self, f: impl FnOnce(&mut LogWriter) -> R) -> Option<R>;
     /// The loop's own state, which the host keeps (beside its participant).
     fn state(&self) -> &EdgeState;
     /// The wall-clock time in ms (`Date.now()`). It need not be monotonic: it only paces this
@@ -55,24 +62,30 @@ pub trait Host {
     /// Told of each effect before it is carried out: a simulator records them; a browser does nothing.
     fn carrying_out(&mut self, _effect: &Effect) {}
 
-    /// [`Effect::Transmit`]: post `data`, the encoded `messages`, as one channel message (one append
-    /// over the log).
-    fn transmit(&mut self, messages: &[Message], data: Vec<Value>);
-    /// [`Effect::OpenChannels`].
+    /// Told of the messages of each [`Effect::Transmit`] before they go: a simulator records them.
+    fn transmitting(&mut self, _messages: &[Message]) {}
+    /// [`Effect::Transmit`] on the broadcast transport: post `data` as one channel message (over the
+    /// log, the writer appends it).
+    fn transmit(&mut self, data: Vec<Value>);
+    /// [`Effect::OpenChannels`] (over the log, the writer then opens its log object).
     fn open_channels(&mut self);
-    /// [`Effect::CloseChannels`].
+    /// [`Effect::CloseChannels`] (over the log, the writer then closes its log object).
     fn close_channels(&mut self);
     /// [`Effect::ArmFarewell`].
     fn arm_farewell(&mut self, farewell: Option<Message>);
-    /// [`Effect::ReadLog`].
-    fn read_log(&mut self, after: u64);
-    /// [`Effect::TrimLog`].
-    fn trim_log(&mut self, upto: u64);
+    /// One operation of the log writer ([`LogOp`]); its answers come back through [`log_event`].
+    fn log_op(&mut self, op: LogOp);
     /// One storage operation of the evidence ([`StorageOp`]); its answers come back through
     /// [`storage`].
     fn storage(&mut self, op: StorageOp);
     /// The evidence cannot be given ([`Finding::Unreachable`]): the context refuses from now on.
     fn unreachable(&mut self);
+    /// The log cannot be reached ([`Found::Unreachable`]): the context refuses from now on.
+    fn log_unreachable(&mut self);
+    /// Told of each finding of the log writer before the participant takes it, and after: a
+    /// simulator checks what the participant applied; a browser does nothing.
+    fn log_found(&mut self, _found: &Found) {}
+    fn log_found_taken(&mut self) {}
     /// The register has not opened for a while ([`Finding::RegisterWaits`]): say why, once (in a
     /// browser, in the console).
     fn register_waits(&mut self);
@@ -128,11 +141,19 @@ pub fn storage<H: Host>(host: &mut H, event: StorageEvent) {
     carry_out(host);
 }
 
+/// An answer of the log's storage (or its carrier) to the log writer.
+pub fn log_event<H: Host>(host: &mut H, event: LogEvent) {
+    let now = host.now();
+    host.log(|l| l.handle_event(now, event));
+    carry_out(host);
+}
+
 /// The host's timer fired: the participant and its evidence look at their deadlines.
 pub fn timeout<H: Host>(host: &mut H) {
     host.state().timer.set(None);
     let now = host.now();
     host.evidence(|e| e.handle_timeout(now));
+    host.log(|l| l.handle_timeout(now));
     input(host, |p, now| p.handle_timeout(now));
 }
 
@@ -148,23 +169,46 @@ pub fn microtask<H: Host>(host: &mut H) {
 }
 
 /// Carries out the participant's effects in order, then its evidence's operations and findings (a
-/// finding is an input of the participant, whose effects come first again), then arms the timer for
-/// the next deadline. Kept out of line, so that every input of an edge shares one copy.
+/// finding is an input of the participant, whose effects come first again), then the log writer's
+/// findings, then arms the timer for the next deadline. The log writer's operations go first, as soon
+/// as an effect made them: an append goes out in its `Transmit`'s place among the effects, as a
+/// channel post does. Kept out of line, so that every input of an edge shares one copy.
 #[inline(never)]
 pub fn carry_out<H: Host>(host: &mut H) {
     loop {
-        if let Some(effect) = host.participant(Participant::poll_effect) {
+        if let Some(Some(op)) = host.log(LogWriter::poll_op) {
+            host.log_op(op);
+        } else if let Some(effect) = host.participant(Participant::poll_effect) {
             host.carrying_out(&effect);
             carry_out_one(host, effect);
         } else if let Some(op) = host.evidence(Evidence::poll_op) {
             host.storage(op);
         } else if let Some(finding) = host.evidence(Evidence::poll_finding) {
             deliver(host, finding);
+        } else if let Some(Some(found)) = host.log(LogWriter::poll_found) {
+            deliver_log(host, found);
         } else {
             break;
         }
     }
     arm_timer(host);
+}
+
+/// Hands a finding of the log writer to the participant.
+fn deliver_log<H: Host>(host: &mut H, found: Found) {
+    let now = host.now();
+    host.log_found(&found);
+    match found {
+        Found::Identity(log) => host.participant(|p| p.handle_log_identity(log)),
+        Found::Started(last) => host.participant(|p| p.handle_log_started(now, last)),
+        Found::Entry(key, data) => host.participant(|p| p.handle_log_entry(now, key, &data)),
+        Found::Read(floor) => host.participant(|p| p.handle_log_read(now, floor)),
+        Found::Carried(data) => host.participant(|p| p.handle_carried(now, &data)),
+        Found::Poke => host.participant(|p| p.handle_log_poke(now)),
+        Found::Gap => host.participant(|p| p.handle_missed_messages(now)),
+        Found::Unreachable => host.log_unreachable(),
+    }
+    host.log_found_taken();
 }
 
 /// Hands a finding of the evidence to the participant.
@@ -191,13 +235,28 @@ fn carry_out_one<H: Host>(host: &mut H, effect: Effect) {
         Effect::Transmit(messages) => {
             let version = host.participant(|p| p.version());
             let data = wire::encode_transmit(&messages, version);
-            host.transmit(&messages, data);
+            host.transmitting(&messages);
+            let mut data = Some(data);
+            let appended = host.log(|l| l.append(data.take().unwrap_or_default()));
+            if let (None, Some(data)) = (appended, data) {
+                host.transmit(data);
+            }
         }
-        Effect::OpenChannels => host.open_channels(),
-        Effect::CloseChannels => host.close_channels(),
+        Effect::OpenChannels => {
+            host.open_channels();
+            host.log(LogWriter::open_object);
+        }
+        Effect::CloseChannels => {
+            host.close_channels();
+            host.log(LogWriter::close_object);
+        }
         Effect::ArmFarewell(farewell) => host.arm_farewell(farewell),
-        Effect::ReadLog { after } => host.read_log(after),
-        Effect::TrimLog { upto } => host.trim_log(upto),
+        Effect::ReadLog { after } => {
+            host.log(|l| l.read(after));
+        }
+        Effect::TrimLog { upto } => {
+            host.log(|l| l.trim(upto));
+        }
         Effect::OpenAlive => {
             let now = host.now();
             host.evidence(|e| e.open_own(now));
@@ -224,13 +283,14 @@ fn carry_out_one<H: Host>(host: &mut H, effect: Effect) {
 /// Arms the host's timer for the next deadline of the participant and its evidence, keeping one armed
 /// to fire no later.
 fn arm_timer<H: Host>(host: &mut H) {
-    let next = match (
+    let next = [
         host.participant(|p| p.poll_timeout()),
         host.evidence(|e| e.poll_timeout()),
-    ) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
+        host.log(|l| l.poll_timeout()).flatten(),
+    ]
+    .into_iter()
+    .flatten()
+    .min();
     let armed = host.state().timer.get();
     match (armed, next) {
         (Some(armed), Some(next)) if armed <= next => return,

@@ -60,6 +60,17 @@ pub const COLLECT_AFTER_MS: u64 = 60_000;
 /// behind a page's deletion of it, which waits for every context that has it open.
 pub const REGISTER_WAIT_MS: u64 = 2000;
 
+/// A random number drawn from `seed` (splitmix64): 52 bits, never 0 (a key of a liveness database, a
+/// log's identity).
+pub(crate) fn fresh_key(seed: &mut u64) -> u64 {
+    *seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *seed;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    1 + (z >> 12) % ((1 << 52) - 1)
+}
+
 /// A database of the evidence (docs/PROTOCOL.md §9 fixes their names, versions and shape).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Database {
@@ -569,14 +580,9 @@ impl Evidence {
         self.next_handle - 1
     }
 
-    /// A key this context never used: 52 random bits (splitmix64), never 0.
+    /// A key this context never used.
     fn fresh_key(&mut self) -> u64 {
-        self.seed = self.seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.seed;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        1 + (z >> 12) % ((1 << 52) - 1)
+        fresh_key(&mut self.seed)
     }
 
     fn own_database(&self, key: u64) -> Database {

@@ -14,6 +14,8 @@
 //! - [`evidence`]: the evidence of life and death as the edge keeps it (this context's liveness
 //!   database, the origin's register, the watches), sans-I/O behind the edge loop: the storage
 //!   operations out, the backend's answers in.
+//! - [`log_writer`]: the log transport's writer (its connection, appends with their retries, reads,
+//!   trims, what hands an entry on), sans-I/O behind the edge loop as the evidence is.
 //! - `log_order`: the order of the log transport, restored from entries that arrive in any order.
 //! - [`transport_record`]: the origin's one record of its transport, and what each context uses by it.
 
@@ -23,6 +25,7 @@ pub mod wire;
 pub mod edge;
 pub mod evidence;
 mod log_order;
+pub mod log_writer;
 pub mod participant;
 pub mod transport_record;
 

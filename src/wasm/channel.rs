@@ -5,13 +5,10 @@ use wasm_bindgen::prelude::*;
 
 use crate::protocol::wire::{self, Value};
 
-use super::js_call::call;
-
 #[wasm_bindgen]
 extern "C" {
-    /// What the edge needs of a channel: a `BroadcastChannel`, or the context's object on the log in
-    /// IndexedDB that `js/log_channel.js` makes (`postMessage` appends; its events are entries, the
-    /// answers to `start` and `read`, carried messages, pokes and gaps: docs/PROTOCOL.md §12).
+    /// What the edge needs of a `BroadcastChannel` (over the log, the edge has a log storage object
+    /// instead: `src/wasm/log_storage.rs`).
     pub(super) type Channel;
     #[wasm_bindgen(method, js_name = postMessage, catch)]
     pub(super) fn post_message(this: &Channel, data: &JsValue) -> Result<(), JsValue>;
@@ -19,54 +16,19 @@ extern "C" {
     pub(super) fn set_onmessage(this: &Channel, handler: Option<&Function>);
     #[wasm_bindgen(method)]
     pub(super) fn close(this: &Channel);
-    /// Log only: find the log's last key (a `start` event).
-    #[wasm_bindgen(method)]
-    pub(super) fn start(this: &Channel);
-    /// Log only: read the entries after `after` (`entry` events, then a `read` event with the floor).
-    #[wasm_bindgen(method)]
-    pub(super) fn read(this: &Channel, after: f64);
-    /// Log only: delete the entries up to key `upto` and raise the floor to it.
-    #[wasm_bindgen(method)]
-    pub(super) fn trim(this: &Channel, upto: f64);
-    /// Log only: the `pagehide` listener that posts `data` (the farewell) for the others to append.
-    #[wasm_bindgen(method)]
-    pub(super) fn farewell(this: &Channel, data: &JsValue) -> Function;
 }
 
 /// A context's two objects on the origin's channel: a channel object does not receive its own
 /// messages; a second one does, in the order the browser delivers them to every context
-/// (docs/PROTOCOL.md, assumption A1). Over the log, one object is both: it hands the participant every
-/// entry, the context's own included.
+/// (docs/PROTOCOL.md, assumption A1).
 pub(super) struct Channels {
     pub rx: Channel,
     pub tx: Channel,
 }
 
 impl Channels {
-    /// Opens a context's channel objects on `name`: its object on the log where `open_channel` is given
-    /// (`header` begins its carrier frames), else two BroadcastChannels; `None` where there is neither.
-    pub fn open(
-        global: &JsValue,
-        name: &str,
-        open_channel: Option<&Function>,
-        header: &Array,
-    ) -> Option<Channels> {
-        if let Some(open) = open_channel {
-            let log: Channel = call(
-                open,
-                &JsValue::NULL,
-                &JsValue::from_str(name),
-                header,
-                &JsValue::UNDEFINED,
-            )
-            .ok()
-            .filter(|c| c.is_object())?
-            .unchecked_into();
-            return Some(Channels {
-                tx: log.clone().unchecked_into(),
-                rx: log,
-            });
-        }
+    /// Opens a context's two BroadcastChannels on `name`; `None` where there is none.
+    pub fn open(global: &JsValue, name: &str) -> Option<Channels> {
         // The global's own constructor, not this realm's: a frame's API runs in its parent's realm, whose
         // `BroadcastChannel` a page script may have deleted while the frame's is there (the transport was
         // chosen by the frame's: js/transport_choice.js).
@@ -88,7 +50,7 @@ impl Channels {
         Some(Channels { rx, tx })
     }
 
-    /// Stops listening and closes the objects (one object, over the log, closed once per name it has).
+    /// Stops listening and closes the objects.
     pub fn close(self) {
         self.rx.set_onmessage(None);
         self.tx.close();

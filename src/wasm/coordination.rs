@@ -7,19 +7,21 @@
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
-use js_sys::{Array, Function, Reflect};
+use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::*;
 use web_sys::{EventTarget, MessageEvent};
 
 use crate::protocol::edge::{self, EdgeState, Host};
 use crate::protocol::evidence::{Evidence, StorageOp};
+use crate::protocol::log_writer::{LogOp, LogWriter};
 use crate::protocol::wire::{self, Message, Value};
-use crate::protocol::{LossReason, Participant};
+use crate::protocol::{LossReason, Participant, Transport};
 use crate::scheduler::Snapshot;
 
 use super::channel::{Channels, decode_values, message_to_js, values_to_js};
 use super::evidence::{self, LivenessStorage};
 use super::js_call::call;
+use super::log_storage::{self, LogStorage};
 use super::refusal::Refusal;
 use super::sink::{
     EFFECT_GRANTED, EFFECT_NOT_AVAILABLE, EFFECT_SNAPSHOT, EFFECT_STOLEN, notify, refuse,
@@ -77,10 +79,11 @@ pub(super) struct Coordination {
     /// Open while the participant takes part in the protocol (`Effect::OpenChannels` ..
     /// `Effect::CloseChannels`).
     channels: RefCell<Option<Channels>>,
-    /// The Engine's `openChannel`, where the context coordinates over the log.
-    open_channel: Option<Function>,
-    /// The first slots of this context's carrier frames (`wire::entry_header`), for `openChannel`.
-    entry_header: Array,
+    /// Over the log: the writer (its decisions), the log storage object that carries out its
+    /// operations (the Engine's `openChannel(name)`, `js/log_channel.js`), and that object's events'
+    /// handler.
+    log: Option<(RefCell<LogWriter>, LogStorage)>,
+    on_log: Callback,
     sink: Function,
     /// The armed timer's handle.
     timer: Cell<Option<JsValue>>,
@@ -117,23 +120,6 @@ pub(super) struct Coordination {
     unless_persisted: Option<Function>,
 }
 
-/// The events of a log channel (`js/log_channel.js`) are told apart by the first letter of their type,
-/// which differs from a BroadcastChannel message's (`message`): `entry`, `start`, `read`, `carried`,
-/// `poke`, `gap` (a post or a read failed, or the log's database went away: messages were lost),
-/// `identity` (a read found the log's identity, before its `start` or `read`) and `fail` (the log's
-/// database cannot be reached: the context refuses). Named as `js/log_channel.js` names them
-/// (tests/static/boundary_codes.test.mjs checks both say the same).
-const ENTRY: u8 = b'e';
-const IDENTITY: u8 = b'i';
-const START: u8 = b's';
-const READ: u8 = b'r';
-const CARRIED: u8 = b'c';
-const POKE: u8 = b'p';
-const GAP: u8 = b'g';
-const FAIL: u8 = b'f';
-/// A BroadcastChannel `message` (or a log event of no type above: read as one).
-const MESSAGE: u8 = b'm';
-
 impl Coordination {
     /// Starts coordinating over the channels `open_channel(name)` makes, or where it is `None`, over
     /// BroadcastChannel; `None` where there is neither. Where there is one but no `evidence` of life
@@ -151,13 +137,27 @@ impl Coordination {
             Some(s) => CHANNEL.to_owned() + ":" + s,
             None => CHANNEL.to_owned(),
         };
-        let entry_header = values_to_js(&wire::entry_header(
-            &participant.member_key(),
-            participant.version(),
-        ));
-        // Opened only to learn that the global can: the participant is out of the protocol until it
-        // first needs a lock, and opens them then (`Effect::OpenChannels`).
-        Channels::open(&global, &channel, open_channel.as_ref(), &entry_header)?.close();
+        // Over the log, the log storage object, made once; else the channels, opened only to learn
+        // that the global can: the participant is out of the protocol until it first needs a lock,
+        // and opens them then (`Effect::OpenChannels`).
+        let log_storage = match &open_channel {
+            Some(open) => Some(
+                call(
+                    open,
+                    &JsValue::NULL,
+                    &JsValue::from_str(&channel),
+                    &JsValue::UNDEFINED,
+                    &JsValue::UNDEFINED,
+                )
+                .ok()
+                .filter(|c| c.is_object())?
+                .unchecked_into::<LogStorage>(),
+            ),
+            None => {
+                Channels::open(&global, &channel)?.close();
+                None
+            }
+        };
         let Some(storage) = storage else {
             return Some(Err(Refusal::Unreachable));
         };
@@ -170,6 +170,16 @@ impl Coordination {
         }
         // The keys of this context's liveness databases: 52 random bits each, as before the wasm.
         let seed = (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64;
+        let log = match (participant.transport(), log_storage) {
+            (Transport::Log(wake), Some(log_storage)) => {
+                let header = wire::entry_header(&participant.member_key(), participant.version());
+                Some((
+                    RefCell::new(LogWriter::new(wake, header, seed ^ 1)),
+                    log_storage,
+                ))
+            }
+            _ => None,
+        };
         let ahead = storage.ahead() as u64;
         let mut evidence =
             Evidence::new(participant.client_id(), seed, (ahead != 0).then_some(ahead));
@@ -177,8 +187,12 @@ impl Coordination {
         let this = Rc::new_cyclic(|weak: &Weak<Coordination>| Coordination {
             participant: RefCell::new(participant),
             channels: RefCell::new(None),
-            open_channel,
-            entry_header,
+            log,
+            on_log: callback(weak.clone(), |this, event| {
+                if let Some(event) = log_storage::read_event(event) {
+                    edge::log_event(&mut &*this, event);
+                }
+            }),
             sink,
             timer: Cell::new(None),
             set_timeout: global_function(&global, "setTimeout"),
@@ -210,51 +224,21 @@ impl Coordination {
         });
         this.storage
             .listen(this.on_storage.as_ref().unchecked_ref());
+        if let Some((_, log_storage)) = &this.log {
+            log_storage.listen(this.on_log.as_ref().unchecked_ref());
+            // The writer opens the log's database at once: the first lock need not wait for it.
+            edge::carry_out(&mut &*this);
+        }
         this.install_handlers();
         Some(Ok(this))
     }
 
-    /// A message of the BroadcastChannel, or an event of the log. Every event that carries data is
-    /// dropped if the data does not decode (see [`decode_values`]), but an entry of the log: its key
-    /// reaches the log's order all the same, with no message, so that every reader skips it alike
-    /// and none waits for it (docs/PROTOCOL.md §12, "order first, decode second").
-    ///
-    /// On the broadcast transport every event is a BroadcastChannel `message`: neither its type nor a
-    /// key is read (each would be a call out of the wasm, and the type a string copied in, on every
-    /// message of the origin in every context).
+    /// A message of the BroadcastChannel, dropped if its data does not decode (see
+    /// [`decode_values`]).
     fn on_message(&self, event: &web_sys::Event) {
-        let log = self.open_channel.is_some();
-        let kind = if log {
-            event.type_().as_bytes().first().copied().unwrap_or(0)
-        } else {
-            MESSAGE
-        };
-        let key = match kind {
-            ENTRY | START | READ | IDENTITY => Reflect::get(event, &"key".into())
-                .ok()
-                .and_then(|k| k.as_f64())
-                .unwrap_or(0.0) as u64,
-            _ => 0,
-        };
-        let values = match kind {
-            START | READ | POKE | GAP | IDENTITY => Vec::new(),
-            FAIL => return self.refuse(Refusal::Unreachable),
-            _ => match decode_values(&event.unchecked_ref::<MessageEvent>().data()) {
-                Some(values) => values,
-                None if kind == ENTRY => Vec::new(),
-                None => return,
-            },
-        };
-        self.with_participant(|p, t| match kind {
-            ENTRY => p.handle_log_entry(t, key, &values),
-            START => p.handle_log_started(t, key),
-            READ => p.handle_log_read(t, key),
-            CARRIED => p.handle_carried(t, &values),
-            POKE => p.handle_log_poke(t),
-            GAP => p.handle_missed_messages(t),
-            IDENTITY => p.handle_log_identity(key),
-            _ => p.handle_message(t, &values),
-        });
+        if let Some(values) = decode_values(&event.unchecked_ref::<MessageEvent>().data()) {
+            self.with_participant(|p, t| p.handle_message(t, &values));
+        }
     }
 
     /// Why this context decides nothing more, if it does.
@@ -292,23 +276,15 @@ impl Coordination {
     /// fails (it did not at start), nothing is sent: the participant waits and, with no echo, starts no
     /// history.
     fn open_channels(&self) {
-        if self.channels.borrow().is_some() {
+        if self.log.is_some() || self.channels.borrow().is_some() {
             return;
         }
-        let Some(channels) = Channels::open(
-            &self.global,
-            &self.channel,
-            self.open_channel.as_ref(),
-            &self.entry_header,
-        ) else {
+        let Some(channels) = Channels::open(&self.global, &self.channel) else {
             return;
         };
         channels
             .rx
             .set_onmessage(Some(self.on_message.as_ref().unchecked_ref()));
-        if self.open_channel.is_some() {
-            channels.rx.start();
-        }
         *self.channels.borrow_mut() = Some(channels);
     }
 
@@ -388,14 +364,17 @@ impl Coordination {
         let Some(message) = farewell else {
             return;
         };
-        let channels = self.channels.borrow();
-        let Some(tx) = channels.as_ref().map(|c| &c.tx) else {
-            return;
-        };
         let data = message_to_js(&message);
-        let mut listener: Function = if self.open_channel.is_some() {
-            tx.farewell(&data)
+        let mut listener: Function = if let Some((writer, log_storage)) = &self.log {
+            let Some(object) = writer.borrow().object() else {
+                return;
+            };
+            log_storage.farewell(object, &data)
         } else {
+            let channels = self.channels.borrow();
+            let Some(tx) = channels.as_ref().map(|c| &c.tx) else {
+                return;
+            };
             let Some(post) = Reflect::get(tx, &"postMessage".into())
                 .ok()
                 .and_then(|f| f.dyn_into::<Function>().ok())
@@ -469,7 +448,14 @@ impl Host for &Coordination {
     }
 
     #[inline(always)]
-    fn transmit(&mut self, _messages: &[Message], data: Vec<Value>) {
+    fn log<R>(&mut self, f: impl FnOnce(&mut LogWriter) -> R) -> Option<R> {
+        self.log
+            .as_ref()
+            .map(|(writer, _)| f(&mut writer.borrow_mut()))
+    }
+
+    #[inline(always)]
+    fn transmit(&mut self, data: Vec<Value>) {
         if let Some(channels) = &*self.channels.borrow() {
             let _ = channels.tx.post_message(&values_to_js(&data));
         }
@@ -491,17 +477,15 @@ impl Host for &Coordination {
     }
 
     #[inline(always)]
-    fn read_log(&mut self, after: u64) {
-        if let Some(channels) = &*self.channels.borrow() {
-            channels.rx.read(after as f64);
+    fn log_op(&mut self, op: LogOp) {
+        if let Some((_, log_storage)) = &self.log {
+            log_storage::carry_out(log_storage, op);
         }
     }
 
     #[inline(always)]
-    fn trim_log(&mut self, upto: u64) {
-        if let Some(channels) = &*self.channels.borrow() {
-            channels.rx.trim(upto as f64);
-        }
+    fn log_unreachable(&mut self) {
+        self.refuse(Refusal::Unreachable);
     }
 
     #[inline(always)]

@@ -16,6 +16,8 @@ mod evidence;
 mod js_call;
 #[cfg(all(target_arch = "wasm32", feature = "leases"))]
 mod lease_operation;
+#[cfg(all(target_arch = "wasm32", feature = "coordination"))]
+mod log_storage;
 pub mod refusal;
 #[cfg(all(target_arch = "wasm32", feature = "locks"))]
 mod request_options;

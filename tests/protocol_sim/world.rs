@@ -35,8 +35,9 @@ use std::rc::Rc;
 
 use weblocks::protocol::edge::EdgeState;
 use weblocks::protocol::evidence::{Evidence, StorageEvent};
+use weblocks::protocol::log_writer::{LogEvent, LogWriter};
 use weblocks::protocol::replica::Replica;
-use weblocks::protocol::wire::{self, MemberKey, Message, Value};
+use weblocks::protocol::wire::{MemberKey, Message, Value};
 use weblocks::protocol::{Config, Effect, LossReason, Participant, Transport, Wake};
 use weblocks::scheduler::{LockOptions, Snapshot};
 
@@ -201,38 +202,31 @@ enum Ev {
         payload: Payload,
         epoch: u32,
     },
-    /// Log transport: the context's append, on its connection to the log of generation `log`,
-    /// commits (if it was not lost with its context).
+    /// Log transport: the context's append (transaction `tx` of its log writer), on its connection
+    /// to the log of generation `log`, commits (if it was not lost with its context); `identify`: it
+    /// looks for the log's identity.
     Append {
         msg: Rc<Vec<Value>>,
         life: u32,
         log: usize,
+        tx: u32,
+        identify: bool,
     },
-    /// Log transport: the context's append of this key to the log of that generation committed; its
-    /// JS hears it now.
-    Committed {
+    /// Log transport: the context's open of the log's database (connection `handle`) completes on the
+    /// log of generation `log` (after a deletion under way: on the new one).
+    LogOpen {
+        handle: u32,
         log: usize,
-        key: u64,
     },
-    /// Log transport: the start read of `Effect::OpenChannels` answers.
-    LogStarted {
-        log: usize,
-        last: u64,
-    },
-    /// Log transport: a read of the log of that generation runs (in the database) from this key.
+    /// Log transport: a read (transaction `tx`) of the log of that generation runs (in the database)
+    /// from this key.
     LogRead {
         log: usize,
         after: u64,
+        tx: u32,
     },
-    /// Log transport: the context gets a read's entries and the floor.
-    LogReadDone {
-        log: usize,
-        entries: Vec<(u64, Rc<Vec<Value>>)>,
-        floor: u64,
-    },
-    /// Log transport: the browser closes the context's connection to the log as it clears it
-    /// (`Fault::LogCleared`): its `close` event.
-    LogCleared,
+    /// Log transport: the storage backend (or the carrier) answers the context's log writer.
+    LogAnswer(LogEvent),
     /// Log transport without a carrier: another document appended (a storage event).
     Poke,
     /// Log transport without a carrier: a farewell arrives through a storage event.
@@ -245,9 +239,6 @@ enum Ev {
     EndStall,
     /// The end of a `Fault::Gap`: the context reads the gap.
     EndGap,
-    /// The context's edge reports a gap of the log (`Fault::AppendAborts`, `Fault::ConnectionCloses`,
-    /// `Fault::ReadFails`): what happened, for the trace.
-    LogGap(&'static str),
     Resume,
     Show,
     /// Evidence: the storage backend answers one of the context's evidence operations.
@@ -342,13 +333,21 @@ pub struct SimContext {
     /// Its next channel post never leaves it, as when the context ends between an append and the
     /// carrier's frame of it (set by tests).
     pub loses_next_post: bool,
-    /// Over the log: the generation of the log its connection is to (`World::log_generation`, or the
-    /// next one while a deletion is under way).
+    /// Over the log: the generation of the log its log writer's latest connection is to
+    /// (`World::log_generation`, or an older one until its `close` event comes).
     conn_log: usize,
-    /// The generation of the log whose database this context's global holds a connection to, if any.
-    /// The connection outlives the participant's channels (it leaves and rejoins on it) and is kept
-    /// through `versionchange`; only the context's end, or the browser closing it, ends it.
-    db_log: Option<usize>,
+    /// Over the log: the production log writer (src/protocol/log_writer.rs), made with the first
+    /// call of the edge loop over the log; its connections by handle, with the generation of the log
+    /// each is to (kept through `versionchange`: only the context's end, or the browser closing it,
+    /// ends one); and the log object its carrier (or storage listener) delivers to.
+    pub log_writer: Option<LogWriter>,
+    log_handles: Vec<(u32, usize)>,
+    carrier_object: Option<u32>,
+    /// Over the log: the position its applied entries were last checked from, and where a check of
+    /// the outcomes is due once the effects are carried out.
+    log_checked: Option<u64>,
+    check_at: Option<usize>,
+    decided: Vec<(u32, u64, Expect)>,
     pub retired: bool,
     /// Outcomes the observer decided for this participant's requests, to be checked once the participant
     /// has applied the same message: (log index, incarnation, local id, outcome kind).
@@ -666,7 +665,12 @@ impl World {
             fail_next_read: false,
             loses_next_post: false,
             conn_log: 0,
-            db_log: None,
+            log_writer: None,
+            log_handles: Vec::new(),
+            carrier_object: None,
+            log_checked: None,
+            check_at: None,
+            decided: Vec::new(),
             retired: false,
             expected: VecDeque::new(),
             posted_seq: 0,
@@ -733,22 +737,23 @@ impl World {
             }
             Ev::Start => self.start(i),
             Ev::Dispatch { payload, life } => self.channel_dispatch(i, payload, life),
-            Ev::Append { msg, life, log } => {
-                if self.waits_for_deletion(i, log, || Ev::Append {
-                    msg: msg.clone(),
-                    life,
-                    log,
-                }) {
-                    return;
+            Ev::Append {
+                msg,
+                life,
+                log,
+                tx,
+                identify,
+            } => self.append(i, msg, life, log, tx, identify),
+            Ev::LogOpen { handle, log } => {
+                // One asked for during a deletion waits for it; one asked for before completes on
+                // the log as it is then.
+                if log > self.log_generation {
+                    self.blocked.push((i, Ev::LogOpen { handle, log }));
+                } else {
+                    self.log_opened(i, handle);
                 }
-                self.append(i, msg, life)
             }
-            Ev::LogRead { log, after } => {
-                if self.waits_for_deletion(i, log, || Ev::LogRead { log, after }) {
-                    return;
-                }
-                self.log_read(i, after)
-            }
+            Ev::LogRead { log, after, tx } => self.log_read(i, log, after, tx),
             Ev::RegisterTx(tx) => self.run_register_tx(i, tx),
             Ev::Fault(f) => {
                 if !self.settling && self.contexts[i].status == Status::Running {
@@ -774,11 +779,7 @@ impl World {
             | Ev::Timer { .. }
             | Ev::Client(_)
             | Ev::EndGap
-            | Ev::LogGap(_)
-            | Ev::Committed { .. }
-            | Ev::LogStarted { .. }
-            | Ev::LogReadDone { .. }
-            | Ev::LogCleared
+            | Ev::LogAnswer(_)
             | Ev::Poke
             | Ev::StorageRelay(_)
             | Ev::Storage(_)
@@ -793,6 +794,7 @@ impl World {
                     Ev::Client(_)
                     | Ev::Timer { .. }
                     | Ev::Storage(_)
+                    | Ev::LogAnswer(_)
                     | Ev::RecordAsk
                     | Ev::RecordAnswer(_)
                     | Ev::RecordVersionChange => self.contexts[i].deferred.push_back(ev),
@@ -884,77 +886,33 @@ impl World {
                     // The edge drops a channel message it does not decode: every receiver alike.
                     Payload::Message { msg, .. } if !edge_decodes(&msg) => {}
                     Payload::Message { msg, idx } => self.deliver_message(i, &msg, idx),
-                    Payload::Entry { log, key, writer } => {
-                        // The carrier frame the writer's transport posts (of the log it had open:
+                    Payload::Entry { log, frame } => {
+                        // The carrier frame the writer's log writer posted (of the log it had open:
                         // a frame of a deleted log may arrive late at readers of the new one).
-                        let data = self.log[self.log_bases[log] + key as usize - 1].clone();
-                        let version = self.contexts[self.context_of(&writer).expect("a context")]
-                            .participant
-                            .version();
-                        let identity = LOG + log as u64;
-                        let frame = wire::encode_entry(&writer, version, key, identity, &data);
                         if log != self.log_generation {
                             self.bump("late frames of a deleted log");
                         }
+                        // The edge drops a frame it does not decode (src/wasm/log_storage.rs).
                         if edge_decodes(&frame) {
-                            self.log_event(i, |n, now| n.handle_carried(now, &frame));
+                            self.hear_carried(i, frame.to_vec());
                         }
                     }
-                    Payload::Relay(msg) => self.log_event(i, |n, now| n.handle_carried(now, &msg)),
+                    Payload::Relay(msg) => self.hear_carried(i, msg.to_vec()),
                 }
             }
-            Ev::Committed { log, .. } if log != self.contexts[i].conn_log => {
-                // Its connection to that log closed (`versionchange`): the edge hands on nothing of it.
-            }
-            Ev::Committed { log, key } => {
-                let msg = self.log[self.log_bases[log] + key as usize - 1].clone();
-                if self.edge_hands_on(i, &msg) {
-                    self.log_event(i, |n, now| n.handle_log_entry(now, key, entry_data(&msg)));
-                }
-                // The writer hands the committed entry to the others: on the carrier, or with a poke.
-                if self.carried() {
-                    self.unposted.remove(&key);
-                    let writer = self.contexts[i].participant.member_key();
-                    self.channel_post(i, Payload::Entry { log, key, writer });
-                } else {
-                    self.poke_others(i);
-                }
-            }
-            Ev::LogStarted { log, last } => {
-                if log != self.contexts[i].conn_log
-                    || self.waits_for_deletion(i, log, || Ev::LogStarted { log, last })
-                {
+            Ev::LogAnswer(event) => {
+                if matches!(event, LogEvent::Read { .. }) && self.now < self.contexts[i].gap_until {
+                    // Lost with the gap: the context never applies it.
                     return;
                 }
-                self.log_event(i, |n, now| {
-                    n.handle_log_identity(LOG + log as u64);
-                    n.handle_log_started(now, last)
-                })
-            }
-            Ev::LogReadDone { log, .. } if log != self.contexts[i].conn_log => {}
-            Ev::LogReadDone {
-                log,
-                entries,
-                floor,
-            } => {
-                if self.now < self.contexts[i].gap_until {
-                    return;
-                }
-                self.contexts[i]
-                    .participant
-                    .handle_log_identity(LOG + log as u64);
-                for (key, msg) in entries {
-                    if self.edge_hands_on(i, &msg) {
-                        self.log_event(i, |n, now| n.handle_log_entry(now, key, entry_data(&msg)));
-                    }
-                }
-                self.read_done(i, floor);
+                self.log_answer(i, event);
             }
             Ev::Poke => {
-                self.contexts[i].participant.handle_log_poke(now);
-                self.effects(i);
+                if let Some(object) = self.contexts[i].carrier_object {
+                    self.log_answer(i, LogEvent::Poked { object });
+                }
             }
-            Ev::StorageRelay(msg) => self.log_event(i, |n, now| n.handle_carried(now, &msg)),
+            Ev::StorageRelay(msg) => self.hear_carried(i, msg.to_vec()),
             Ev::Timer { generation } => {
                 if generation == self.contexts[i].timer_generation {
                     self.note(|| format!("ctx{i} timer"));
@@ -962,22 +920,6 @@ impl World {
                 }
             }
             Ev::Client(action) => self.client(i, action),
-            Ev::LogCleared => {
-                self.note(|| {
-                    format!("ctx{i}'s connection to the log is closed: the log is cleared")
-                });
-                self.meets_loss(i, "the log cleared");
-                self.contexts[i].conn_log = self.log_generation + 1;
-                self.contexts[i].db_log = None;
-                self.contexts[i].participant.handle_missed_messages(now);
-                self.effects(i);
-            }
-            Ev::LogGap(what) => {
-                self.note(|| format!("ctx{i}'s edge reports a gap: {what}"));
-                self.meets_loss(i, what);
-                self.contexts[i].participant.handle_missed_messages(now);
-                self.effects(i);
-            }
             Ev::EndGap => {
                 self.note(|| format!("ctx{i} reads a gap"));
                 self.meets_loss(i, "a gap");
@@ -987,8 +929,10 @@ impl World {
                     self.floor = self.floor.max(self.contexts[i].gap_floor);
                     if let Some(position) = self.contexts[i].participant.log_position()
                         && self.contexts[i].conn_log == self.log_generation
+                        && let Some(writer) = self.contexts[i].log_writer.as_mut()
                     {
-                        self.log_read(i, position);
+                        writer.read(position);
+                        self.effects(i);
                     }
                 } else {
                     self.contexts[i].participant.handle_missed_messages(now);

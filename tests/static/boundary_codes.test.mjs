@@ -50,6 +50,18 @@ const SETS = [
     names: ['UPGRADING', 'OPENED', 'OPEN_FAILED', 'CLOSED', 'HIDDEN', 'WRITTEN', 'LISTED', 'MISSING', 'PAGE_HIDDEN', 'PAGE_SHOWN'].map((n) => [n, n]),
   },
   {
+    what: "the log storage object's events",
+    rust: 'src/wasm/log_storage.rs',
+    js: 'js/log_channel.js',
+    names: ['OPENED', 'OPEN_FAILED', 'CLOSED', 'VERSION_CHANGE', 'APPENDED', 'ABORTED', 'STARTED', 'READ', 'READ_FAILED', 'CARRIED', 'POKED'].map((n) => [n, n]),
+  },
+  {
+    what: 'why an append of the log aborted',
+    rust: 'src/wasm/log_storage.rs',
+    js: 'js/log_channel.js',
+    names: ['ABORT_QUOTA', 'ABORT_UNUSABLE'].map((n) => [n, n]),
+  },
+  {
     what: "the kinds of the register's entries",
     rust: 'src/wasm/evidence.rs',
     js: 'js/liveness.js',
@@ -78,45 +90,6 @@ for (const set of SETS) {
 test('the log is woken by its own polls for any other number than the carrier and the pokes', () => {
   assert.ok(![jsConst('js/log_channel.js', 'WAKE_CARRIER'), jsConst('js/log_channel.js', 'WAKE_POKES')].includes(jsConst('js/log_channel.js', 'WAKE_POLLS')));
 });
-
-// Events cross the boundary as `{ type, ... }` and the edge tells them apart by the first letter of
-// `type`: each set's Rust constants (`const NAME: u8 = b'x';`) name the types of the JS events it
-// handles.
-
-/** The Rust byte constants of `files`: name → letter. */
-function rustLetters(files) {
-  const letters = new Map();
-  for (const file of files) {
-    for (const [, name, letter] of read(file).matchAll(/\bconst ([A-Z_]+): u8 = b'(.)';/g)) letters.set(name, letter);
-  }
-  return letters;
-}
-
-/** The types of the events `file` emits (`emit('type'`). */
-function jsEventTypes(file) {
-  return [...new Set([...read(file).matchAll(/\bemit\('([a-z]+)'/g)].map((m) => m[1]))].sort();
-}
-
-const EVENT_SETS = [
-  { what: "a log channel's events", js: 'js/log_channel.js', rust: ['src/wasm/coordination.rs'], names: ['ENTRY', 'IDENTITY', 'START', 'READ', 'CARRIED', 'POKE', 'GAP', 'FAIL'] },
-];
-
-for (const set of EVENT_SETS) {
-  test(`${set.what}: each type ${set.js} emits has the constant of its first letter in ${set.rust.join(', ')}, and no two share a letter`, () => {
-    const letters = rustLetters(set.rust);
-    const types = jsEventTypes(set.js);
-    assert.deepEqual(types, set.names.map((n) => n.toLowerCase()).sort(), `the events ${set.js} emits`);
-    const seen = new Map();
-    for (const type of types) {
-      const name = type.toUpperCase();
-      assert.equal(letters.get(name), type[0], `const ${name} of ${set.rust} is b'${type[0]}'`);
-      assert.ok(!seen.has(type[0]), `${type} and ${seen.get(type[0])} share the letter ${type[0]}`);
-      seen.set(type[0], type);
-    }
-    // A BroadcastChannel message arrives on the same handler as the log's events.
-    if (set.js === 'js/log_channel.js') assert.ok(!seen.has('m'), "no log event starts with the letter of 'message'");
-  });
-}
 
 // A request's options cross as the LockOptions dictionary that `lockOptions` in js/lock_api.js converted,
 // and the engine reads its members by name (src/wasm/request_options.rs): a member renamed on one side only

@@ -155,9 +155,14 @@ impl Host for &TestHost {
     fn now(&self) -> u64 {
         1
     }
-    fn transmit(&mut self, messages: &[Message], data: Vec<Value>) {
+    fn log<R>(&mut self, _f: impl FnOnce(&mut LogWriter) -> R) -> Option<R> {
+        None
+    }
+    fn transmitting(&mut self, messages: &[Message]) {
         let bodies: Vec<String> = messages.iter().map(|m| format!("{:?}", m.body)).collect();
         self.call(format!("transmit {}", bodies.join(" + ")));
+    }
+    fn transmit(&mut self, data: Vec<Value>) {
         // The channel gives a context its own messages too.
         self.answer(move |p, now| p.handle_message(now, &data));
     }
@@ -168,10 +173,12 @@ impl Host for &TestHost {
         self.call("close channels".into());
     }
     fn arm_farewell(&mut self, _farewell: Option<Message>) {}
-    fn read_log(&mut self, _after: u64) {}
-    fn trim_log(&mut self, _upto: u64) {}
+    fn log_op(&mut self, _op: LogOp) {}
     fn storage(&mut self, op: StorageOp) {
         self.answer_storage(&op);
+    }
+    fn log_unreachable(&mut self) {
+        self.call("log unreachable".into());
     }
     fn unreachable(&mut self) {
         self.call("unreachable".into());

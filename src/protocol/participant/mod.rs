@@ -190,6 +190,11 @@ impl Participant {
         self.core.member_key()
     }
 
+    /// The transport this participant coordinates over.
+    pub fn transport(&self) -> Transport {
+        self.core.config().transport
+    }
+
     /// The protocol version this participant speaks.
     pub fn version(&self) -> u32 {
         self.core.version()

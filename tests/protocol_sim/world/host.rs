@@ -6,8 +6,9 @@
 
 use weblocks::protocol::edge::{self, EdgeState, Host};
 use weblocks::protocol::evidence::{Evidence, StorageEvent, StorageOp};
+use weblocks::protocol::log_writer::{Found, LogEvent, LogOp, LogWriter};
 use weblocks::protocol::wire::{Message, Value};
-use weblocks::protocol::{Effect, LossReason, Participant};
+use weblocks::protocol::{Effect, LossReason, Participant, Transport};
 use weblocks::scheduler::Snapshot;
 
 use super::{Ev, World};
@@ -29,6 +30,8 @@ pub(super) enum Entry {
     Microtask,
     /// The storage backend answered the evidence ([`edge::storage`]).
     Storage(StorageEvent),
+    /// The log's storage (or its carrier) answered the log writer ([`edge::log_event`]).
+    Log(LogEvent),
 }
 
 impl World {
@@ -62,7 +65,9 @@ impl World {
             Entry::Timeout => edge::timeout(host),
             Entry::Microtask => edge::microtask(host),
             Entry::Storage(event) => edge::storage(host, event),
+            Entry::Log(event) => edge::log_event(host, event),
         }
+        self.found_checks(i);
         for (inc, id, expect) in decided {
             self.confirm(i, inc, id, expect, None);
         }
@@ -81,6 +86,37 @@ impl Host for SimHost<'_> {
         f(&mut self.world.contexts[self.i].evidence)
     }
 
+    fn log<R>(&mut self, f: impl FnOnce(&mut LogWriter) -> R) -> Option<R> {
+        let (w, i) = (&mut *self.world, self.i);
+        if w.contexts[i].log_writer.is_none() {
+            let Transport::Log(wake) = w.contexts[i].participant.transport() else {
+                return None;
+            };
+            let writer = w.new_log_writer(i, wake);
+            w.contexts[i].log_writer = Some(writer);
+        }
+        w.contexts[i].log_writer.as_mut().map(f)
+    }
+
+    fn log_op(&mut self, op: LogOp) {
+        self.world.log_op(self.i, op);
+    }
+
+    fn log_found(&mut self, found: &Found) {
+        self.world.before_found(self.i, found);
+    }
+
+    fn log_found_taken(&mut self) {
+        self.world.after_found(self.i);
+    }
+
+    fn log_unreachable(&mut self) {
+        // The simulated backend never fails an open of the log.
+        let i = self.i;
+        self.world
+            .violation(format!("ctx{i}'s log writer found the log unreachable"));
+    }
+
     fn state(&self) -> &EdgeState {
         &self.world.contexts[self.i].edge
     }
@@ -95,8 +131,14 @@ impl Host for SimHost<'_> {
         }
     }
 
-    fn transmit(&mut self, messages: &[Message], data: Vec<Value>) {
-        self.world.transmit(self.i, messages, data);
+    fn transmitting(&mut self, messages: &[Message]) {
+        self.world.transmitting(self.i, messages);
+    }
+
+    fn transmit(&mut self, data: Vec<Value>) {
+        let msg = std::rc::Rc::new(data);
+        self.world
+            .channel_post(self.i, super::Payload::Message { msg, idx: None });
     }
 
     fn open_channels(&mut self) {
@@ -106,30 +148,6 @@ impl Host for SimHost<'_> {
         n.epoch += 1;
         // A new membership: a loss met before it is no cause for losing what it is granted.
         w.met_loss.remove(&i);
-        if w.over_log() {
-            // The start read sees the log as it is now: the context's next appends come after it.
-            // A context whose global still holds its connection to the log goes on with it; a new
-            // connection waits for a deletion under way.
-            let log = if w.contexts[i].db_log == Some(w.log_generation) {
-                w.log_generation
-            } else {
-                w.log_generation + usize::from(w.deleting)
-            };
-            w.contexts[i].conn_log = log;
-            w.contexts[i].db_log = Some(log);
-            // (Over a deletion, the log it opens is the new one, made empty.)
-            let last = if log == w.log_generation {
-                w.log_len() + w.floor
-            } else {
-                0
-            };
-            let delay = w.rng.range(0, 2);
-            w.schedule(w.now + delay, i, Ev::LogStarted { log, last });
-            // Its read/write transactions made after that read run after it (A1′): none of its
-            // appends commits, nor is told, before its start.
-            let n = &mut w.contexts[i];
-            n.last_append = n.last_append.max(w.now + delay);
-        }
     }
 
     fn close_channels(&mut self) {
@@ -140,21 +158,6 @@ impl Host for SimHost<'_> {
 
     fn arm_farewell(&mut self, farewell: Option<Message>) {
         self.world.contexts[self.i].farewell = farewell;
-    }
-
-    fn read_log(&mut self, after: u64) {
-        let w = &mut *self.world;
-        let delay = w.rng.range(0, 3);
-        let log = w.contexts[self.i].conn_log;
-        w.schedule(w.now + delay, self.i, Ev::LogRead { log, after });
-    }
-
-    fn trim_log(&mut self, upto: u64) {
-        // js/log_channel.js deletes in a transaction of its own; a floor only rises.
-        let w = &mut *self.world;
-        if w.contexts[self.i].conn_log == w.log_generation {
-            w.floor = w.floor.max(upto.min(w.log_len() + w.floor));
-        }
     }
 
     fn storage(&mut self, op: StorageOp) {

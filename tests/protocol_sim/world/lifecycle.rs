@@ -122,9 +122,7 @@ impl World {
                     // the `close` event comes after them.
                     self.bump("connections closed");
                     self.meets_loss(i, "its connection closed");
-                    self.contexts[i].db_log = None;
-                    let delay = self.rng.range(0, 2);
-                    self.schedule(now + delay, i, Ev::LogGap("its connection closed"));
+                    self.close_connections(i, None);
                 }
             }
             Fault::ReadFails => self.contexts[i].fail_next_read = self.over_log(),
@@ -142,8 +140,13 @@ impl World {
                     // The browser closes every connection; a page's deletion closes none.
                     for j in 0..self.contexts.len() {
                         if self.log_open(j) {
-                            let delay = self.rng.range(0, 2);
-                            self.schedule(now + delay, j, Ev::LogCleared);
+                            self.note(|| {
+                                format!(
+                                    "ctx{j}'s connection to the log is closed: the log is cleared"
+                                )
+                            });
+                            self.meets_loss(j, "the log cleared");
+                            self.close_connections(j, None);
                         }
                     }
                 }
@@ -161,9 +164,7 @@ impl World {
                     // The log's connection goes with the rest (it is opened again in this world,
                     // where only the evidence's storage stays lost: the context refuses all the same).
                     self.meets_loss(i, "its storage was lost");
-                    self.contexts[i].db_log = None;
-                    let delay = self.rng.range(0, 2);
-                    self.schedule(now + delay, i, Ev::LogGap("its storage was lost"));
+                    self.close_connections(i, None);
                 }
             }
             Fault::Undecodable => {
@@ -171,12 +172,10 @@ impl World {
                 let msg = Rc::new(vec![Value::Num(0.0); wire::MAX_SLOTS + 1]);
                 if self.over_log() {
                     // Its edge's append, as any: the context's own entry event skips it too.
-                    let n = &mut self.contexts[i];
-                    let at = self.now.max(n.last_append);
-                    n.last_append = at;
-                    let life = n.life;
-                    let log = n.conn_log;
-                    self.schedule(at, i, Ev::Append { msg, life, log });
+                    if let Some(writer) = self.contexts[i].log_writer.as_mut() {
+                        writer.append(msg.to_vec());
+                        self.effects(i);
+                    }
                 } else {
                     self.channel_post(i, Payload::Message { msg, idx: None });
                 }

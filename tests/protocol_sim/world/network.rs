@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use weblocks::protocol::wire::{self, Body, Decoded, MemberKey, Message, Value};
+use weblocks::protocol::wire::{self, Body, Decoded, Message, Value};
 use weblocks::protocol::{Transport, Wake};
 
 use super::{Delivery, Ev, Status, World};
@@ -18,13 +18,9 @@ pub(super) enum Payload {
         msg: Rc<Vec<Value>>,
         idx: Option<usize>,
     },
-    /// Log transport: the carrier's copy of the entry of this key of the log of generation `log`
-    /// (see `World::log_generation`), from its writer.
-    Entry {
-        log: usize,
-        key: u64,
-        writer: MemberKey,
-    },
+    /// Log transport: the carrier frame its writer's log writer posted of an entry of the log of
+    /// generation `log` (see `World::log_generation`).
+    Entry { log: usize, frame: Rc<Vec<Value>> },
     /// Log transport: a message for the receiver to append for its sender (a farewell).
     Relay(Rc<Vec<Value>>),
 }
@@ -190,7 +186,19 @@ impl World {
     /// Context `i` sends `messages` on the transport, as one channel message or log entry: messages of
     /// its own, and others' it appends for them (a relayed farewell, over the log).
     pub(super) fn transmit(&mut self, i: usize, messages: &[Message], msg: Vec<Value>) {
-        let now = self.now;
+        self.transmitting(i, messages);
+        self.channel_post(
+            i,
+            Payload::Message {
+                msg: Rc::new(msg),
+                idx: None,
+            },
+        );
+    }
+
+    /// What the world records of the messages context `i` sends (on the channel, or appended by its
+    /// log writer).
+    pub(super) fn transmitting(&mut self, i: usize, messages: &[Message]) {
         for m in messages {
             let own = *m.sender.client == *self.contexts[i].participant.client_id();
             if own {
@@ -219,19 +227,6 @@ impl World {
             });
         }
         self.bump("transmits");
-        let msg = Rc::new(msg);
-        if !self.over_log() {
-            self.channel_post(i, Payload::Message { msg, idx: None });
-            return;
-        }
-        // An append: a read/write transaction, run after the context's earlier ones.
-        let delay = self.rng.range(0, self.env.send_max + 2);
-        let n = &mut self.contexts[i];
-        let at = (now + delay).max(n.last_append);
-        n.last_append = at;
-        let life = n.life;
-        let log = n.conn_log;
-        self.schedule(at, i, Ev::Append { msg, life, log });
     }
 }
 
@@ -242,7 +237,7 @@ pub(super) fn edge_decodes(data: &[Value]) -> bool {
 }
 
 /// What the edge hands the participant for a log entry: its data, or nothing where it does not decode
-/// (its key still takes its place in the order: src/wasm/coordination.rs, `on_message`).
+/// (its key still takes its place in the order: src/wasm/log_storage.rs, `read_event`).
 pub(super) fn entry_data(data: &[Value]) -> &[Value] {
     if edge_decodes(data) { data } else { &[] }
 }
