@@ -117,6 +117,11 @@ pub enum StorageOp {
     /// On the register's connection `handle`, read every entry in a read-only transaction. Answers
     /// `Listed`.
     Read { handle: u32, tx: u32 },
+    /// A page's deletion waits and this context holds and waits for nothing ([`sweep`]): close this
+    /// context's other weblocks connections (the origin's transport record, the log's database) and ask
+    /// the record again at once, behind the deletion. Answers `RecordAgreed` once the record names the
+    /// transport this context uses; where it names another, the context refuses instead.
+    ReleaseRecord,
 }
 
 /// What the storage backend answered.
@@ -145,6 +150,11 @@ pub enum StorageEvent {
         tx: u32,
         entries: Option<Vec<Entry>>,
     },
+    /// `versionchange` without a new version on one of this context's weblocks connections (any of
+    /// them: liveness, register, record, log): a deletion of that database waits for it ([`sweep`]).
+    DeletionWaits,
+    /// After `ReleaseRecord`: the record, read again, names the transport this context uses.
+    RecordAgreed,
 }
 
 /// What the evidence tells the participant.
@@ -164,8 +174,13 @@ pub enum Finding {
     /// This context's database cannot be opened: it cannot give evidence, and refuses.
     Unreachable,
     /// The register has not opened for [`REGISTER_WAIT_MS`]: say so, once (a page of the origin is
-    /// deleting it, and the deletion waits for every context that has it open).
+    /// deleting it, and the deletion waits for every context that has it open). Also said once where
+    /// the record, asked again after this context gave its connections up for a deletion
+    /// ([`sweep`]), has not answered for as long.
     RegisterWaits,
+    /// The record, asked again after this context gave its connections up for a deletion, names the
+    /// transport it uses: it may join again ([`crate::protocol::Participant::handle_record_agreed`]).
+    RecordAgreed,
 }
 
 /// This context's own liveness database. Its entry is in the register before the database exists (as
@@ -266,6 +281,8 @@ pub struct Evidence {
     missing: Vec<(Entry, u64)>,
     ops: VecDeque<StorageOp>,
     findings: VecDeque<Finding>,
+    /// A page's deletion of weblocks' databases, as this context takes part in it.
+    sweep: sweep::Sweep,
 }
 
 impl Evidence {
@@ -290,6 +307,7 @@ impl Evidence {
             missing: Vec::new(),
             ops: VecDeque::new(),
             findings: VecDeque::new(),
+            sweep: sweep::Sweep::default(),
         };
         if let Some(key) = ahead {
             evidence.own = Own::Opening {
@@ -371,7 +389,10 @@ impl Evidence {
             }
             _ => None,
         };
-        [own, watch, register].into_iter().flatten().min()
+        [own, watch, register, self.sweep_deadline()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// How many watches are under way or wait to be made again: at most one per database listed or
@@ -463,6 +484,8 @@ impl Evidence {
             StorageEvent::Hidden { handle } => self.hidden(handle),
             StorageEvent::Written { tx, ok } => self.written(tx, ok, now),
             StorageEvent::Listed { tx, entries } => self.listed(tx, entries, now),
+            StorageEvent::DeletionWaits => self.deletion_waits(),
+            StorageEvent::RecordAgreed => self.record_agreed(),
         }
     }
 
@@ -476,6 +499,7 @@ impl Evidence {
             self.register_told = true;
             self.findings.push_back(Finding::RegisterWaits);
         }
+        self.sweep_timeout(now);
         if let Own::Waiting { attempt, at } = self.own
             && at <= now
         {
@@ -948,5 +972,6 @@ impl Evidence {
     }
 }
 
+pub mod sweep;
 #[cfg(test)]
 mod tests;

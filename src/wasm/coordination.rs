@@ -465,11 +465,24 @@ impl Host for &Coordination {
     #[inline(always)]
     fn register_waits(&mut self) {
         web_sys::console::warn_1(
-            &"weblocks: its register of live contexts (the IndexedDB database weblocks-alive:) has not \
-              opened for 2 s: a page of this origin is deleting it (logout code that deletes every \
-              database?), and IndexedDB holds the deletion until every context that uses weblocks has \
-              closed. This context's locks wait until then."
+            &"weblocks: its databases (weblocks-alive:, weblocks-transport) have not opened for 2 s: a \
+              page of this origin is deleting them (logout code that deletes every database?), and \
+              IndexedDB holds the deletion until every context that holds or waits for a weblocks lock \
+              has released. This context's locks wait until then."
                 .into(),
+        );
+    }
+
+    #[inline(never)]
+    fn deletion_waits(&mut self, names: &[String]) {
+        web_sys::console::warn_1(
+            &format!(
+                "weblocks: a page of this origin is deleting weblocks' IndexedDB databases (logout code?), \
+                 and the deletion waits until this context no longer holds or waits for the locks {names:?}: \
+                 it keeps its databases open until then, so that no other context takes its locks \
+                 (call locks.close() before deleting databases to have it wait for them)."
+            )
+            .into(),
         );
     }
 

@@ -56,6 +56,10 @@ extern "C" {
     /// On the register's connection `handle`, reads every entry in transaction `tx`.
     #[wasm_bindgen(method)]
     fn read(this: &LivenessStorage, handle: u32, tx: u32);
+    /// Gives up the context's other weblocks connections (the transport record, the log's database)
+    /// for a deletion, and asks the record again behind it.
+    #[wasm_bindgen(method)]
+    fn release(this: &LivenessStorage);
 }
 
 /// The events of the liveness storage object, by their `type` (as `js/liveness.js` numbers them:
@@ -71,6 +75,10 @@ const WRITTEN: u32 = 6;
 /// `data`: kind, client id and key of each entry one after the other, or null if the read failed.
 const LISTED: u32 = 7;
 const MISSING: u32 = 8;
+/// `versionchange` without a new version on any of the context's weblocks connections.
+const DELETION_WAITS: u32 = 9;
+/// The record, asked again after `release`, names the transport this context uses.
+const RECORD_AGREED: u32 = 10;
 
 /// The kinds of the register's entries, as `js/liveness.js` numbers them.
 const MEMBER: u32 = 1;
@@ -107,6 +115,7 @@ pub(super) fn carry_out(storage: &LivenessStorage, op: StorageOp) {
             storage.write(handle, tx, rk, rc, rkey, pk, pc, pkey);
         }
         StorageOp::Read { handle, tx } => storage.read(handle, tx),
+        StorageOp::ReleaseRecord => storage.release(),
     }
 }
 
@@ -132,6 +141,8 @@ pub(super) fn read_event(event: &JsValue) -> Option<StorageEvent> {
         CLOSED => StorageEvent::Closed { handle: key },
         HIDDEN => StorageEvent::Hidden { handle: key },
         MISSING => StorageEvent::Missing { handle: key },
+        DELETION_WAITS => StorageEvent::DeletionWaits,
+        RECORD_AGREED => StorageEvent::RecordAgreed,
         WRITTEN => StorageEvent::Written {
             tx: key,
             ok: data.as_bool() == Some(true),

@@ -49,6 +49,7 @@ mod lifecycle;
 mod liveness_db;
 mod network;
 mod observers;
+mod sweep;
 mod transport_record;
 
 use event_queue::Scheduled;
@@ -172,6 +173,12 @@ pub enum Fault {
     /// (and, over the log, the log's database). The deletion waits until every context holding the
     /// record is gone; contexts that start meanwhile wait behind it (`transport_record`).
     RecordDeleted,
+    /// The context's logout code deletes every database of the origin (`indexedDB.databases()`,
+    /// then `deleteDatabase` of each): every liveness database and the register, the record if the
+    /// world has one, and over the log the log's database. Each deletion waits for the connections
+    /// to its database, which are told (`StorageEvent::DeletionWaits`); the production edge decides
+    /// what to give up (`world::sweep`).
+    Sweep,
 }
 
 #[derive(Clone, Debug)]
@@ -351,6 +358,8 @@ pub struct SimContext {
     /// Its channels are open (`Effect::OpenChannels` .. `Effect::CloseChannels`): it receives what the
     /// channel delivers.
     connected: bool,
+    /// It gave the record up for a sweep and asked again: its answer is `RecordAgreed`.
+    reasking: bool,
     /// The edge loop's state (its timer, flush hops and channels to deputies, by context index).
     pub edge: EdgeState,
     /// Microtasks the edge loop queued in this event (a flush's hops): they run at its end.
@@ -464,6 +473,8 @@ pub struct World {
     /// The origin's record of its transport, in a world whose contexts go through it
     /// (`World::with_record`).
     pub record: Option<TransportRecord>,
+    /// In a world without the record's model: the record's deletion by a page's sweep, under way.
+    implicit_record: Option<sweep::ImplicitRecord>,
     /// The contexts whose census the host answers with an empty list, as if their joining skipped
     /// it (`Joining::alone` deciding without the census): the joiner the checks must catch.
     pub skips_census: std::collections::BTreeSet<usize>,
@@ -520,6 +531,7 @@ impl World {
             deleting: false,
             blocked: Vec::new(),
             record: None,
+            implicit_record: None,
             skips_census: Default::default(),
             met_loss: BTreeMap::new(),
         }
@@ -657,6 +669,7 @@ impl World {
             wake: wake_of(self.env.config.transport),
             farewell: None,
             connected: false,
+            reasking: false,
             edge: EdgeState::default(),
             microtasks: 0,
             loops: BTreeMap::new(),
@@ -682,10 +695,9 @@ impl World {
         }
     }
 
-    /// Ends the workload: no more faults; frozen, stalled and hidden contexts come back now. Where a
-    /// page's deletion of the log still waits for contexts that have it open, the user closes them:
-    /// until then, the contexts that need a new connection wait behind it (by design), and so may
-    /// those that wait for them.
+    /// Ends the workload: no more faults; frozen, stalled and hidden contexts come back now. A page's
+    /// deletion of the log that still waits completes once the contexts that have it open hold and
+    /// wait for nothing: each then gives its connections up (`weblocks::protocol::evidence::sweep`).
     pub fn settle(&mut self) {
         self.settling = true;
         for i in 0..self.contexts.len() {
@@ -696,15 +708,7 @@ impl World {
                 _ => {}
             }
         }
-        if self.deleting {
-            for j in 0..self.contexts.len() {
-                if self.log_open(j) {
-                    self.note(|| format!("ctx{j} closed: the log's deletion waits for it"));
-                    self.close(j);
-                }
-            }
-            self.finish_deletion();
-        }
+        self.finish_deletion();
     }
 
     fn dispatch(&mut self, i: usize, ev: Ev) {
@@ -712,7 +716,7 @@ impl World {
             Ev::Start if self.record.is_some() && self.contexts[i].preference.is_some() => {
                 self.start_at_record(i)
             }
-            Ev::Start => self.start(i),
+            Ev::Start => self.start_unless_swept(i),
             Ev::Dispatch { payload, life } => self.channel_dispatch(i, payload, life),
             Ev::Append { msg, life, log } => {
                 if self.waits_for_deletion(i, log, || Ev::Append {
@@ -802,7 +806,7 @@ impl World {
         self.contexts[i].wake = wake_of(transport);
     }
 
-    fn start(&mut self, i: usize) {
+    pub(super) fn start(&mut self, i: usize) {
         self.contexts[i].status = Status::Running;
         self.note(|| format!("ctx{i} starts"));
         self.prepare_evidence(i);

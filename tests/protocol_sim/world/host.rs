@@ -162,6 +162,10 @@ impl Host for SimHost<'_> {
         self.world.bump("register waits told");
     }
 
+    fn deletion_waits(&mut self, _names: &[String]) {
+        self.world.bump("deletion waits told");
+    }
+
     fn unreachable(&mut self) {
         // The simulated backend never fails an open of a context's own database.
         let i = self.i;

@@ -15,7 +15,7 @@ impl World {
             // A context that runs no participant (yet): it is gone, or busy, or runs its client's
             // logout code; nothing else of it is at stake.
             return match f {
-                Fault::Crash | Fault::RecordDeleted => self.fault_started(i, f),
+                Fault::Crash | Fault::RecordDeleted | Fault::Sweep => self.fault_started(i, f),
                 Fault::Close | Fault::CutClose => self.close(i),
                 Fault::Stall(d) | Fault::Freeze(d) | Fault::Hide(d) | Fault::CutHide(d) => {
                     self.fault_started(i, Fault::Stall(d))
@@ -120,19 +120,26 @@ impl World {
                 } else {
                     "logs deleted"
                 });
-                if cleared {
-                    // The browser closes every connection; a page's deletion closes none.
-                    for j in 0..self.contexts.len() {
-                        if self.log_open(j) {
-                            let delay = self.rng.range(0, 2);
-                            self.schedule(now + delay, j, Ev::LogCleared);
-                        }
+                // The browser closes every connection; a page's deletion closes none, and tells
+                // each (`versionchange`).
+                for j in 0..self.contexts.len() {
+                    let global_holds = self.contexts[j].status.alive()
+                        && self.contexts[j].db_log == Some(self.log_generation);
+                    if self.log_open(j) || (!cleared && global_holds) {
+                        let delay = self.rng.range(0, 2);
+                        let ev = if cleared {
+                            Ev::LogCleared
+                        } else {
+                            Ev::Storage(weblocks::protocol::evidence::StorageEvent::DeletionWaits)
+                        };
+                        self.schedule(now + delay, j, ev);
                     }
                 }
                 self.deleting = true;
                 self.finish_deletion();
             }
             Fault::RecordDeleted => self.delete_record(i),
+            Fault::Sweep => self.sweep(i),
             Fault::Undecodable => {
                 self.bump("undecodable posts");
                 let msg = Rc::new(vec![Value::Num(0.0); wire::MAX_SLOTS + 1]);

@@ -48,7 +48,8 @@ enum Request {
         version: u32,
         hides: bool,
     },
-    Delete,
+    /// `told`: the connections it waits for were sent `versionchange`.
+    Delete { told: bool },
 }
 
 /// The origin's storage of the evidence.
@@ -131,6 +132,7 @@ impl World {
 
     /// Carries out one of context `i`'s storage operations.
     pub(super) fn storage_op(&mut self, i: usize, op: StorageOp) {
+        self.note(|| format!("ctx{i} storage op {op:?}"));
         match op {
             StorageOp::Open {
                 handle,
@@ -153,6 +155,13 @@ impl World {
                 self.pump_db(&name, (0, 3));
             }
             StorageOp::Close { handle } => {
+                // One still queued is closed as it opens (js/liveness.js), before any task of the
+                // context runs: as if it never opened.
+                for db in self.storage.dbs.values_mut() {
+                    db.queue.retain(|r| {
+                        !matches!(*r, Request::Open { ctx, handle: h, .. } if ctx == i && h == handle)
+                    });
+                }
                 let names: Vec<DbName> = self
                     .storage
                     .dbs
@@ -169,7 +178,7 @@ impl World {
             StorageOp::Delete { database } => {
                 let name = name_of(&database);
                 if let Some(db) = self.storage.dbs.get_mut(&name) {
-                    db.queue.push_back(Request::Delete);
+                    db.queue.push_back(Request::Delete { told: false });
                     self.pump_db(&name, (0, 3));
                 }
             }
@@ -180,6 +189,7 @@ impl World {
                 put,
             } => self.register_tx(i, handle, RegisterTx::Write { tx, remove, put }),
             StorageOp::Read { handle, tx } => self.register_tx(i, handle, RegisterTx::Read { tx }),
+            StorageOp::ReleaseRecord => self.sweep_release_record(i),
         }
     }
 
@@ -299,8 +309,18 @@ impl World {
                     }
                     self.schedule(at, ctx, Ev::Storage(StorageEvent::Opened { handle }));
                 }
-                Request::Delete => {
+                Request::Delete { told } => {
                     if !db.conns.is_empty() {
+                        // `versionchange` to every connection it waits for; the edge forwards it
+                        // on version 1 only (a watch's connection at version 2 closes at once).
+                        if !told && db.version == 1 {
+                            let waiting: BTreeSet<usize> = db.conns.iter().map(|c| c.0).collect();
+                            db.queue[0] = Request::Delete { told: true };
+                            for ctx in waiting {
+                                let at = self.now + self.storage_delay(delay);
+                                self.schedule(at, ctx, Ev::Storage(StorageEvent::DeletionWaits));
+                            }
+                        }
                         break;
                     }
                     db.queue.pop_front();
@@ -323,6 +343,27 @@ impl World {
     fn storage_answer(&mut self, i: usize, event: StorageEvent, delay: (u64, u64)) {
         let at = self.now + self.storage_delay(delay);
         self.schedule(at, i, Ev::Storage(event));
+    }
+
+    /// A page's sweep: a deletion of every liveness database and of the register, each queued behind
+    /// the requests made before it.
+    pub(super) fn delete_every_liveness_database(&mut self) {
+        let names: Vec<DbName> = self.storage.dbs.keys().cloned().collect();
+        for name in names {
+            let db = self.storage.dbs.get_mut(&name).expect("listed");
+            db.queue.push_back(Request::Delete { told: false });
+            self.pump_db(&name, (0, 3));
+        }
+    }
+
+    /// Whether a deletion of a liveness database or of the register is still queued.
+    pub(super) fn liveness_deletion_waits(&self) -> Vec<String> {
+        self.storage
+            .dbs
+            .iter()
+            .filter(|(_, db)| db.queue.iter().any(|r| matches!(r, Request::Delete { .. })))
+            .map(|(name, db)| format!("{name:?} (open by {:?})", db.conns))
+            .collect()
     }
 
     /// Context `i` ended (crashed, killed, closed): the backend closes its connections and drops its
