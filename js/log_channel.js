@@ -63,7 +63,7 @@ const OPEN_BACKOFF_MS = [0, 100, 400, 1600];
  * origin then has one), else woken by pokes or polls. Its `wake` says what wakes the context. Where the
  * global has no IndexedDB (outside a browser), a function that opens nothing (the context locks alone).
  */
-export function makeLogChannelFactory(globalObject = theGlobal, carried = typeof globalObject.BroadcastChannel === 'function') {
+export function makeLogChannelFactory(globalObject = theGlobal, carried = typeof globalObject.BroadcastChannel === 'function', sweep = {}) {
   const { indexedDB, BroadcastChannel } = globalObject;
   if (typeof indexedDB !== 'object' || indexedDB === null) return () => undefined;
   let storage = null;
@@ -73,7 +73,7 @@ export function makeLogChannelFactory(globalObject = theGlobal, carried = typeof
   } catch (e) {
     storage = null;
   }
-  const database = openDatabase(globalObject);
+  const database = openDatabase(globalObject, sweep);
   const open = (name, header) => openLog(globalObject, database(name), name, header, carried ? new BroadcastChannel(name) : null, storage);
   open.wake = carried ? WAKE_CARRIER : storage !== null && typeof globalObject.document === 'object' ? WAKE_POKES : WAKE_POLLS;
   return open;
@@ -96,8 +96,14 @@ export function makeLogChannelFactory(globalObject = theGlobal, carried = typeof
  * the log (a `fail`: the participant refuses requests from then on). None of it is told within the call
  * that met it.
  */
-function openDatabase(globalObject) {
+function openDatabase(globalObject, sweep) {
   const databases = new Map();
+  // A page's deletion of the log (`versionchange` without a version) is forwarded (`sweep.onDeletion`);
+  // once the core gives the context's connections up, `sweep.release()` ends this one as a lost one
+  // (every log object of the global is out of the protocol then), opened again behind the deletion.
+  sweep.release = () => {
+    for (const entry of databases.values()) if (entry.db !== null) entry.lost(entry.db);
+  };
   return (name) => {
     if (!databases.has(name)) {
       // `logs`: how each open log object of this database hears of a `gap` (its connection ended) or a
@@ -150,7 +156,9 @@ function openDatabase(globalObject) {
         request.onsuccess = () => {
           const db = request.result;
           entry.db = db;
-          db.onversionchange = () => {};
+          db.onversionchange = (event) => {
+            if (event.newVersion == null && sweep.onDeletion) sweep.onDeletion();
+          };
           db.onclose = () => entry.lost(db);
           ready();
         };

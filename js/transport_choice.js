@@ -45,6 +45,19 @@ const KEY = 'weblocks';
  */
 const RETRY_BACKOFF_MS = [100, 400, 1600];
 
+/** How long the record may take to open before the context says why it waits (REGISTER_WAIT_MS in Rust). */
+const RECORD_WAIT_MS = 2000;
+let warned = false;
+function warnWaiting() {
+  if (warned) return;
+  warned = true;
+  console.warn(
+    'weblocks: its transport record (the IndexedDB database weblocks-transport) has not opened for 2 s: a page of ' +
+      'this origin is deleting it (logout code that deletes every database?), and IndexedDB holds the deletion ' +
+      "until every context that holds a weblocks lock has released it. This context's locks wait until then.",
+  );
+}
+
 /** Reads property `x` of `value`: throws the engine's own TypeError when it is null. */
 function readX(value) {
   return value.x;
@@ -106,7 +119,7 @@ export function preferredTransport(globalObject = theGlobal, oneOrder = oneOrder
  * meanwhile wrote first: where it can no longer use its transport (or reach the record), `onChange(refusal)`,
  * and the context refuses from then on.
  */
-export function agreeOnTransport(globalObject = theGlobal, preferred = preferredTransport(globalObject), onChange = () => {}, settle) {
+export function agreeOnTransport(globalObject = theGlobal, preferred = preferredTransport(globalObject), onChange = () => {}, settle, sweep = {}) {
   const { indexedDB, document, WorkerGlobalScope } = globalObject;
   if (typeof indexedDB !== 'object' || indexedDB === null) {
     // No IndexedDB. In a window (its `document` cannot be deleted) or a worker, something took it away:
@@ -116,10 +129,37 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
     const inBrowser = !serverRuntime(globalObject) && (typeof document === 'object' || typeof WorkerGlobalScope === 'function');
     return Promise.resolve(inBrowser ? REFUSED_UNREACHABLE : preferred === BROADCAST ? BROADCAST : ALONE);
   }
+  // The connection held, and the transport it was agreed for.
+  let held = null;
+  const again = (transport, agreed) =>
+    agree(transport).then((settled) => (settled === transport ? agreed() : onChange(typeof settled === 'number' ? settled : REFUSED_DISAGREES)));
   const watch = (db, transport) => {
-    db.onclose = () => agree(transport).then((settled) => settled === transport || onChange(typeof settled === 'number' ? settled : REFUSED_DISAGREES));
+    held = { db, transport };
+    db.onclose = () => {
+      held = null;
+      again(transport, () => {});
+    };
+    // A deletion (a page's logout code): the core decides when this context gives the record up.
+    db.onversionchange = (event) => {
+      if (event.newVersion == null && sweep.onDeletion) sweep.onDeletion();
+    };
   };
-  const agree = (wanted) =>
+  /**
+   * For a deletion, once the context is out of the protocol (src/protocol/evidence/sweep.rs): the record's
+   * connection goes, and the record is asked again at once (behind the deletion, which this no longer
+   * holds up): `agreed()` once it names the transport this context uses, else a refusal.
+   */
+  sweep.release = (agreed) => {
+    if (held === null) return; // asked again already: its answer comes
+    const { db, transport } = held;
+    held = null;
+    db.onclose = null;
+    db.close();
+    again(transport, agreed);
+  };
+  // `first`: the agreement before the engine exists, whose wait only this file can tell (later ones are
+  // told by the engine).
+  const agree = (wanted, first = false) =>
     new Promise((resolve) => {
       let attempt = 0;
       const retry = () => {
@@ -133,9 +173,17 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
         } catch (error) {
           return retry();
         }
+        // An open waits only behind a deletion of the record (a page's logout code), which waits for every
+        // context that holds a lock: say so once, rather than wait silently (the one wait of a context
+        // before its engine exists; then src/protocol/evidence/sweep.rs says it).
+        const slow = first ? setTimeout(warnWaiting, RECORD_WAIT_MS) : 0;
         request.onupgradeneeded = () => request.result.createObjectStore(STORE);
-        request.onerror = retry;
+        request.onerror = () => {
+          clearTimeout(slow);
+          retry();
+        };
         request.onsuccess = () => {
+          clearTimeout(slow);
           const db = request.result;
           // A deletion (or another version's upgrade, which no version makes) waits for this connection.
           db.onversionchange = () => {};
@@ -164,5 +212,5 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
       };
       readOrWrite();
     });
-  return agree(preferred);
+  return agree(preferred, true);
 }

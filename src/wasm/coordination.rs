@@ -475,15 +475,24 @@ impl Host for &Coordination {
 
     #[inline(never)]
     fn deletion_waits(&mut self, names: &[String]) {
-        web_sys::console::warn_1(
-            &format!(
-                "weblocks: a page of this origin is deleting weblocks' IndexedDB databases (logout code?), \
-                 and the deletion waits until this context no longer holds or waits for the locks {names:?}: \
-                 it keeps its databases open until then, so that no other context takes its locks \
-                 (call locks.close() before deleting databases to have it wait for them)."
-            )
-            .into(),
+        // Joined by hand: `format!` would bring the formatting machinery into the wasm.
+        let mut message = String::from(
+            "weblocks: a page of this origin is deleting weblocks' IndexedDB databases (logout code?). \
+             IndexedDB holds the deletion until this context has released the locks it holds (",
         );
+        for (k, name) in names.iter().enumerate() {
+            if k > 0 {
+                message.push_str(", ");
+            }
+            message.push('"');
+            message.push_str(name);
+            message.push('"');
+        }
+        message.push_str(
+            "): its open database is the evidence that it lives, which keeps its locks. Call close() from \
+             weblocks before deleting databases to wait for that.",
+        );
+        web_sys::console::warn_1(&message.into());
     }
 
     #[inline(always)]

@@ -71,16 +71,24 @@ impl Evidence {
                 self.open_register();
             }
         }
-        // Only one opened ahead: a member's database is closed only as its context leaves or ends.
-        if let Own::Ahead { handle, key } = self.own {
-            self.own = Own::None;
-            self.ops.push_back(StorageOp::Close { handle });
-            self.ops.push_back(StorageOp::Delete {
-                database: self.own_database(key),
-            });
-            // Its entry goes with the register; where the page deleted only this database, a read of
-            // the register takes it out once missing long enough (`COLLECT_AFTER_MS`).
+        // Only one nobody waits for (its context is out of the protocol, or was never in): a member's
+        // database is closed only as its context leaves or ends. One still being made goes too: its
+        // entry went (or goes) into the register being deleted, so made now it would be listed
+        // nowhere once that deletion completes, and left behind if its context then crashed.
+        match self.own {
+            Own::Ahead { handle, key } | Own::Opening { handle, key, .. } => {
+                self.own = Own::None;
+                self.ops.push_back(StorageOp::Close { handle });
+                self.ops.push_back(StorageOp::Delete {
+                    database: self.own_database(key),
+                });
+            }
+            // Its entry's transaction completes with nothing left to open.
+            Own::Registering { .. } => self.own = Own::None,
+            _ => {}
         }
+        // Its entry goes with the register; where the page deleted only this database, a read of the
+        // register takes it out once missing long enough (`COLLECT_AFTER_MS`).
         self.ops.push_back(StorageOp::ReleaseRecord);
         if self.sweep.asking.is_none() {
             self.sweep.asking = Some(now);

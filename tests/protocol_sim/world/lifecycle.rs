@@ -123,7 +123,9 @@ impl World {
                 // The browser closes every connection; a page's deletion closes none, and tells
                 // each (`versionchange`).
                 for j in 0..self.contexts.len() {
-                    let global_holds = self.contexts[j].status.alive()
+                    // (A page in the back/forward cache hears it once shown again.)
+                    let status = self.contexts[j].status;
+                    let global_holds = (status.alive() || status == Status::Hidden)
                         && self.contexts[j].db_log == Some(self.log_generation);
                     if self.log_open(j) || (!cleared && global_holds) {
                         let delay = self.rng.range(0, 2);
@@ -133,6 +135,14 @@ impl World {
                             Ev::Storage(weblocks::protocol::evidence::StorageEvent::DeletionWaits)
                         };
                         self.schedule(now + delay, j, ev);
+                    }
+                }
+                if cleared {
+                    // Its global's connection too, where the context is out of the protocol.
+                    for n in &mut self.contexts {
+                        if !n.connected && n.db_log == Some(self.log_generation) {
+                            n.db_log = None;
+                        }
                     }
                 }
                 self.deleting = true;

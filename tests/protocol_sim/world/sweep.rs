@@ -92,7 +92,11 @@ impl World {
     /// Once no connection is left, the record is deleted: those that asked read it again, and those
     /// that waited start.
     fn finish_implicit(&mut self) {
-        if self.implicit_record.as_ref().is_none_or(|r| !r.holders.is_empty()) {
+        if self
+            .implicit_record
+            .as_ref()
+            .is_none_or(|r| !r.holders.is_empty())
+        {
             return;
         }
         let rec = self.implicit_record.take().expect("under way");
@@ -112,7 +116,10 @@ impl World {
             waiting.push("the record".into());
         }
         if self.deleting {
-            waiting.push("the log".into());
+            let open: Vec<usize> = (0..self.contexts.len())
+                .filter(|&j| self.log_open(j))
+                .collect();
+            waiting.push(format!("the log (open by {open:?})"));
         }
         waiting
     }
