@@ -25,7 +25,7 @@ const warnings = (tab) => tab.evaluate(() => window.warnings);
 /** Starts the common logout sweep in `tab`; `sweepState(tab)` tells how it goes. */
 const startSweep = (tab) =>
   tab.evaluate(() => {
-    const sweep = { started: performance.timeOrigin + performance.now(), blocked: 0, names: null, done: null, error: null };
+    const sweep = { started: performance.timeOrigin + performance.now(), blocked: 0, names: null, pending: [], done: null, error: null };
     window.sweep = sweep;
     (async () => {
       const databases = await indexedDB.databases();
@@ -35,7 +35,11 @@ const startSweep = (tab) =>
           ({ name }) =>
             new Promise((resolve, reject) => {
               const request = indexedDB.deleteDatabase(name);
-              request.onsuccess = resolve;
+              sweep.pending.push(name);
+              request.onsuccess = () => {
+                sweep.pending.splice(sweep.pending.indexOf(name), 1);
+                resolve();
+              };
               request.onerror = () => reject(request.error);
               request.onblocked = () => sweep.blocked++;
             }),
@@ -85,7 +89,7 @@ eachEngine((engine, env) => {
       await startSweep(sweeper);
       const swept = await untilSwept(sweeper, 15_000);
       assert.equal(swept.error, null, swept.error);
-      assert.notEqual(swept.done, null, `the sweep did not complete in 15 s (blocked ${swept.blocked} times; ${swept.names})`);
+      assert.notEqual(swept.done, null, `the sweep did not complete in 15 s (blocked ${swept.blocked} times; waiting for ${swept.pending})`);
       const weblocksNames = swept.names.filter((n) => n.startsWith('weblocks-'));
       assert.ok(weblocksNames.length >= 2, `it deleted weblocks' databases: ${swept.names}`);
       // Exclusion after it: the sweeper holds, the other tab and a newcomer wait, then each in turn.
@@ -161,7 +165,7 @@ eachEngine((engine, env) => {
         await call(holder, 'release', 'h');
         const swept = await untilSwept(sweeper, 15_000);
         assert.equal(swept.error, null, swept.error);
-        assert.notEqual(swept.done, null, `the sweep completed after the release (blocked ${swept.blocked} times)`);
+        assert.notEqual(swept.done, null, `the sweep completed after the release (blocked ${swept.blocked} times; waiting for ${swept.pending})`);
         const first = await expectEvent(newcomer, 'first', 'granted', 10_000);
         const winner = await Promise.race(
           [bystander, newcomer].map((tab) => expectEvent(tab, 'x', 'granted', 10_000).then((e) => ({ tab, e }))),
@@ -185,6 +189,7 @@ eachEngine((engine, env) => {
   test(`${engine.name}: close() resolves once this context holds nothing and has closed its databases; a sweep after it completes, and requests after it work`, async () => {
     const name = `sweep-close-${++runs}`;
     await withWindows(env, ['page'], async ([page]) => {
+      await keepWarnings(page);
       await call(page, 'request', 'h', name);
       await expectEvent(page, 'h', 'granted');
       await page.evaluate(() => {
@@ -202,7 +207,7 @@ eachEngine((engine, env) => {
       assert.notEqual(closed, null, 'close() resolved after the release');
       await startSweep(page);
       const swept = await untilSwept(page, 15_000);
-      assert.notEqual(swept.done, null, `the sweep after close() completed (blocked ${swept.blocked})`);
+      assert.notEqual(swept.done, null, `the sweep after close() completed (blocked ${swept.blocked}, waiting for ${swept.pending}; warnings ${await page.evaluate(() => window.warnings)})`);
       await call(page, 'request', 'again', name);
       const again = await expectEvent(page, 'again', 'granted', 10_000);
       await call(page, 'release', 'again');
