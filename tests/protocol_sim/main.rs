@@ -13,6 +13,7 @@ mod order_first;
 mod participant;
 mod rng;
 mod scenarios;
+mod sweep_scenarios;
 mod world;
 
 use std::rc::Rc;

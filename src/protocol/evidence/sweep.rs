@@ -123,3 +123,6 @@ impl Evidence {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

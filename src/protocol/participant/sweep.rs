@@ -29,15 +29,14 @@ impl Participant {
         // A context that is gone, or retired (a newer version runs: it grants nothing any more), has
         // nothing to keep the connections for.
         let over = matches!(self.phase.lifecycle(), Lifecycle::Gone | Lifecycle::Retired);
-        let mut held: Vec<String> = self
-            .core
-            .requests()
-            .filter(|r| r.state == RequestState::Held)
-            .map(|r| r.name.to_string())
-            .collect();
+        // Each name once, by request id (no sort: it would add to the wasm).
+        let mut held: Vec<String> = Vec::new();
+        for r in self.core.requests() {
+            if r.state == RequestState::Held && !held.iter().any(|n| **n == *r.name) {
+                held.push(r.name.to_string());
+            }
+        }
         if !over && !held.is_empty() {
-            held.sort();
-            held.dedup();
             return SweepStep::Keeps(held);
         }
         self.record_pending = true;

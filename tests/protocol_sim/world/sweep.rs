@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use weblocks::protocol::evidence::StorageEvent;
 
-use super::{Ev, Status, World};
+use super::{Admission, Ev, Status, World};
 
 /// The record's deletion under way in a world without the record's model.
 #[derive(Debug, Default)]
@@ -84,7 +84,12 @@ impl World {
     /// A context starts: behind the record's deletion, if one is under way.
     pub(super) fn start_unless_swept(&mut self, i: usize) {
         match self.implicit_record.as_mut() {
-            Some(rec) => rec.starting.push(i),
+            Some(rec) => {
+                // Its JS runs; its calls wait for the engine, which waits for the record.
+                rec.starting.push(i);
+                self.contexts[i].status = Status::Running;
+                self.contexts[i].admission = Admission::Awaiting;
+            }
             None => self.start(i),
         }
     }
@@ -105,7 +110,11 @@ impl World {
             self.schedule(self.now, j, Ev::Storage(StorageEvent::RecordAgreed));
         }
         for j in rec.starting {
-            self.schedule(self.now, j, Ev::Start);
+            self.contexts[j].admission = Admission::Started;
+            self.start(j);
+            for action in std::mem::take(&mut self.contexts[j].awaiting) {
+                self.client(j, action);
+            }
         }
     }
 
