@@ -129,19 +129,36 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
     const inBrowser = !serverRuntime(globalObject) && (typeof document === 'object' || typeof WorkerGlobalScope === 'function');
     return Promise.resolve(inBrowser ? REFUSED_UNREACHABLE : preferred === BROADCAST ? BROADCAST : ALONE);
   }
-  // The connection held, and the transport it was agreed for.
+  // The connection held, and the transport it was agreed for; `wanted`: the core gave the record up
+  // while it was being read (again), which is done once that read is settled.
   let held = null;
-  const again = (transport, agreed) =>
-    agree(transport).then((settled) => (settled === transport ? agreed() : onChange(typeof settled === 'number' ? settled : REFUSED_DISAGREES)));
+  let wanted = null;
+  // A deletion (a page's logout code) waits for one of this context's connections to the record, from
+  // its first moment open: the core decides when this context gives it up.
+  const forward = (event) => {
+    if (event.newVersion == null && sweep.onDeletion) sweep.onDeletion();
+  };
+  // Each release counts: a read made before the last one tells the core nothing (its connection was given
+  // up too, and read again behind the deletion).
+  let releases = 0;
+  const again = (transport, agreed) => {
+    const mine = releases;
+    return agree(transport).then((settled) => {
+      if (settled !== transport) onChange(typeof settled === 'number' ? settled : REFUSED_DISAGREES);
+      else if (mine === releases) agreed();
+    });
+  };
   const watch = (db, transport) => {
+    if (wanted !== null) {
+      const agreed = wanted;
+      wanted = null;
+      db.close();
+      return again(transport, agreed);
+    }
     held = { db, transport };
     db.onclose = () => {
       held = null;
       again(transport, () => {});
-    };
-    // A deletion (a page's logout code): the core decides when this context gives the record up.
-    db.onversionchange = (event) => {
-      if (event.newVersion == null && sweep.onDeletion) sweep.onDeletion();
     };
   };
   /**
@@ -150,7 +167,11 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
    * holds up): `agreed()` once it names the transport this context uses, else a refusal.
    */
   sweep.release = (agreed) => {
-    if (held === null) return; // asked again already: its answer comes
+    releases++;
+    if (held === null) {
+      wanted = agreed; // being read: given up once settled
+      return;
+    }
     const { db, transport } = held;
     held = null;
     db.onclose = null;
@@ -186,7 +207,7 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
           clearTimeout(slow);
           const db = request.result;
           // A deletion (or another version's upgrade, which no version makes) waits for this connection.
-          db.onversionchange = () => {};
+          db.onversionchange = forward;
           try {
             const transaction = db.transaction([STORE], 'readwrite');
             const store = transaction.objectStore(STORE);
