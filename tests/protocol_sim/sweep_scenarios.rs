@@ -1,35 +1,15 @@
 //! A page's logout sweep (docs/PROTOCOL.md §7, "a page's sweep"), scripted: every check of checks.rs
 //! runs at every step, and the end check that no deletion still waits.
 
-use weblocks::protocol::Config;
-
-use super::world::{Action, Delivery, Env, Fault, ReqState, World};
+use super::scenarios::{env, record as state, run};
+use super::world::{Action, Fault, ReqState, World};
 
 fn world(seed: u64, contexts: usize) -> World {
-    let env = Env {
-        send_max: 2,
-        delivery_max: 5,
-        storage_lag_max: 5,
-        storage: true,
-        delivery: Delivery::TotalOrder,
-        config: Config::default(),
-        reask_on_versionchange: false,
-    };
-    let mut w = World::new(seed, env, &[1]);
+    let mut w = World::new(seed, env(), &[1]);
     for _ in 0..contexts {
         w.add_context(0, 1, 2);
     }
     w
-}
-
-fn run(w: &mut World, until: u64) {
-    w.run_until(until);
-    assert!(w.violations.is_empty(), "{:?}", w.violations);
-}
-
-fn state(w: &World, context: usize, id: u64) -> (ReqState, Option<u64>) {
-    let r = &w.contexts[context].requests[&id];
-    (r.state, r.granted_at)
 }
 
 /// With no lock held anywhere, the sweep completes at once, and a request made after it is granted.
