@@ -84,8 +84,9 @@ export function makeLogChannelFactory(globalObject = theGlobal, carried = typeof
  * db, logs, lost(db), used() }`, where `when` runs an operation once the database is open (or failed for good:
  * then `db` is null), in call order. The name, version and stores never change (docs/PROTOCOL.md §9).
  *
- * The connection is not given up on `versionchange`: a page's deletion of the database (logout code clearing
- * every database) waits until every context that has it open is gone, and a context that starts meanwhile
+ * The connection is not given up on `versionchange` by itself: a page's deletion of the database (logout code
+ * clearing every database) waits until the core gives this context's connections up (it holds no lock and is
+ * out of the protocol: src/protocol/evidence/sweep.rs) or it is gone, and a context that starts meanwhile
  * waits behind the deletion, so a log is never made anew under a context that still runs on the old one.
  * The connection ends when the browser closes it (`close`: site data cleared from its settings, WebKit's
  * "Connection to Indexed Database server lost"), or when a transaction cannot be made on it: `lost(db)`.

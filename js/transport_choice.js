@@ -17,9 +17,12 @@
 //    refusal (`REFUSED_DISAGREES`), is decided by the wasm's `settleTransport`
 //    (src/protocol/transport_record.rs, which the simulation runs too). So the contexts of an origin use
 //    one transport and one wake mode, or the odd one decides nothing. Each context keeps its connection
-//    to the record open and does not give it up on `versionchange`: a page's deletion of the record then
-//    waits until every context of the origin is gone, and a context that starts meanwhile waits behind the
-//    deletion, so no context can record another transport while one that uses the first lives.
+//    to the record open and does not give it up on `versionchange` by itself: it forwards it to the core,
+//    which gives it up only once the context holds no lock and is out of the protocol, and keeps the context
+//    out until the record, read again behind the deletion, names the transport it uses
+//    (src/protocol/evidence/sweep.rs). A page's deletion of the record then waits until no context of the
+//    origin holds a lock, and a context that starts meanwhile waits behind it, so no context can record
+//    another transport while one that uses the first runs.
 //
 // The record's database name, version, store and value never change (docs/PROTOCOL.md §9).
 
@@ -129,10 +132,10 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
     const inBrowser = !serverRuntime(globalObject) && (typeof document === 'object' || typeof WorkerGlobalScope === 'function');
     return Promise.resolve(inBrowser ? REFUSED_UNREACHABLE : preferred === BROADCAST ? BROADCAST : ALONE);
   }
-  // The connection held, and the transport it was agreed for; `wanted`: the core gave the record up
+  // The connection held, and the transport it was agreed for; `releasing`: the core gave the record up
   // while it was being read (again), which is done once that read is settled.
   let held = null;
-  let wanted = null;
+  let releasing = null;
   // A deletion (a page's logout code) waits for one of this context's connections to the record, from
   // its first moment open: the core decides when this context gives it up.
   const forward = (event) => {
@@ -149,9 +152,9 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
     });
   };
   const watch = (db, transport) => {
-    if (wanted !== null) {
-      const agreed = wanted;
-      wanted = null;
+    if (releasing !== null) {
+      const agreed = releasing;
+      releasing = null;
       db.close();
       return again(transport, agreed);
     }
@@ -169,7 +172,7 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
   sweep.release = (agreed) => {
     releases++;
     if (held === null) {
-      wanted = agreed; // being read: given up once settled
+      releasing = agreed; // being read: given up once settled
       return;
     }
     const { db, transport } = held;
