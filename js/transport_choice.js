@@ -132,36 +132,34 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
     const inBrowser = !serverRuntime(globalObject) && (typeof document === 'object' || typeof WorkerGlobalScope === 'function');
     return Promise.resolve(inBrowser ? REFUSED_UNREACHABLE : preferred === BROADCAST ? BROADCAST : ALONE);
   }
-  // The connection held, and the transport it was agreed for; `releasing`: the core gave the record up
-  // while it was being read (again), which is done once that read is settled.
+  // The connection held, and the transport it was agreed for; `releasing`: how many times the core gave
+  // the record up while it was being read (again), done once that read is settled. Each release is
+  // answered once (`agreed`, or a refusal): the core lets the context back in on the last one's answer.
   let held = null;
-  let releasing = null;
+  let releasing = 0;
+  let answer = () => {};
   // A deletion (a page's logout code) waits for one of this context's connections to the record, from
   // its first moment open: the core decides when this context gives it up.
   const forward = (event) => {
     if (event.newVersion == null && sweep.onDeletion) sweep.onDeletion();
   };
-  // Each release counts: a read made before the last one tells the core nothing (its connection was given
-  // up too, and read again behind the deletion).
-  let releases = 0;
-  const again = (transport, agreed) => {
-    const mine = releases;
-    return agree(transport).then((settled) => {
+  // Reads the record again for `count` releases, answering each.
+  const again = (transport, count) =>
+    agree(transport).then((settled) => {
       if (settled !== transport) onChange(typeof settled === 'number' ? settled : REFUSED_DISAGREES);
-      else if (mine === releases) agreed();
+      else for (let k = 0; k < count; k++) answer();
     });
-  };
   const watch = (db, transport) => {
-    if (releasing !== null) {
-      const agreed = releasing;
-      releasing = null;
+    if (releasing > 0) {
+      const count = releasing;
+      releasing = 0;
       db.close();
-      return again(transport, agreed);
+      return again(transport, count);
     }
     held = { db, transport };
     db.onclose = () => {
       held = null;
-      again(transport, () => {});
+      again(transport, 0);
     };
   };
   /**
@@ -170,16 +168,16 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
    * holds up): `agreed()` once it names the transport this context uses, else a refusal.
    */
   sweep.release = (agreed) => {
-    releases++;
+    answer = agreed;
     if (held === null) {
-      releasing = agreed; // being read: given up once settled
+      releasing++; // being read: given up once settled
       return;
     }
     const { db, transport } = held;
     held = null;
     db.onclose = null;
     db.close();
-    again(transport, agreed);
+    again(transport, 1);
   };
   // `first`: the agreement before the engine exists, whose wait only this file can tell (later ones are
   // told by the engine).

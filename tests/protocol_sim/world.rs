@@ -358,8 +358,9 @@ pub struct SimContext {
     /// Its channels are open (`Effect::OpenChannels` .. `Effect::CloseChannels`): it receives what the
     /// channel delivers.
     connected: bool,
-    /// It gave the record up for a sweep and asked again: its answer is `RecordAgreed`.
-    reasking: bool,
+    /// Its reads of the record after giving it up for a sweep, in order, each with the number of releases
+    /// it answers (one `RecordAgreed` each, as js/transport_choice.js answers them).
+    reasks: std::collections::VecDeque<u32>,
     /// The edge loop's state (its timer, flush hops and channels to deputies, by context index).
     pub edge: EdgeState,
     /// Microtasks the edge loop queued in this event (a flush's hops): they run at its end.
@@ -669,7 +670,7 @@ impl World {
             wake: wake_of(self.env.config.transport),
             farewell: None,
             connected: false,
-            reasking: false,
+            reasks: std::collections::VecDeque::new(),
             edge: EdgeState::default(),
             microtasks: 0,
             loops: BTreeMap::new(),

@@ -36,6 +36,9 @@ pub(super) struct Sweep {
     told: bool,
     /// The record was given up and asked again, since then; its answer has not come.
     asking: Option<u64>,
+    /// The releases not answered yet (`StorageEvent::RecordAgreed` answers one each): only the answer
+    /// to the last lets the participant back in, since a read made before a release was not kept.
+    unanswered: u32,
     /// That the record has not answered was told.
     told_asking: bool,
 }
@@ -90,6 +93,7 @@ impl Evidence {
         // Its entry goes with the register; where the page deleted only this database, a read of the
         // register takes it out once missing long enough (`COLLECT_AFTER_MS`).
         self.ops.push_back(StorageOp::ReleaseRecord);
+        self.sweep.unanswered += 1;
         if self.sweep.asking.is_none() {
             self.sweep.asking = Some(now);
             self.sweep.told_asking = false;
@@ -103,7 +107,11 @@ impl Evidence {
 
     /// `StorageEvent::RecordAgreed`: the participant may join again.
     pub(super) fn record_agreed(&mut self) {
-        if self.sweep.asking.take().is_some() {
+        if self.sweep.unanswered == 0 {
+            return;
+        }
+        self.sweep.unanswered -= 1;
+        if self.sweep.unanswered == 0 && self.sweep.asking.take().is_some() {
             self.findings.push_back(Finding::RecordAgreed);
         }
     }

@@ -65,9 +65,8 @@ impl World {
             return self.schedule(self.now, i, Ev::Storage(StorageEvent::RecordAgreed));
         };
         rec.holders.remove(&i);
-        if !rec.askers.contains(&i) {
-            rec.askers.push(i);
-        }
+        // One answer per release.
+        rec.askers.push(i);
         self.finish_implicit();
     }
 

@@ -157,10 +157,12 @@ impl World {
                 let used = self.contexts[i].uses.expect("settled");
                 if settle(used, recorded) != Ok(used) {
                     self.refuse_running(i, recorded);
-                } else if std::mem::take(&mut self.contexts[i].reasking) {
-                    let event =
-                        Ev::Storage(weblocks::protocol::evidence::StorageEvent::RecordAgreed);
-                    self.schedule(self.now, i, event);
+                } else if let Some(answers) = self.contexts[i].reasks.pop_front() {
+                    for _ in 0..answers {
+                        let event =
+                            Ev::Storage(weblocks::protocol::evidence::StorageEvent::RecordAgreed);
+                        self.schedule(self.now, i, event);
+                    }
                 }
             }
             Admission::Refused => {}
@@ -313,11 +315,15 @@ impl World {
             return self.implicit_release(i);
         };
         if !rec.open.remove(&i) && rec.queue.contains(&i) {
-            return; // asked again already, and waits behind the deletion
+            // Asked again already, and waits behind the deletion: that read answers this one too.
+            if let Some(last) = self.contexts[i].reasks.back_mut() {
+                *last += 1;
+            }
+            return;
         }
         self.note(|| format!("ctx{i} gives the record up for a deletion and asks again"));
         self.bump("records given up for a sweep");
-        self.contexts[i].reasking = true;
+        self.contexts[i].reasks.push_back(1);
         self.record_ask(i);
         self.finish_record_deletion();
     }

@@ -108,6 +108,19 @@ fn the_record_read_again_lets_the_participant_join_once() {
 }
 
 #[test]
+fn only_the_answer_to_the_last_release_lets_the_participant_back_in() {
+    let mut e = window();
+    e.release_for_sweep(10);
+    e.release_for_sweep(20);
+    // The answer to the first: a read made before the second release, whose connection went too.
+    e.handle_storage(21, StorageEvent::RecordAgreed);
+    assert_eq!(findings(&mut e), []);
+    assert!(e.record_asking());
+    e.handle_storage(30, StorageEvent::RecordAgreed);
+    assert_eq!(findings(&mut e), [Finding::RecordAgreed]);
+}
+
+#[test]
 fn a_record_that_does_not_answer_is_told_once_after_the_wait() {
     let mut e = window();
     e.release_for_sweep(10);
