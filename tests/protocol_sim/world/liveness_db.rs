@@ -156,7 +156,11 @@ impl World {
             }
             StorageOp::Close { handle } => {
                 // One still queued is closed as it opens (js/liveness.js), before any task of the
-                // context runs: as if it never opened.
+                // context runs: as if it never opened. So is the database opened ahead, not made yet.
+                if matches!(self.contexts[i].prepared_open, Some(StorageOp::Open { handle: h, .. }) if h == handle)
+                {
+                    self.contexts[i].prepared_open = None;
+                }
                 for db in self.storage.dbs.values_mut() {
                     db.queue.retain(|r| {
                         !matches!(*r, Request::Open { ctx, handle: h, .. } if ctx == i && h == handle)
