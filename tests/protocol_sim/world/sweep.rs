@@ -120,8 +120,11 @@ impl World {
     /// The deletions still under way (for the trace and the checks).
     pub fn deletions_waiting(&self) -> Vec<String> {
         let mut waiting = self.liveness_deletion_waits();
-        if self.record.as_ref().is_some_and(|r| r.deleting) || self.implicit_record.is_some() {
-            waiting.push("the record".into());
+        if let Some(r) = self.record.as_ref().filter(|r| r.deleting) {
+            waiting.push(format!("the record (open by {:?})", r.open));
+        }
+        if let Some(r) = &self.implicit_record {
+            waiting.push(format!("the record (open by {:?})", r.holders));
         }
         if self.deleting {
             let open: Vec<usize> = (0..self.contexts.len())

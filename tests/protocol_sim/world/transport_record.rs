@@ -262,8 +262,13 @@ impl World {
         self.beliefs.retain(|b| b.0 != i);
         self.unconfirmed.retain(|u| u.0 != i);
         self.stale.retain(|k, _| k.0 != i);
-        // Its engine is dropped: its edge's connections go, as the backend closes them.
+        // Its engine is dropped: its edge's connections go, as the backend closes them, and so does
+        // its connection to the record (js/transport_choice.js closes it on a refusal).
         self.storage_gone(i);
+        if let Some(rec) = self.record.as_mut() {
+            rec.open.remove(&i);
+        }
+        self.finish_record_deletion();
     }
 
     /// A page's logout code deletes the record (`Fault::RecordDeleted`): it waits for every
