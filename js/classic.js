@@ -1,7 +1,7 @@
 // Entry of the classic-script build (dist/weblocks.polyfill.js, bundled by scripts/build.mjs): the wasm
 // is embedded, so the one file works from any path, file://, windows and every kind of worker. It
 // installs the polyfill where `navigator.locks` is missing, and defines one global, `weblocks`, holding the
-// ponyfill's exports (`locks`, `LockManager`, `Lock`, `clientId`, `ready`, `install`). Leases are an add-on,
+// ponyfill's exports (`locks`, `LockManager`, `Lock`, `clientId`, `ready`, `install`, `close`). Leases are an add-on,
 // dist/weblocks.leases.js (js/classic_leases.js), which adds its exports to that same object.
 import { createWasmLockApi } from './wasm_lock_api.js';
 import { theGlobal } from './global_object.js';

@@ -5,4 +5,4 @@
 // (js/leases_entry.js).
 import { createWasmLockApi } from './wasm_lock_api.js';
 
-export const { locks, LockManager, Lock, clientId, ready, install } = createWasmLockApi();
+export const { locks, LockManager, Lock, clientId, ready, install, close } = createWasmLockApi();

@@ -8,7 +8,10 @@
 // storage backend allows only once the owner is gone (assumption A5). The register, the database
 // `<prefix>` with one store `alive`, whose keys are the members' database names (and, behind a `~`, the
 // names of databases opened ahead, before their context asked for them: older versions' census skips
-// them). Every connection ignores `versionchange`: a deletion or another version's open waits for it.
+// them). No connection gives itself up on `versionchange`: a deletion or another version's open waits for
+// it. A deletion's (`newVersion` null, a page's logout code) on a connection at version 1 is forwarded
+// (DELETION_WAITS): the core decides when this context gives its connections up (`release`: the
+// transport record's and the log's go by the `onRelease` hook, whose answer comes back as `agreed()`).
 //
 // The edge (src/wasm/evidence.rs) calls `open`, `close`, `delete`, `write` and `read` with the handles and
 // transactions the core numbers; each answers with events `{ type, key, data }` in a microtask of its
@@ -30,6 +33,8 @@ const LISTED = 7;
 const MISSING = 8;
 const PAGE_HIDDEN = 9;
 const PAGE_SHOWN = 10;
+const DELETION_WAITS = 11;
+const RECORD_AGREED = 12;
 /** The kinds of the register's entries. */
 const MEMBER = 1;
 const AHEAD = 2;
@@ -87,7 +92,11 @@ export function makeLivenessStorage(globalObject = theGlobal, scope) {
         return emit(HIDDEN, handle);
       }
       connection.db = db;
-      db.onversionchange = () => {};
+      // A watch's connection (version 2) closes at once, and its own deletion of the database it
+      // watched is no page's.
+      db.onversionchange = (event) => {
+        if (version === 1 && event.newVersion == null) emit(DELETION_WAITS, handle);
+      };
       db.onclose = () => {
         if (connections.get(handle) === connection) {
           connections.delete(handle);
@@ -154,8 +163,30 @@ export function makeLivenessStorage(globalObject = theGlobal, scope) {
       if (event.persisted) emit(PAGE_SHOWN, 0);
     });
   }
+  // The promises of `whenReleased`, settled at the next `release`.
+  let released = [];
   const self = {
     ahead: 0,
+    /** Gives up the transport record's and the log's connections, and asks the record again (set by the caller). */
+    onRelease: () => self.agreed(),
+    /** The core gave this context's connections up for a deletion (`StorageOp::ReleaseRecord`). */
+    release() {
+      self.onRelease();
+      for (const resolve of released.splice(0)) resolve();
+    },
+    /** A deletion of another weblocks database (the record's, the log's) waits for this context. */
+    deletionWaits: () => emit(DELETION_WAITS, 0),
+    /** The record, asked again after `release`, names the transport this context uses. */
+    agreed: () => emit(RECORD_AGREED, 0),
+    /**
+     * The extension `close()`: this context gives its weblocks connections up as for a deletion (once it
+     * holds no lock), resolving then.
+     */
+    whenReleased() {
+      const promise = new Promise((resolve) => released.push(resolve));
+      self.deletionWaits();
+      return promise;
+    },
     listen(listener) {
       handler = listener;
       for (const event of early.splice(0)) Promise.resolve().then(() => handler(event));

@@ -46,7 +46,7 @@ const ABORT_UNUSABLE = 2;
  * else woken by pokes or polls, as its `wake` says. Where the global has no IndexedDB (outside a browser),
  * a function that opens nothing (the context locks alone).
  */
-export function makeLogChannelFactory(globalObject = theGlobal, carried = typeof globalObject.BroadcastChannel === 'function') {
+export function makeLogChannelFactory(globalObject = theGlobal, carried = typeof globalObject.BroadcastChannel === 'function', sweep = {}) {
   const { indexedDB, BroadcastChannel } = globalObject;
   if (typeof indexedDB !== 'object' || indexedDB === null) return () => undefined;
   let storage = null;
@@ -56,13 +56,18 @@ export function makeLogChannelFactory(globalObject = theGlobal, carried = typeof
   } catch (e) {
     storage = null;
   }
-  const open = (name) => makeLogStorage(globalObject, name, carried ? BroadcastChannel : null, storage);
+  // A page's deletion of the log (`versionchange` without a version) also goes to the core's sweep
+  // (`sweep.onDeletion`); once the core gives this context's connections up, `sweep.release()` closes
+  // every connection to the log as the browser would (its writer opens the log again, behind the deletion).
+  const releases = new Set();
+  sweep.release = () => releases.forEach((release) => release());
+  const open = (name) => makeLogStorage(globalObject, name, carried ? BroadcastChannel : null, storage, sweep, releases);
   open.wake = carried ? WAKE_CARRIER : storage !== null && typeof globalObject.document === 'object' ? WAKE_POKES : WAKE_POLLS;
   return open;
 }
 
 /** The log storage object of channel `name` (see the top of this file). */
-function makeLogStorage(globalObject, name, Carrier, storage) {
+function makeLogStorage(globalObject, name, Carrier, storage, sweep, releases) {
   const pokeKey = POKE + name;
   const farewellKey = FAREWELL + name;
   let handler = null;
@@ -70,6 +75,13 @@ function makeLogStorage(globalObject, name, Carrier, storage) {
   // The open connections by handle, and the log objects' carriers or listeners.
   const connections = new Map();
   const objects = new Map();
+  releases.add(() => {
+    for (const [handle, db] of connections) {
+      connections.delete(handle);
+      db.close();
+      emit(CLOSED, handle);
+    }
+  });
   // Runs a transaction over both stores on connection `handle`: `collect(t)` makes its requests,
   // `done(requests)` once it completed, `failed(unusable, error)` if it could not be made or aborted. It
   // ends once its requests are done (`commit()`, unless `keep`), not once this thread ran their callbacks:
@@ -130,7 +142,10 @@ function makeLogStorage(globalObject, name, Carrier, storage) {
       request.onsuccess = () => {
         const db = request.result;
         connections.set(handle, db);
-        db.onversionchange = (event) => emit(VERSION_CHANGE, handle, event.newVersion);
+        db.onversionchange = (event) => {
+          emit(VERSION_CHANGE, handle, event.newVersion);
+          if (event.newVersion == null && sweep.onDeletion) sweep.onDeletion();
+        };
         db.onclose = () => emit(CLOSED, handle);
         emit(OPENED, handle);
       };

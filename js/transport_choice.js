@@ -17,9 +17,12 @@
 //    refusal (`REFUSED_DISAGREES`), is decided by the wasm's `settleTransport`
 //    (src/protocol/transport_record.rs, which the simulation runs too). So the contexts of an origin use
 //    one transport and one wake mode, or the odd one decides nothing. Each context keeps its connection
-//    to the record open and does not give it up on `versionchange`: a page's deletion of the record then
-//    waits until every context of the origin is gone, and a context that starts meanwhile waits behind the
-//    deletion, so no context can record another transport while one that uses the first lives.
+//    to the record open and does not give it up on `versionchange` by itself: it forwards it to the core,
+//    which gives it up only once the context holds no lock and is out of the protocol, and keeps the context
+//    out until the record, read again behind the deletion, names the transport it uses
+//    (src/protocol/evidence/sweep.rs). A page's deletion of the record then waits until no context of the
+//    origin holds a lock, and a context that starts meanwhile waits behind it, so no context can record
+//    another transport while one that uses the first runs.
 //
 // The record's database name, version, store and value never change (docs/PROTOCOL.md §9).
 
@@ -44,6 +47,19 @@ const KEY = 'weblocks';
  * the call, so that a page's own record comes before that of the frames and workers it makes later.
  */
 const RETRY_BACKOFF_MS = [100, 400, 1600];
+
+/** How long the record may take to open before the context says why it waits (REGISTER_WAIT_MS in Rust). */
+const RECORD_WAIT_MS = 2000;
+let warned = false;
+function warnWaiting() {
+  if (warned) return;
+  warned = true;
+  console.warn(
+    'weblocks: its transport record (the IndexedDB database weblocks-transport) has not opened for 2 s: a page of ' +
+      'this origin is deleting it (logout code that deletes every database?), and IndexedDB holds the deletion ' +
+      "until every context that holds a weblocks lock has released it. This context's locks wait until then.",
+  );
+}
 
 /** Reads property `x` of `value`: throws the engine's own TypeError when it is null. */
 function readX(value) {
@@ -106,7 +122,7 @@ export function preferredTransport(globalObject = theGlobal, oneOrder = oneOrder
  * meanwhile wrote first: where it can no longer use its transport (or reach the record), `onChange(refusal)`,
  * and the context refuses from then on.
  */
-export function agreeOnTransport(globalObject = theGlobal, preferred = preferredTransport(globalObject), onChange = () => {}, settle) {
+export function agreeOnTransport(globalObject = theGlobal, preferred = preferredTransport(globalObject), onChange = () => {}, settle, sweep = {}) {
   const { indexedDB, document, WorkerGlobalScope } = globalObject;
   if (typeof indexedDB !== 'object' || indexedDB === null) {
     // No IndexedDB. In a window (its `document` cannot be deleted) or a worker, something took it away:
@@ -116,10 +132,56 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
     const inBrowser = !serverRuntime(globalObject) && (typeof document === 'object' || typeof WorkerGlobalScope === 'function');
     return Promise.resolve(inBrowser ? REFUSED_UNREACHABLE : preferred === BROADCAST ? BROADCAST : ALONE);
   }
-  const watch = (db, transport) => {
-    db.onclose = () => agree(transport).then((settled) => settled === transport || onChange(typeof settled === 'number' ? settled : REFUSED_DISAGREES));
+  // The connection held, and the transport it was agreed for; `releasing`: how many times the core gave
+  // the record up while it was being read (again), done once that read is settled. Each release is
+  // answered once (`agreed`, or a refusal): the core lets the context back in on the last one's answer.
+  let held = null;
+  let releasing = 0;
+  let answer = () => {};
+  // A deletion (a page's logout code) waits for one of this context's connections to the record, from
+  // its first moment open: the core decides when this context gives it up.
+  const forward = (event) => {
+    if (event.newVersion == null && sweep.onDeletion) sweep.onDeletion();
   };
-  const agree = (wanted) =>
+  // Reads the record again for `count` releases, answering each.
+  const again = (transport, count) =>
+    agree(transport).then((settled) => {
+      if (settled !== transport) onChange(typeof settled === 'number' ? settled : REFUSED_DISAGREES);
+      else for (let k = 0; k < count; k++) answer();
+    });
+  const watch = (db, transport) => {
+    if (releasing > 0) {
+      const count = releasing;
+      releasing = 0;
+      db.close();
+      return again(transport, count);
+    }
+    held = { db, transport };
+    db.onclose = () => {
+      held = null;
+      again(transport, 0);
+    };
+  };
+  /**
+   * For a deletion, once the context is out of the protocol (src/protocol/evidence/sweep.rs): the record's
+   * connection goes, and the record is asked again at once (behind the deletion, which this no longer
+   * holds up): `agreed()` once it names the transport this context uses, else a refusal.
+   */
+  sweep.release = (agreed) => {
+    answer = agreed;
+    if (held === null) {
+      releasing++; // being read: given up once settled
+      return;
+    }
+    const { db, transport } = held;
+    held = null;
+    db.onclose = null;
+    db.close();
+    again(transport, 1);
+  };
+  // `first`: the agreement before the engine exists, whose wait only this file can tell (later ones are
+  // told by the engine).
+  const agree = (wanted, first = false) =>
     new Promise((resolve) => {
       let attempt = 0;
       const retry = () => {
@@ -133,12 +195,20 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
         } catch (error) {
           return retry();
         }
+        // An open waits only behind a deletion of the record (a page's logout code), which waits for every
+        // context that holds a lock: say so once, rather than wait silently (the one wait of a context
+        // before its engine exists; then src/protocol/evidence/sweep.rs says it).
+        const slow = first ? setTimeout(warnWaiting, RECORD_WAIT_MS) : 0;
         request.onupgradeneeded = () => request.result.createObjectStore(STORE);
-        request.onerror = retry;
+        request.onerror = () => {
+          clearTimeout(slow);
+          retry();
+        };
         request.onsuccess = () => {
+          clearTimeout(slow);
           const db = request.result;
           // A deletion (or another version's upgrade, which no version makes) waits for this connection.
-          db.onversionchange = () => {};
+          db.onversionchange = forward;
           try {
             const transaction = db.transaction([STORE], 'readwrite');
             const store = transaction.objectStore(STORE);
@@ -164,5 +234,5 @@ export function agreeOnTransport(globalObject = theGlobal, preferred = preferred
       };
       readOrWrite();
     });
-  return agree(preferred);
+  return agree(preferred, true);
 }

@@ -26,6 +26,8 @@ let initialized = null;
  * global's timers, storage and lifecycle events, and a window's document gates the calls (fully active).
  */
 export function createWasmLockApi(wasmSource = defaultWasmSource, globalObject = theGlobal) {
+  // The extension `close()`, once the engine is made (where it coordinates through IndexedDB).
+  let whenReleased = () => undefined;
   const api = createLockApi(async (clientId, sink) => {
     if (initialized === null) initialized = init(wasmSource === undefined ? undefined : { module_or_path: wasmSource });
     // The evidence's first steps need no engine, and its storage works while the wasm is decoded and
@@ -43,18 +45,30 @@ export function createWasmLockApi(wasmSource = defaultWasmSource, globalObject =
       refusedLater = refusal;
       if (engine !== null) engine.refuse(refusal);
     };
+    // A page's deletion of a weblocks database (logout code): the record's and the log's `versionchange`
+    // go to the core with the evidence's, and so does what it decides (src/protocol/evidence/sweep.rs).
+    const record = {};
+    const log = {};
+    if (evidence !== undefined) {
+      record.onDeletion = log.onDeletion = evidence.deletionWaits;
+      evidence.onRelease = () => {
+        if (log.release) log.release();
+        if (record.release) record.release(evidence.agreed);
+        else evidence.agreed();
+      };
+    }
     let transport;
     try {
       // What the record gives this context is the wasm's to decide (src/protocol/transport_record.rs).
       const settle = (preferred, recorded) => initialized.then(() => settleTransport(preferred, recorded));
-      transport = (await Promise.all([agreeOnTransport(globalObject, undefined, onChange, settle), initialized]))[0];
+      transport = (await Promise.all([agreeOnTransport(globalObject, undefined, onChange, settle, record), initialized]))[0];
     } catch (error) {
       // No engine: the database opened ahead goes.
       if (evidence !== undefined) evidence.end();
       throw error;
     }
     const refusal = typeof transport === 'number' ? transport : undefined;
-    const openLog = refusal !== undefined || transport === BROADCAST ? undefined : makeLogChannelFactory(globalObject, transport === LOG);
+    const openLog = refusal !== undefined || transport === BROADCAST ? undefined : makeLogChannelFactory(globalObject, transport === LOG, log);
     // Evidence of life and death (its storage: js/liveness.js) wherever the context coordinates with
     // others: an engine that could reach them without it refuses.
     const evidenceUsed = refusal === undefined && transport !== ALONE ? evidence : undefined;
@@ -63,10 +77,17 @@ export function createWasmLockApi(wasmSource = defaultWasmSource, globalObject =
     // cache: the participant's to decide (src/protocol/participant/config.rs).
     engine = new Engine(clientId, sink, undefined, openLog, globalObject, openLog && openLog.wake, refusal, evidenceUsed, engineFamily(), unlessPersisted);
     if (refusedLater !== undefined) engine.refuse(refusedLater);
+    if (evidenceUsed !== undefined) whenReleased = evidenceUsed.whenReleased;
     return engine;
   }, globalObject.document);
   return Object.assign({}, api, {
     /** Install as `navigator.locks`, `LockManager`, `Lock` where `navigator.locks` is missing. */
     install: (target = globalObject) => installLockApi(api, target),
+    /**
+     * Extension: closes this context's weblocks databases, as before a page deletes its origin's databases
+     * (logout code). Resolves once this context holds no lock and has closed them (it leaves the
+     * origin's protocol, its pending requests kept); later requests open them again.
+     */
+    close: () => api.ready.then(() => whenReleased()),
   });
 }

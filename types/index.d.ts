@@ -38,4 +38,13 @@ export declare const ready: Promise<void>;
  */
 export declare function install(globalObject?: typeof globalThis): boolean;
 
+/**
+ * Extension: closes this context's IndexedDB connections of weblocks (the databases `weblocks-*`), as
+ * before the page deletes its origin's databases (logout code). Resolves once this context holds no
+ * lock (a held lock keeps them open: its holder's connection is the evidence that it lives) and has
+ * closed them: it leaves the origin's protocol, its pending requests kept. Requests made after it open
+ * them again. A deletion made without it completes too, once no context of the origin holds a lock.
+ */
+export declare function close(): Promise<void>;
+
 // Leases, an extension of their own: `weblocks/leases` (types/leases.d.ts).

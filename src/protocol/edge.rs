@@ -33,7 +33,7 @@ use std::cell::Cell;
 
 use super::evidence::{Evidence, Finding, StorageEvent, StorageOp};
 use super::log_writer::{Found, LogEvent, LogOp, LogWriter};
-use super::participant::{Effect, LossReason, Participant};
+use super::participant::{Effect, LossReason, Participant, SweepStep};
 use super::wire::{self, Message, Value};
 use crate::scheduler::Snapshot;
 
@@ -89,6 +89,10 @@ pub trait Host {
     /// The register has not opened for a while ([`Finding::RegisterWaits`]): say why, once (in a
     /// browser, in the console).
     fn register_waits(&mut self);
+    /// A page's deletion of a weblocks database waits for this context, which holds or waits for the
+    /// locks `names` (a page's sweep, [`crate::protocol::evidence::sweep`]): say so, once (in a
+    /// browser, in the console).
+    fn deletion_waits(&mut self, names: &[String]);
     /// Arms the host's timer to call [`timeout`] at (or after) `at` (the loop cancels an armed one
     /// first); false where it cannot.
     fn arm_timer(&mut self, at: u64) -> bool;
@@ -187,6 +191,8 @@ pub fn carry_out<H: Host>(host: &mut H) {
             deliver(host, finding);
         } else if let Some(Some(found)) = host.log(LogWriter::poll_found) {
             deliver_log(host, found);
+        } else if sweep(host) {
+            continue;
         } else {
             break;
         }
@@ -221,6 +227,32 @@ fn deliver<H: Host>(host: &mut H, finding: Finding) {
         Finding::Gone(client, key) => host.participant(|p| p.handle_gone(now, &client, key)),
         Finding::Unreachable => host.unreachable(),
         Finding::RegisterWaits => host.register_waits(),
+        Finding::RecordAgreed => host.participant(|p| p.handle_record_agreed(now)),
+    }
+}
+
+/// A deletion of one of weblocks' databases waits for this context's connections (a page's logout
+/// code; docs/PROTOCOL.md §7, "a page's sweep"), once every effect is carried out: a context that holds
+/// and waits for nothing leaves (its `Leave` goes first) and then gives its connections up; one that
+/// holds or waits keeps them, says so once, and is asked again after every input until it does not.
+/// Returns whether it made anything to carry out.
+fn sweep<H: Host>(host: &mut H) -> bool {
+    if !host.evidence(|e| e.deletion_waits_here()) {
+        return false;
+    }
+    let now = host.now();
+    match host.participant(|p| p.sweep_step(now)) {
+        SweepStep::Left => true,
+        SweepStep::Release => {
+            host.evidence(|e| e.release_for_sweep(now));
+            true
+        }
+        SweepStep::Keeps(names) => {
+            if host.evidence(Evidence::take_sweep_told) {
+                host.deletion_waits(&names);
+            }
+            false
+        }
     }
 }
 

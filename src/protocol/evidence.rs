@@ -50,6 +50,9 @@ use super::participant::BackForwardCache;
 pub const OPEN_BACKOFF_MS: [u64; 4] = [0, 100, 400, 1600];
 /// The wait before a watch whose open failed is made again, in ms.
 pub const WATCH_RETRY_MS: u64 = 1000;
+/// How many times a watch whose opens fail is made again, [`WATCH_RETRY_MS`] apart, before it is
+/// given up (until the next read of the register lists its entry again).
+pub const WATCH_TRIES: usize = 60;
 /// How long a database opened ahead may stay missing while its entry is listed before a read of the
 /// register takes the entry out: its owner writes the entry before it creates the database, and a live
 /// owner that is slow (busy, frozen, in the back/forward cache) opens it later. Only non-members'
@@ -140,6 +143,11 @@ pub enum StorageOp {
     /// On the register's connection `handle`, read every entry in a read-only transaction. Answers
     /// `Listed`.
     Read { handle: u32, tx: u32 },
+    /// A page's deletion waits and this context holds and waits for nothing ([`sweep`]): close this
+    /// context's other weblocks connections (the origin's transport record, the log's database) and ask
+    /// the record again at once, behind the deletion. Answers `RecordAgreed` once the record names the
+    /// transport this context uses; where it names another, the context refuses instead.
+    ReleaseRecord,
 }
 
 /// What the storage backend answered.
@@ -174,6 +182,11 @@ pub enum StorageEvent {
         tx: u32,
         entries: Option<Vec<Entry>>,
     },
+    /// `versionchange` without a new version on one of this context's weblocks connections (any of
+    /// them: liveness, register, record, log): a deletion of that database waits for it ([`sweep`]).
+    DeletionWaits,
+    /// After `ReleaseRecord`: the record, read again, names the transport this context uses.
+    RecordAgreed,
 }
 
 /// What the evidence tells the participant.
@@ -193,8 +206,13 @@ pub enum Finding {
     /// This context's database cannot be opened: it cannot give evidence, and refuses.
     Unreachable,
     /// The register has not opened for [`REGISTER_WAIT_MS`]: say so, once (a page of the origin is
-    /// deleting it, and the deletion waits for every context that has it open).
+    /// deleting it, and the deletion waits for every context that has it open). Also said once where
+    /// the record, asked again after this context gave its connections up for a deletion
+    /// ([`sweep`]), has not answered for as long.
     RegisterWaits,
+    /// The record, asked again after this context gave its connections up for a deletion, names the
+    /// transport it uses: it may join again ([`crate::protocol::Participant::handle_record_agreed`]).
+    RecordAgreed,
 }
 
 /// This context's own liveness database. Its entry is in the register before the database exists (as
@@ -305,6 +323,8 @@ pub struct Evidence {
     lost: bool,
     ops: VecDeque<StorageOp>,
     findings: VecDeque<Finding>,
+    /// A page's deletion of weblocks' databases, as this context takes part in it.
+    sweep: sweep::Sweep,
 }
 
 impl Evidence {
@@ -332,6 +352,7 @@ impl Evidence {
             lost: false,
             ops: VecDeque::new(),
             findings: VecDeque::new(),
+            sweep: sweep::Sweep::default(),
         };
         if let Some(key) = ahead {
             evidence.own = Own::Opening {
@@ -424,7 +445,10 @@ impl Evidence {
             }
             _ => None,
         };
-        [own, watch, register].into_iter().flatten().min()
+        [own, watch, register, self.sweep_deadline()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Whether the browser closed a connection of this context's that was open (a `Closed` of the
@@ -540,6 +564,8 @@ impl Evidence {
             }
             StorageEvent::Written { tx, ok } => self.written(tx, ok, now),
             StorageEvent::Listed { tx, entries } => self.listed(tx, entries, now),
+            StorageEvent::DeletionWaits => self.deletion_waits(),
+            StorageEvent::RecordAgreed => self.record_agreed(),
         }
     }
 
@@ -553,6 +579,7 @@ impl Evidence {
             self.register_told = true;
             self.findings.push_back(Finding::RegisterWaits);
         }
+        self.sweep_timeout(now);
         if let Own::Waiting { attempt, at } = self.own
             && at <= now
         {
@@ -823,10 +850,17 @@ impl Evidence {
                         self.findings.push_back(Finding::Unreachable);
                     }
                 }
-            } else {
+            } else if watch.failed < WATCH_TRIES {
                 // Made again later: an open that failed is no evidence.
+                watch.failed += 1;
                 watch.handle = 0;
                 watch.retry_at = now + WATCH_RETRY_MS;
+            } else {
+                // Given up: a context whose storage went while none of its connections was open
+                // cannot tell, and would try for as long as it lives. The entry is watched again at
+                // the next read of the register (a joiner's census is asked again while a member it
+                // lists is not known gone).
+                self.watches.swap_remove(w);
             }
         }
     }
@@ -1074,5 +1108,6 @@ impl Evidence {
     }
 }
 
+pub mod sweep;
 #[cfg(test)]
 mod tests;

@@ -501,12 +501,34 @@ impl Host for &Coordination {
     #[inline(always)]
     fn register_waits(&mut self) {
         web_sys::console::warn_1(
-            &"weblocks: its register of live contexts (the IndexedDB database weblocks-alive:) has not \
-              opened for 2 s: a page of this origin is deleting it (logout code that deletes every \
-              database?), and IndexedDB holds the deletion until every context that uses weblocks has \
-              closed. This context's locks wait until then."
+            &"weblocks: its databases (weblocks-alive:, weblocks-transport) have not opened for 2 s: a \
+              page of this origin is deleting them (logout code that deletes every database?), and \
+              IndexedDB holds the deletion until every context that holds or waits for a weblocks lock \
+              has released. This context's locks wait until then."
                 .into(),
         );
+    }
+
+    #[inline(never)]
+    fn deletion_waits(&mut self, names: &[String]) {
+        // Joined by hand: `format!` would bring the formatting machinery into the wasm.
+        let mut message = String::from(
+            "weblocks: a page of this origin is deleting weblocks' IndexedDB databases (logout code?). \
+             IndexedDB holds the deletion until this context has released the locks it holds (",
+        );
+        for (k, name) in names.iter().enumerate() {
+            if k > 0 {
+                message.push_str(", ");
+            }
+            message.push('"');
+            message.push_str(name);
+            message.push('"');
+        }
+        message.push_str(
+            "): its open database is the evidence that it lives, which keeps its locks. Call close() from \
+             weblocks before deleting databases to wait for that.",
+        );
+        web_sys::console::warn_1(&message.into());
     }
 
     #[inline(always)]

@@ -56,6 +56,10 @@ extern "C" {
     /// On the register's connection `handle`, reads every entry in transaction `tx`.
     #[wasm_bindgen(method)]
     fn read(this: &LivenessStorage, handle: u32, tx: u32);
+    /// Gives up the context's other weblocks connections (the transport record, the log's database)
+    /// for a deletion, and asks the record again behind it.
+    #[wasm_bindgen(method)]
+    fn release(this: &LivenessStorage);
 }
 
 /// The events of the liveness storage object, by their `type` (as `js/liveness.js` numbers them:
@@ -74,6 +78,10 @@ const MISSING: u32 = 8;
 /// The page entered the back/forward cache, and was shown again after it (`key` 0).
 const PAGE_HIDDEN: u32 = 9;
 const PAGE_SHOWN: u32 = 10;
+/// `versionchange` without a new version on any of the context's weblocks connections.
+const DELETION_WAITS: u32 = 11;
+/// The record, asked again after `release`, names the transport this context uses.
+const RECORD_AGREED: u32 = 12;
 
 /// The kinds of the register's entries, as `js/liveness.js` numbers them.
 const MEMBER: u32 = 1;
@@ -110,6 +118,7 @@ pub(super) fn carry_out(storage: &LivenessStorage, op: StorageOp) {
             storage.write(handle, tx, rk, rc, rkey, pk, pc, pkey);
         }
         StorageOp::Read { handle, tx } => storage.read(handle, tx),
+        StorageOp::ReleaseRecord => storage.release(),
     }
 }
 
@@ -137,6 +146,8 @@ pub(super) fn read_event(event: &JsValue) -> Option<StorageEvent> {
         MISSING => StorageEvent::Missing { handle: key },
         PAGE_HIDDEN => StorageEvent::PageHidden,
         PAGE_SHOWN => StorageEvent::PageShown,
+        DELETION_WAITS => StorageEvent::DeletionWaits,
+        RECORD_AGREED => StorageEvent::RecordAgreed,
         WRITTEN => StorageEvent::Written {
             tx: key,
             ok: data.as_bool() == Some(true),

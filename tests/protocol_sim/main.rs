@@ -13,6 +13,7 @@ mod order_first;
 mod participant;
 mod rng;
 mod scenarios;
+mod sweep_scenarios;
 mod world;
 
 use std::rc::Rc;
@@ -520,6 +521,21 @@ fn build_as(seed: u64, family: Family) -> (World, u64) {
             world.fault_at(rng.range(0, active), i, Fault::StorageLost);
         }
     }
+    // A page's logout sweep, from a stream of its own: it deletes every database of the origin while
+    // others hold, wait, start or sit idle; the production edge decides what each context gives up.
+    // Not in the families that must fail, whose failing seeds are pinned.
+    if (family.faults || family.lifecycle)
+        && !matches!(family.carriage, Carriage::Record { reask: true })
+        && !family.skips_census
+    {
+        let mut rng = Rng::new(seed ^ 0x5eeb_10c0);
+        for _ in 0..2 {
+            if rng.chance(0.25) {
+                let i = rng.range(0, count as u64 - 1) as usize;
+                world.fault_at(rng.range(0, active), i, Fault::Sweep);
+            }
+        }
+    }
     (world, active)
 }
 
@@ -576,6 +592,12 @@ fn run_world((mut world, active): (World, u64), trace: bool) -> (World, Vec<Stri
     }
     if world.violations.is_empty() {
         world.check_collected();
+    }
+    if world.violations.is_empty() {
+        world.check_swept();
+    }
+    if trace {
+        eprintln!("deletions still waiting: {:?}", world.deletions_waiting());
     }
     let v = world.violations.clone();
     (world, v)

@@ -12,7 +12,7 @@ use weblocks::scheduler::{LockMode, LockOptions};
 use super::world::{Action, Admission, Delivery, Env, Fault, ReqState, Status, World};
 
 /// A lively environment: messages take up to 5 ms per hop, storage up to 5 ms.
-fn env() -> Env {
+pub(super) fn env() -> Env {
     Env {
         send_max: 2,
         delivery_max: 5,
@@ -49,13 +49,13 @@ fn request(w: &mut World, at: u64, context: usize, name: &str, hold: u64) {
     w.client_at(at, context, Action::exclusive(name, hold));
 }
 
-fn run(w: &mut World, until: u64) {
+pub(super) fn run(w: &mut World, until: u64) {
     w.run_until(until);
     assert!(w.violations.is_empty(), "{:?}", w.violations);
 }
 
 /// (state, granted at) of `context`'s request `id`.
-fn record(w: &World, context: usize, id: u64) -> (ReqState, Option<u64>) {
+pub(super) fn record(w: &World, context: usize, id: u64) -> (ReqState, Option<u64>) {
     let r = &w.contexts[context].requests[&id];
     (r.state, r.granted_at)
 }

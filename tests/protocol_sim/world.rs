@@ -50,6 +50,7 @@ mod lifecycle;
 mod liveness_db;
 mod network;
 mod observers;
+mod sweep;
 mod transport_record;
 
 use event_queue::Scheduled;
@@ -181,6 +182,12 @@ pub enum Fault {
     /// may still run: the one overlap the checks forgive, for this context alone (docs/PROTOCOL.md
     /// §7, "storage lost").
     StorageLost,
+    /// The context's logout code deletes every database of the origin (`indexedDB.databases()`,
+    /// then `deleteDatabase` of each): every liveness database and the register, the record if the
+    /// world has one, and over the log the log's database. Each deletion waits for the connections
+    /// to its database, which are told (`StorageEvent::DeletionWaits`); the production edge decides
+    /// what to give up (`world::sweep`).
+    Sweep,
 }
 
 #[derive(Clone, Debug)]
@@ -192,6 +199,9 @@ enum Ev {
     RecordAnswer(Recorded),
     /// `Env::reask_on_versionchange`: the record's `versionchange` reaches the context.
     RecordVersionChange,
+    /// The context's read of the record, asked again after a sweep, failed for good: the browser took
+    /// its storage (js/transport_choice.js tries three more times, then refuses).
+    RecordUnreachable,
     /// The channel's dispatcher receives a post of the context.
     Dispatch {
         payload: Payload,
@@ -368,6 +378,9 @@ pub struct SimContext {
     /// Its channels are open (`Effect::OpenChannels` .. `Effect::CloseChannels`): it receives what the
     /// channel delivers.
     connected: bool,
+    /// Its reads of the record after giving it up for a sweep, in order, each with the number of releases
+    /// it answers (one `RecordAgreed` each, as js/transport_choice.js answers them).
+    reasks: std::collections::VecDeque<u32>,
     /// The edge loop's state (its timer, flush hops and channels to deputies, by context index).
     pub edge: EdgeState,
     /// Microtasks the edge loop queued in this event (a flush's hops): they run at its end.
@@ -481,6 +494,8 @@ pub struct World {
     /// The origin's record of its transport, in a world whose contexts go through it
     /// (`World::with_record`).
     pub record: Option<TransportRecord>,
+    /// In a world without the record's model: the record's deletion by a page's sweep, under way.
+    implicit_record: Option<sweep::ImplicitRecord>,
     /// The contexts whose census the host answers with an empty list, as if their joining skipped
     /// it (`Joining::alone` deciding without the census): the joiner the checks must catch.
     pub skips_census: std::collections::BTreeSet<usize>,
@@ -537,6 +552,7 @@ impl World {
             deleting: false,
             blocked: Vec::new(),
             record: None,
+            implicit_record: None,
             skips_census: Default::default(),
             met_loss: BTreeMap::new(),
         }
@@ -680,6 +696,7 @@ impl World {
             wake: wake_of(self.env.config.transport),
             farewell: None,
             connected: false,
+            reasks: std::collections::VecDeque::new(),
             edge: EdgeState::default(),
             microtasks: 0,
             loops: BTreeMap::new(),
@@ -705,10 +722,9 @@ impl World {
         }
     }
 
-    /// Ends the workload: no more faults; frozen, stalled and hidden contexts come back now. Where a
-    /// page's deletion of the log still waits for contexts that have it open, the user closes them:
-    /// until then, the contexts that need a new connection wait behind it (by design), and so may
-    /// those that wait for them.
+    /// Ends the workload: no more faults; frozen, stalled and hidden contexts come back now. A page's
+    /// deletion of the log that still waits completes once the contexts that have it open hold and
+    /// wait for nothing: each then gives its connections up (`weblocks::protocol::evidence::sweep`).
     pub fn settle(&mut self) {
         self.settling = true;
         for i in 0..self.contexts.len() {
@@ -719,15 +735,7 @@ impl World {
                 _ => {}
             }
         }
-        if self.deleting {
-            for j in 0..self.contexts.len() {
-                if self.log_open(j) {
-                    self.note(|| format!("ctx{j} closed: the log's deletion waits for it"));
-                    self.close(j);
-                }
-            }
-            self.finish_deletion();
-        }
+        self.finish_deletion();
     }
 
     fn dispatch(&mut self, i: usize, ev: Ev) {
@@ -735,7 +743,7 @@ impl World {
             Ev::Start if self.record.is_some() && self.contexts[i].preference.is_some() => {
                 self.start_at_record(i)
             }
-            Ev::Start => self.start(i),
+            Ev::Start => self.start_unless_swept(i),
             Ev::Dispatch { payload, life } => self.channel_dispatch(i, payload, life),
             Ev::Append {
                 msg,
@@ -785,6 +793,7 @@ impl World {
             | Ev::Storage(_)
             | Ev::RecordAsk
             | Ev::RecordAnswer(_)
+            | Ev::RecordUnreachable
             | Ev::RecordVersionChange => match self.contexts[i].status {
                 Status::Running => self.run(i, ev),
                 Status::Stalled | Status::Frozen => self.contexts[i].deferred.push_back(ev),
@@ -797,6 +806,7 @@ impl World {
                     | Ev::LogAnswer(_)
                     | Ev::RecordAsk
                     | Ev::RecordAnswer(_)
+                    | Ev::RecordUnreachable
                     | Ev::RecordVersionChange => self.contexts[i].deferred.push_back(ev),
                     _ => {}
                 },
@@ -829,7 +839,7 @@ impl World {
         self.contexts[i].wake = wake_of(transport);
     }
 
-    fn start(&mut self, i: usize) {
+    pub(super) fn start(&mut self, i: usize) {
         self.contexts[i].status = Status::Running;
         self.note(|| format!("ctx{i} starts"));
         self.prepare_evidence(i);
@@ -844,6 +854,7 @@ impl World {
         match ev {
             Ev::RecordAsk => return self.record_ask(i),
             Ev::RecordAnswer(recorded) => return self.record_answer(i, recorded),
+            Ev::RecordUnreachable => return self.record_unreachable(i),
             Ev::RecordVersionChange => return self.record_version_change(i),
             Ev::Storage(event) => {
                 self.before_storage_event(i, &event);

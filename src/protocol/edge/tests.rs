@@ -68,6 +68,7 @@ impl TestHost {
                 tx,
                 entries: Some(Vec::new()),
             }],
+            StorageOp::ReleaseRecord => vec![StorageEvent::RecordAgreed],
             StorageOp::Close { .. } | StorageOp::Delete { .. } => Vec::new(),
         };
         for event in events {
@@ -185,6 +186,9 @@ impl Host for &TestHost {
     }
     fn register_waits(&mut self) {
         self.call("register waits".into());
+    }
+    fn deletion_waits(&mut self, names: &[String]) {
+        self.call(format!("deletion waits for {names:?}"));
     }
     fn arm_timer(&mut self, at: u64) -> bool {
         self.call(format!("arm {at}"));

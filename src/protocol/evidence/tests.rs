@@ -585,3 +585,31 @@ fn an_idle_context_whose_storage_was_taken_gives_up_its_watches_after_the_waits(
     assert_eq!(e.watch_count(), 0);
     assert_eq!(e.poll_timeout(), None, "quiet");
 }
+
+#[test]
+fn a_watch_whose_opens_keep_failing_is_given_up_after_its_tries_without_a_finding() {
+    // A context whose storage went while none of its connections was open is not told: its watches
+    // fail, are made again a second apart, and go after the last try (the next census lists them).
+    let mut e = machine(None);
+    e.watch("other".into(), 5);
+    let mut now = 0;
+    for _ in 0..=WATCH_TRIES {
+        let handle = match ops(&mut e).as_slice() {
+            [StorageOp::Open { handle, .. }] => *handle,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(e.watch_count(), 1);
+        e.handle_storage(now, StorageEvent::OpenFailed { handle });
+        now += WATCH_RETRY_MS;
+        e.handle_timeout(now);
+    }
+    assert_eq!(ops(&mut e), []);
+    assert_eq!(findings(&mut e), [], "a failed open is no evidence");
+    assert_eq!(e.watch_count(), 0);
+    assert_eq!(e.poll_timeout(), None, "quiet");
+    e.watch("other".into(), 5);
+    assert!(
+        matches!(ops(&mut e).as_slice(), [StorageOp::Open { .. }]),
+        "watched again when listed"
+    );
+}

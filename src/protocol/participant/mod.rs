@@ -105,6 +105,7 @@ mod effect;
 mod joining;
 mod log_reader;
 mod state;
+mod sweep;
 mod synced;
 
 pub use config::{BackForwardCache, Config, Transport, Wake};
@@ -122,6 +123,7 @@ use self::core::{Core, RequestState, earliest};
 use joining::{Joined, Joining};
 use log_reader::LogReader;
 use state::{Lifecycle, Phase};
+pub use sweep::SweepStep;
 use synced::{MakeWay, Membership, Synced};
 
 /// One context of the origin.
@@ -136,6 +138,9 @@ pub struct Participant {
     idle_since: Option<u64>,
     /// The incarnation whose farewell the edge keeps armed.
     armed: Option<u32>,
+    /// It gave up the origin's transport record for a page's deletion, and has not read it again:
+    /// it stays out of the protocol ([`sweep`]).
+    record_pending: bool,
 }
 
 impl Participant {
@@ -151,6 +156,7 @@ impl Participant {
             log: LogReader::new(),
             idle_since: None,
             armed: None,
+            record_pending: false,
         }
     }
 
@@ -611,7 +617,10 @@ impl Participant {
     /// reading it anew: out of the protocol it followed nothing, and what it missed comes with the state
     /// transfer) and joins.
     fn attach(&mut self) {
-        if self.phase.is_detached() && self.phase.lifecycle() == Lifecycle::Running {
+        if self.phase.is_detached()
+            && self.phase.lifecycle() == Lifecycle::Running
+            && !self.record_pending
+        {
             if matches!(self.core.config().transport, Transport::Log(_)) {
                 self.log = LogReader::new();
             }

@@ -168,16 +168,23 @@ impl Host for SimHost<'_> {
         self.world.bump("register waits told");
     }
 
+    fn deletion_waits(&mut self, _names: &[String]) {
+        self.world.bump("deletion waits told");
+    }
+
     fn unreachable(&mut self) {
         // The simulated backend fails an open of a context's own database only once its storage was
-        // taken (`Fault::StorageLost`); its evidence must have seen a connection of its closed.
+        // taken (`Fault::StorageLost`); its evidence must have seen a connection of its closed, unless
+        // it had none open then.
         let i = self.i;
         if !self.world.storage.lost.contains(&i) {
             return self
                 .world
                 .violation(format!("ctx{i}'s evidence found its database unreachable"));
         }
-        if !self.world.contexts[i].evidence.storage_lost() {
+        if !self.world.contexts[i].evidence.storage_lost()
+            && !self.world.storage.lost_unseen.contains(&i)
+        {
             return self.world.violation(format!(
                 "ctx{i} refuses without its evidence knowing that its storage was taken"
             ));

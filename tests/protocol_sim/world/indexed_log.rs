@@ -259,6 +259,12 @@ impl World {
         self.contexts[i].log_handles.push((handle, log));
         self.contexts[i].conn_log = log;
         self.schedule(self.now, i, Ev::LogAnswer(LogEvent::Opened { handle }));
+        if self.deleting {
+            // Asked for before a page's deletion, it opened ahead of it; the deletion then waits for
+            // it too, and tells it (`versionchange`).
+            let ev = Ev::Storage(weblocks::protocol::evidence::StorageEvent::DeletionWaits);
+            self.schedule(self.now, i, ev);
+        }
     }
 
     /// A new log writer for context `i`.
@@ -405,6 +411,16 @@ impl World {
         let n = &self.contexts[j];
         n.status.alive()
             && n.connected
+            && n.log_handles
+                .iter()
+                .any(|&(_, log)| log == self.log_generation)
+    }
+
+    /// Context `j` lives (or is in the back/forward cache) with a connection to the log as it is,
+    /// in the protocol or not.
+    pub(super) fn holds_log(&self, j: usize) -> bool {
+        let n = &self.contexts[j];
+        (n.status.alive() || n.status == Status::Hidden)
             && n.log_handles
                 .iter()
                 .any(|&(_, log)| log == self.log_generation)

@@ -16,7 +16,7 @@ impl World {
             // A context that runs no participant (yet): it is gone, or busy, or runs its client's
             // logout code; nothing else of it is at stake.
             return match f {
-                Fault::Crash | Fault::RecordDeleted => self.fault_started(i, f),
+                Fault::Crash | Fault::RecordDeleted | Fault::Sweep => self.fault_started(i, f),
                 Fault::Close | Fault::CutClose => self.close(i),
                 Fault::Stall(d) | Fault::Freeze(d) | Fault::Hide(d) | Fault::CutHide(d) => {
                     self.fault_started(i, Fault::Stall(d))
@@ -136,18 +136,29 @@ impl World {
                 } else {
                     "logs deleted"
                 });
-                if cleared {
-                    // The browser closes every connection; a page's deletion closes none.
-                    for j in 0..self.contexts.len() {
+                // Every connection to the log as it is, whether or not its context is in the
+                // protocol (a writer opens the log before its context joins).
+                let holders: Vec<usize> = (0..self.contexts.len())
+                    .filter(|&j| self.holds_log(j))
+                    .collect();
+                for j in holders {
+                    if cleared {
+                        // The browser closes every connection.
+                        self.note(|| {
+                            format!("ctx{j}'s connection to the log is closed: the log is cleared")
+                        });
                         if self.log_open(j) {
-                            self.note(|| {
-                                format!(
-                                    "ctx{j}'s connection to the log is closed: the log is cleared"
-                                )
-                            });
                             self.meets_loss(j, "the log cleared");
-                            self.close_connections(j, None);
                         }
+                        self.close_connections(j, None);
+                    } else {
+                        // A page's deletion closes none, and tells each connection
+                        // (`versionchange`, which the edge hands to its sweep); a page in the
+                        // back/forward cache hears it once shown again.
+                        let delay = self.rng.range(0, 2);
+                        let ev =
+                            Ev::Storage(weblocks::protocol::evidence::StorageEvent::DeletionWaits);
+                        self.schedule(now + delay, j, ev);
                     }
                 }
                 self.deleting = true;
@@ -167,6 +178,7 @@ impl World {
                     self.close_connections(i, None);
                 }
             }
+            Fault::Sweep => self.sweep(i),
             Fault::Undecodable => {
                 self.bump("undecodable posts");
                 let msg = Rc::new(vec![Value::Num(0.0); wire::MAX_SLOTS + 1]);

@@ -66,7 +66,8 @@ enum Request {
         version: u32,
         hides: bool,
     },
-    Delete,
+    /// `told`: the connections it waits for were sent `versionchange`.
+    Delete { told: bool },
 }
 
 /// The origin's storage of the evidence.
@@ -87,6 +88,12 @@ pub(super) struct LivenessStorage {
     /// The contexts whose storage was taken while they ran (`Fault::StorageLost`): every open of
     /// theirs fails, and their deletions do nothing.
     pub(super) lost: BTreeSet<usize>,
+    /// Of those, the ones that had no connection open then (out of the protocol for a sweep, say, or
+    /// still opening): no `close` can tell their evidence, which finds out only by its opens failing.
+    /// Its `close` event is not told either where the context closed the connection itself before the
+    /// event came (a watch that had just opened): the connections the browser closed, until then.
+    pub(super) lost_unseen: BTreeSet<usize>,
+    lost_closing: BTreeSet<(usize, u32)>,
     /// When the answer to each open that succeeded reaches its context, by (context, handle): a
     /// connection the browser closes gets its `close` event after it.
     opened_at: BTreeMap<(usize, u32), u64>,
@@ -160,6 +167,7 @@ impl World {
 
     /// Carries out one of context `i`'s storage operations.
     pub(super) fn storage_op(&mut self, i: usize, op: StorageOp) {
+        self.note(|| format!("ctx{i} storage op {op:?}"));
         if self.storage.lost.contains(&i) {
             return match op {
                 StorageOp::Open { handle, .. } => {
@@ -178,7 +186,14 @@ impl World {
                 StorageOp::Read { handle, tx } => {
                     self.register_tx(i, handle, RegisterTx::Read { tx })
                 }
-                StorageOp::Close { .. } | StorageOp::Delete { .. } => {}
+                // It reads the record again, and that read fails too.
+                StorageOp::ReleaseRecord => self.sweep_release_record(i),
+                StorageOp::Close { handle } => {
+                    if self.storage.lost_closing.remove(&(i, handle)) {
+                        self.storage.lost_unseen.insert(i);
+                    }
+                }
+                StorageOp::Delete { .. } => {}
             };
         }
         match op {
@@ -203,6 +218,17 @@ impl World {
                 self.pump_db(&name, (0, 3));
             }
             StorageOp::Close { handle } => {
+                // One still queued is closed as it opens (js/liveness.js), before any task of the
+                // context runs: as if it never opened. So is the database opened ahead, not made yet.
+                if matches!(self.contexts[i].prepared_open, Some(StorageOp::Open { handle: h, .. }) if h == handle)
+                {
+                    self.contexts[i].prepared_open = None;
+                }
+                for db in self.storage.dbs.values_mut() {
+                    db.queue.retain(|r| {
+                        !matches!(*r, Request::Open { ctx, handle: h, .. } if ctx == i && h == handle)
+                    });
+                }
                 let names: Vec<DbName> = self
                     .storage
                     .dbs
@@ -219,7 +245,7 @@ impl World {
             StorageOp::Delete { database } => {
                 let name = name_of(&database);
                 if let Some(db) = self.storage.dbs.get_mut(&name) {
-                    db.queue.push_back(Request::Delete);
+                    db.queue.push_back(Request::Delete { told: false });
                     self.pump_db(&name, (0, 3));
                 }
             }
@@ -230,6 +256,7 @@ impl World {
                 put,
             } => self.register_tx(i, handle, RegisterTx::Write { tx, remove, put }),
             StorageOp::Read { handle, tx } => self.register_tx(i, handle, RegisterTx::Read { tx }),
+            StorageOp::ReleaseRecord => self.sweep_release_record(i),
         }
     }
 
@@ -371,8 +398,18 @@ impl World {
                     self.schedule(at, ctx, Ev::Storage(StorageEvent::Opened { handle }));
                     self.storage.opened_at.insert((ctx, handle), at);
                 }
-                Request::Delete => {
+                Request::Delete { told } => {
                     if !db.conns.is_empty() {
+                        // `versionchange` to every connection it waits for; the edge forwards it
+                        // on version 1 only (a watch's connection at version 2 closes at once).
+                        if !told && db.version == 1 {
+                            let waiting: BTreeSet<usize> = db.conns.iter().map(|c| c.0).collect();
+                            db.queue[0] = Request::Delete { told: true };
+                            for ctx in waiting {
+                                let at = self.now + self.storage_delay(delay);
+                                self.schedule(at, ctx, Ev::Storage(StorageEvent::DeletionWaits));
+                            }
+                        }
                         break;
                     }
                     db.queue.pop_front();
@@ -402,6 +439,30 @@ impl World {
         self.schedule(at, i, Ev::Storage(event));
     }
 
+    /// A page's sweep: a deletion of every liveness database and of the register, each queued behind
+    /// the requests made before it.
+    pub(super) fn delete_every_liveness_database(&mut self) {
+        let names: Vec<DbName> = self.storage.dbs.keys().cloned().collect();
+        for name in names {
+            // (One deleted meanwhile, by an earlier one's completion, is gone already.)
+            let Some(db) = self.storage.dbs.get_mut(&name) else {
+                continue;
+            };
+            db.queue.push_back(Request::Delete { told: false });
+            self.pump_db(&name, (0, 3));
+        }
+    }
+
+    /// Whether a deletion of a liveness database or of the register is still queued.
+    pub(super) fn liveness_deletion_waits(&self) -> Vec<String> {
+        self.storage
+            .dbs
+            .iter()
+            .filter(|(_, db)| db.queue.iter().any(|r| matches!(r, Request::Delete { .. })))
+            .map(|(name, db)| format!("{name:?} (open by {:?})", db.conns))
+            .collect()
+    }
+
     /// Context `i` ended (crashed, killed, closed): the backend closes its connections and drops its
     /// opens not yet run. Opens that waited for them complete after the backend's notice.
     pub(super) fn storage_gone(&mut self, i: usize) {
@@ -426,6 +487,18 @@ impl World {
     /// connections (the others' watches) then run.
     pub(super) fn storage_lost(&mut self, i: usize) {
         self.storage.lost.insert(i);
+        // Its connection to the transport's record goes with the rest: a deletion of the record (a
+        // page's sweep) no longer waits for it, and a read it asked again fails.
+        // Its `close` there makes js/transport_choice.js read the record again, and that read fails.
+        let asking = self.implicit_asks(i)
+            || self
+                .record
+                .as_ref()
+                .is_some_and(|r| r.queue.contains(&i) || r.open.contains(&i));
+        self.release_record(i);
+        if asking {
+            self.record_refused_later(i);
+        }
         let mut closed = Vec::new();
         let mut dropped = Vec::new();
         for (name, db) in &mut self.storage.dbs {
@@ -443,7 +516,12 @@ impl World {
                 _ => true,
             });
         }
+        if closed.is_empty() {
+            // (An open that fails tells nothing: storage never given fails it too.)
+            self.storage.lost_unseen.insert(i);
+        }
         for (name, handle) in closed {
+            self.storage.lost_closing.insert((i, handle));
             let after = self
                 .storage
                 .opened_at
@@ -571,7 +649,9 @@ impl World {
         }
         let databases = self.storage.dbs.len();
         for (i, n) in self.contexts.iter().enumerate() {
-            if n.status.alive() && n.evidence.watch_count() > 2 * databases {
+            // (A context that refuses runs its evidence no more: its edge drives nothing.)
+            let runs = n.status.alive() && n.admission != super::Admission::Refused;
+            if runs && n.evidence.watch_count() > 2 * databases {
                 let count = n.evidence.watch_count();
                 self.violations.push(format!(
                     "ctx{i} watches {count} databases, of {databases} there are"

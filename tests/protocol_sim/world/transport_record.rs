@@ -138,8 +138,13 @@ impl World {
                         self.note(|| format!("ctx{i} refuses: {preference:?} / {recorded:?}"));
                         self.bump("refused contexts");
                         self.contexts[i].admission = Admission::Refused;
-                        // No engine: its edge ends what it made ahead.
+                        // No engine: its edge ends what it made ahead, and closes the record
+                        // (js/transport_choice.js closes it on a refusal).
                         self.storage_end(i);
+                        if let Some(rec) = self.record.as_mut() {
+                            rec.open.remove(&i);
+                        }
+                        self.finish_record_deletion();
                         for action in std::mem::take(&mut self.contexts[i].awaiting) {
                             self.client_refused(i, &action);
                         }
@@ -147,10 +152,17 @@ impl World {
                 }
             }
             Admission::Started => {
-                // It asked again (`Env::reask_on_versionchange`) with the transport it uses.
+                // It asked again (`Env::reask_on_versionchange`, or after giving the record up for
+                // a sweep) with the transport it uses.
                 let used = self.contexts[i].uses.expect("settled");
                 if settle(used, recorded) != Ok(used) {
                     self.refuse_running(i, recorded);
+                } else if let Some(answers) = self.contexts[i].reasks.pop_front() {
+                    for _ in 0..answers {
+                        let event =
+                            Ev::Storage(weblocks::protocol::evidence::StorageEvent::RecordAgreed);
+                        self.schedule(self.now, i, event);
+                    }
                 }
             }
             Admission::Refused => {}
@@ -256,8 +268,13 @@ impl World {
         self.beliefs.retain(|b| b.0 != i);
         self.unconfirmed.retain(|u| u.0 != i);
         self.stale.retain(|k, _| k.0 != i);
-        // Its engine is dropped: its edge's connections go, as the backend closes them.
+        // Its engine is dropped: its edge's connections go, as the backend closes them, and so does
+        // its connection to the record (js/transport_choice.js closes it on a refusal).
         self.storage_gone(i);
+        if let Some(rec) = self.record.as_mut() {
+            rec.open.remove(&i);
+        }
+        self.finish_record_deletion();
     }
 
     /// A page's logout code deletes the record (`Fault::RecordDeleted`): it waits for every
@@ -272,11 +289,15 @@ impl World {
         rec.deleting = true;
         let open: Vec<usize> = rec.open.iter().copied().collect();
         self.bump("records deleted");
-        if self.env.reask_on_versionchange {
-            for j in open {
-                let delay = self.rng.range(0, 2);
-                self.schedule(self.now + delay, j, Ev::RecordVersionChange);
-            }
+        for j in open {
+            let delay = self.rng.range(0, 2);
+            let ev = if self.env.reask_on_versionchange {
+                Ev::RecordVersionChange
+            } else {
+                // `versionchange`, which the edge forwards to the production decision.
+                Ev::Storage(weblocks::protocol::evidence::StorageEvent::DeletionWaits)
+            };
+            self.schedule(self.now + delay, j, ev);
         }
         if self.over_log() {
             self.fault(i, super::Fault::LogDeleted);
@@ -294,9 +315,60 @@ impl World {
         self.finish_record_deletion();
     }
 
+    /// Context `i`'s edge gives the record up for a page's deletion (the production decision,
+    /// `StorageOp::ReleaseRecord`: it holds and waits for nothing, and is out of the protocol) and asks
+    /// it again at once, behind the deletion; `RecordAgreed` comes once it reads the transport it uses.
+    pub(super) fn sweep_release_record(&mut self, i: usize) {
+        // Its connection to the log goes too (js/log_channel.js closes it as the browser would, and
+        // its writer opens the log anew, behind a deletion under way).
+        self.close_connections(i, None);
+        if self.storage.lost.contains(&i) {
+            // Its read cannot open the record: it refuses once its tries are over.
+            self.implicit_gone(i);
+            if let Some(rec) = self.record.as_mut() {
+                rec.open.remove(&i);
+            }
+            self.finish_record_deletion();
+            return self.record_refused_later(i);
+        }
+        let Some(rec) = self.record.as_mut() else {
+            return self.implicit_release(i);
+        };
+        if !rec.open.remove(&i) && rec.queue.contains(&i) {
+            // Asked again already, and waits behind the deletion: that read answers this one too.
+            if let Some(last) = self.contexts[i].reasks.back_mut() {
+                *last += 1;
+            }
+            return;
+        }
+        self.note(|| format!("ctx{i} gives the record up for a deletion and asks again"));
+        self.bump("records given up for a sweep");
+        self.contexts[i].reasks.push_back(1);
+        self.record_ask(i);
+        self.finish_record_deletion();
+    }
+
+    /// Context `i` asked the record again but cannot read it (the browser took its storage): after
+    /// js/transport_choice.js's tries (100, 400 and 1,600 ms apart) it refuses.
+    pub(super) fn record_refused_later(&mut self, i: usize) {
+        self.contexts[i].reasks.clear();
+        self.schedule(self.now + 2_100, i, Ev::RecordUnreachable);
+    }
+
+    /// Context `i`'s read of the record failed for good: a context let back in only on the record's
+    /// answer refuses from now on.
+    pub(super) fn record_unreachable(&mut self, i: usize) {
+        if self.contexts[i].admission == Admission::Started {
+            self.note(|| format!("ctx{i} cannot read the record again and refuses from now on"));
+            self.bump("refused running contexts");
+            self.refuse_from_now(i);
+        }
+    }
+
     /// Context `i` is gone (crashed, closed): the browser closes its connection to the record, and its
     /// transaction waiting behind a deletion goes with it.
     pub(super) fn release_record(&mut self, i: usize) {
+        self.implicit_gone(i);
         let Some(rec) = self.record.as_mut() else {
             return;
         };
@@ -326,11 +398,27 @@ impl World {
     /// At every step: every context that runs a participant (alive, started, not refused) uses the
     /// same transport, with the same wake (a carrier or none), as every other.
     pub(crate) fn check_one_transport(&mut self) {
+        if let Some((i, _)) = self
+            .contexts
+            .iter()
+            .enumerate()
+            .find(|(_, n)| n.status.alive() && n.participant.waits_for_record() && n.connected)
+        {
+            self.violation(format!(
+                "ctx{i} gave the record up for a sweep and is in the protocol before reading it again"
+            ));
+        }
         let mut running = self
             .contexts
             .iter()
             .enumerate()
             .filter(|(_, n)| n.status.alive() && n.admission == Admission::Started)
+            // One that gave the record up for a sweep runs no transport until it read it again.
+            .filter(|(_, n)| !n.participant.waits_for_record())
+            // One whose storage the browser took lost its record's connection with it, and refuses once
+            // its read fails: until then it reaches no log, and its evidence lets it grant nothing
+            // (what it does meanwhile is under the exclusion checks of every step).
+            .filter(|&(i, _)| !self.storage.lost.contains(&i))
             .filter_map(|(i, n)| Some((i, n.uses?)));
         let Some((first, t)) = running.next() else {
             return;
