@@ -71,9 +71,6 @@ pub(super) struct Core {
     /// Another member's request was applied since this context last had anything to do: if it is
     /// idle, it makes way.
     saw_request: bool,
-    /// The messages decided alone without queueing them (the lone member), kept only when asked
-    /// (the simulation's observer must apply them too; nothing else reads them).
-    decided: Option<Vec<Message>>,
     /// Messages queued since the last `Transmit`.
     outbox: Vec<Message>,
     out: VecDeque<Effect>,
@@ -99,7 +96,6 @@ impl Core {
             calls: 0,
             queried_at: None,
             saw_request: false,
-            decided: None,
             outbox: Vec::new(),
             out: VecDeque::new(),
             deadline: None,
@@ -411,24 +407,6 @@ impl Core {
             for post in wire::split_transmit(messages, self.version) {
                 self.emit(Effect::Transmit(post));
             }
-        }
-    }
-
-    pub fn record_decisions(&mut self) {
-        self.decided.get_or_insert_with(Vec::new);
-    }
-
-    pub fn take_decided(&mut self) -> Vec<Message> {
-        self.decided
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default()
-    }
-
-    /// A message this context decided alone without queueing it (the lone member).
-    pub fn decided(&mut self, message: Message) {
-        if let Some(decided) = &mut self.decided {
-            decided.push(message);
         }
     }
 

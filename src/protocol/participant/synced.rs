@@ -136,7 +136,7 @@ impl Synced {
             }
         }
         if alone == Alone::Unsent {
-            core.decided(message);
+            core.emit(Effect::Decided(message));
         } else {
             core.queue(message);
         }
