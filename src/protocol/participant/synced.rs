@@ -212,8 +212,8 @@ impl Synced {
         let mut pending = false;
         if self.active {
             for (k, m) in self.replica.members() {
-                others |= *k != me && !m.pending;
-                pending |= m.pending;
+                others |= *k != me && !m.state.pending;
+                pending |= m.state.pending;
             }
         }
         if saw_request && others {
@@ -325,7 +325,7 @@ impl Synced {
         if self
             .replica
             .member(&core.member_key())
-            .is_some_and(|m| !m.pending)
+            .is_some_and(|m| !m.state.pending)
         {
             let just_became = !self.active;
             self.active = true;
@@ -353,7 +353,7 @@ impl Synced {
         // the longest-standing one answers first and the others only if it stays silent.
         let mut unanswered = false;
         for (k, m) in self.replica.members() {
-            if m.pending && *k != me {
+            if m.state.pending && *k != me {
                 unanswered |= !self.liveness.entry(k.clone()).or_default().answered;
             }
         }
@@ -369,11 +369,11 @@ impl Synced {
             let mine = self
                 .replica
                 .member(&me)
-                .filter(|m| !m.pending)
-                .map(|m| (m.join_pos, &me));
+                .filter(|m| !m.state.pending)
+                .map(|m| (m.state.join_pos, &me));
             let mut rank: u64 = 0;
             for (k, m) in self.replica.members() {
-                if !m.pending && mine.is_some_and(|p| (m.join_pos, k) < p) {
+                if !m.state.pending && mine.is_some_and(|p| (m.state.join_pos, k) < p) {
                     rank += 1;
                 }
             }
@@ -381,7 +381,7 @@ impl Synced {
             if now >= at {
                 let transfer = self.replica.export(self.last_applied.clone());
                 for (k, m) in self.replica.members() {
-                    if m.pending {
+                    if m.state.pending {
                         self.liveness.entry(k.clone()).or_default().answered = true;
                     }
                 }
@@ -405,7 +405,7 @@ impl Synced {
         let Some(key) = self
             .replica
             .members()
-            .find(|(k, m)| *k.client == *client && m.watch == watch && watch != 0)
+            .find(|(k, m)| *k.client == *client && m.state.watch == watch && watch != 0)
             .map(|(k, _)| k.clone())
         else {
             return;
@@ -463,7 +463,7 @@ impl Synced {
         // it leaves the history too (and a lone survivor decides alone again).
         let first = self.active && self.replica.is_first_member(&me);
         for (k, m) in self.replica.members() {
-            if *k == me || m.watch == 0 || !(first || blockers.contains(k)) {
+            if *k == me || m.state.watch == 0 || !(first || blockers.contains(k)) {
                 continue;
             }
             let l = self.liveness.entry(k.clone()).or_default();
@@ -471,7 +471,7 @@ impl Synced {
                 l.watched = true;
                 core.emit(Effect::Watch {
                     client: k.client.clone(),
-                    watch: m.watch,
+                    watch: m.state.watch,
                 });
             }
         }
