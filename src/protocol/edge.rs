@@ -274,6 +274,8 @@ fn carry_out_one<H: Host>(host: &mut H, effect: Effect) {
                 host.transmit(data);
             }
         }
+        // Seen by `Host::carrying_out`; nothing goes out.
+        Effect::Decided(_) => {}
         Effect::OpenChannels => {
             host.open_channels();
             host.log(LogWriter::open_object);

@@ -19,8 +19,8 @@ use crate::sequence_map::SequenceMap;
 use crate::sorted_vec::{SortedMap, SortedSet};
 
 use super::wire::{
-    Body, Decoded, KIND_GENESIS, LockRecord, MemberKey, MemberRecord, Message, MessageId,
-    StatePart, StateTransfer,
+    Body, Decoded, KIND_GENESIS, LockRecord, MemberKey, MemberRecord, MemberState, Message,
+    MessageId, StatePart, StateTransfer,
 };
 
 /// Why a held lock was taken from its owner.
@@ -55,18 +55,23 @@ pub enum Outcome {
 }
 
 /// A member of the current history.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Member {
-    pub join_pos: u64,
-    pub pending: bool,
-    pub tainted: bool,
-    /// The key of the liveness database the member keeps open (its `Join`'s), 0 for none. A member is
-    /// removed only by its own `Leave` or on evidence that that database lost its last connection
-    /// (`Gone`), never on silence.
-    pub watch: u64,
+    /// Where it stands, as a state transfer carries it.
+    pub state: MemberState,
     /// The member's own request ids → their ids in the lock manager ("gids"). Per member, so that a
     /// member's requests go with it, and a map of the same type as the scheduler's (one instantiation).
     gids: SequenceMap<u64, RequestId>,
+}
+
+impl Member {
+    /// A member standing as `state`, with no requests yet.
+    fn new(state: MemberState) -> Self {
+        Member {
+            state,
+            gids: SequenceMap::new(),
+        }
+    }
 }
 
 /// One context's copy of the origin's lock state.
@@ -222,7 +227,7 @@ impl Replica {
     /// [`Replica::count_echo`] advances when the message comes back.
     pub fn apply_ahead(&mut self, msg: &Message, out: &mut Vec<Outcome>) {
         let sender = &msg.sender;
-        let active = self.members.get(sender).is_some_and(|m| !m.pending);
+        let active = self.members.get(sender).is_some_and(|m| !m.state.pending);
         match &msg.body {
             Body::Join { watch } => self.on_join(sender, *watch, out),
             Body::Genesis => self.on_genesis(msg, out),
@@ -250,7 +255,7 @@ impl Replica {
                     .members
                     .keys()
                     .find(|k| *k.client == **client)
-                    .filter(|k| *watch != 0 && self.members[*k].watch == *watch)
+                    .filter(|k| *watch != 0 && self.members[*k].state.watch == *watch)
                     .cloned();
                 if let Some(target) = gone {
                     self.remove_member(&target, Some(RevokeReason::Evicted), out);
@@ -275,19 +280,19 @@ impl Replica {
 
     /// Whether `member` is the active member that joined first (the one that answers joiners first).
     pub fn is_first_member(&self, member: &MemberKey) -> bool {
-        let Some(mine) = self.members.get(member).filter(|m| !m.pending) else {
+        let Some(mine) = self.members.get(member).filter(|m| !m.state.pending) else {
             return false;
         };
         // Members are in key order: one of an equal join position and a smaller key comes first.
         self.members
             .iter()
-            .all(|(k, m)| m.pending || (m.join_pos, k) >= (mine.join_pos, member))
+            .all(|(k, m)| m.state.pending || (m.state.join_pos, k) >= (mine.state.join_pos, member))
     }
 
     /// Whether `member` is the one member of the history (none pending): no other context can order a
     /// lock message before one of its own without first starting a new history.
     pub fn is_sole_member(&self, member: &MemberKey) -> bool {
-        self.members.len() == 1 && self.members.get(member).is_some_and(|m| !m.pending)
+        self.members.len() == 1 && self.members.get(member).is_some_and(|m| !m.state.pending)
     }
 
     /// Applies a message of another protocol version, of which only the header could be read. A newer
@@ -328,12 +333,12 @@ impl Replica {
         }
         self.members.insert(
             sender.clone(),
-            Member {
+            Member::new(MemberState {
                 join_pos: self.pos,
                 pending: true,
                 watch,
-                ..Member::default()
-            },
+                ..MemberState::default()
+            }),
         );
     }
 
@@ -345,8 +350,8 @@ impl Replica {
         let valid = self
             .members
             .get(&msg.sender)
-            .filter(|m| m.pending && !m.tainted)
-            .map(|m| (m.join_pos, m.watch));
+            .filter(|m| m.state.pending && !m.state.tainted)
+            .map(|m| (m.state.join_pos, m.state.watch));
         let Some((sender_join, sender_watch)) = valid else {
             self.taint_pending();
             return;
@@ -354,24 +359,24 @@ impl Replica {
         self.revoke_all(RevokeReason::Reset, out);
         let mut members = SortedMap::new();
         for (k, m) in &self.members {
-            if m.pending && m.join_pos > sender_join {
+            if m.state.pending && m.state.join_pos > sender_join {
                 members.insert(
                     k.clone(),
-                    Member {
+                    Member::new(MemberState {
                         pending: true,
                         tainted: true,
-                        watch: m.watch,
-                        ..Member::default()
-                    },
+                        watch: m.state.watch,
+                        ..MemberState::default()
+                    }),
                 );
             }
         }
         members.insert(
             msg.sender.clone(),
-            Member {
+            Member::new(MemberState {
                 watch: sender_watch,
-                ..Member::default()
-            },
+                ..MemberState::default()
+            }),
         );
         self.start_history(msg.id(), members);
     }
@@ -393,9 +398,9 @@ impl Replica {
     fn on_state(&mut self, st: &StateTransfer) {
         if self.complete && st.history == self.history {
             for m in self.members.values_mut() {
-                if m.pending && m.join_pos <= st.as_of_pos {
-                    m.pending = false;
-                    m.tainted = false;
+                if m.state.pending && m.state.join_pos <= st.as_of_pos {
+                    m.state.pending = false;
+                    m.state.tainted = false;
                 }
             }
         }
@@ -404,8 +409,8 @@ impl Replica {
 
     fn taint_pending(&mut self) {
         for m in self.members.values_mut() {
-            if m.pending {
-                m.tainted = true;
+            if m.state.pending {
+                m.state.tainted = true;
             }
         }
     }
@@ -571,10 +576,7 @@ impl Replica {
         for (k, m) in self.members.iter() {
             st.members.push(MemberRecord {
                 key: k.clone(),
-                join_pos: m.join_pos,
-                pending: m.pending,
-                tainted: m.tainted,
-                watch: m.watch,
+                state: m.state,
             });
         }
         for r in self.manager.held_requests() {
@@ -598,14 +600,11 @@ impl Replica {
         r.pos = st.as_of_pos;
         r.next_gid = st.next_gid;
         for m in &st.members {
-            let member = Member {
-                join_pos: m.join_pos,
-                pending: m.pending,
-                tainted: m.tainted,
-                watch: m.watch,
-                gids: SequenceMap::new(),
-            };
-            if m.join_pos > st.as_of_pos || r.members.insert(m.key.clone(), member).is_some() {
+            if m.state.join_pos > st.as_of_pos
+                || r.members
+                    .insert(m.key.clone(), Member::new(m.state))
+                    .is_some()
+            {
                 return None;
             }
         }
@@ -629,7 +628,7 @@ impl Replica {
             for l in records {
                 let member = st.members.get(l.member as usize)?;
                 let gids = &mut r.members.get_mut(&member.key).expect("imported").gids;
-                if member.pending
+                if member.state.pending
                     || l.gid == 0
                     || l.gid >= st.next_gid
                     || r.owners.contains_key(&l.gid)

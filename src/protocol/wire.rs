@@ -134,17 +134,26 @@ impl MessageId {
     }
 }
 
-/// A member as recorded in the replicated state (and in a state transfer).
+/// A member as recorded in a state transfer: its key and where it stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemberRecord {
     pub key: MemberKey,
+    pub state: MemberState,
+}
+
+/// Where a member of the current history stands, as every replica records it
+/// ([`crate::protocol::replica::Member`]) and a state transfer carries it ([`MemberRecord`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemberState {
     /// Position (in the current history) of the member's Join.
     pub join_pos: u64,
     /// Joined and waiting for a state transfer (or a genesis); may not request yet.
     pub pending: bool,
     /// A Genesis or State message came after this pending member's Join: its own Genesis is void.
     pub tainted: bool,
-    /// The key of the member's liveness database (its `Join`'s `watch`), 0 for none.
+    /// The key of the liveness database the member keeps open (its `Join`'s `watch`), 0 for none. A
+    /// member is removed only by its own `Leave` or on evidence that that database lost its last
+    /// connection (`Gone`), never on silence.
     pub watch: u64,
 }
 
@@ -324,10 +333,11 @@ impl Encoder {
                 self.push(s.next_gid);
                 self.push(s.members.len() as u64);
                 for m in &s.members {
+                    let state = &m.state;
                     self.member(&m.key);
-                    self.push(m.join_pos);
-                    self.push(u32::from(m.pending) | u32::from(m.tainted) << 1);
-                    self.push(m.watch);
+                    self.push(state.join_pos);
+                    self.push(u32::from(state.pending) | u32::from(state.tainted) << 1);
+                    self.push(state.watch);
                 }
                 self.locks(&s.held, &s.pending);
                 self.push(s.parts);
@@ -671,10 +681,12 @@ fn decode_state(c: &mut Cursor) -> StateTransfer {
         }
         members.push(MemberRecord {
             key,
-            join_pos,
-            pending: flags & 1 != 0,
-            tainted: flags & 2 != 0,
-            watch: c.u64(),
+            state: MemberState {
+                join_pos,
+                pending: flags & 1 != 0,
+                tainted: flags & 2 != 0,
+                watch: c.u64(),
+            },
         });
     }
     let held = c.locks();
@@ -795,17 +807,16 @@ mod tests {
                 members: vec![
                     MemberRecord {
                         key: member("client-a", 3),
-                        join_pos: 0,
-                        pending: false,
-                        tainted: false,
-                        watch: 0,
+                        state: MemberState::default(),
                     },
                     MemberRecord {
                         key: member("b", 1),
-                        join_pos: 5,
-                        pending: true,
-                        tainted: true,
-                        watch: 4_294_967_297,
+                        state: MemberState {
+                            join_pos: 5,
+                            pending: true,
+                            tainted: true,
+                            watch: 4_294_967_297,
+                        },
                     },
                 ],
                 held: vec![

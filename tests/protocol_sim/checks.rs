@@ -291,7 +291,7 @@ impl World {
                 };
                 self.observer_of(n.participant.version())
                     .member(&member)
-                    .is_none_or(|m| m.pending)
+                    .is_none_or(|m| m.state.pending)
             });
             if !voided {
                 self.violation(format!(
@@ -315,7 +315,7 @@ impl World {
                 .unconfirmed
                 .iter()
                 .any(|u| (u.0, u.1, u.2) == (i, id, Expect::Granted))
-                && observer.member(&member).is_some_and(|m| !m.pending))
+                && observer.member(&member).is_some_and(|m| !m.state.pending))
     }
 
     /// Mutual exclusion over beliefs, at every step; and notes the beliefs the origin no longer

@@ -652,9 +652,8 @@ impl World {
     /// Adds a context that starts at `at`.
     pub fn add_context(&mut self, at: u64, version: u32, timer_lateness: u64) -> usize {
         let i = self.contexts.len();
-        let mut participant =
+        let participant =
             Participant::with_version(&format!("ctx{i}"), self.env.config.clone(), version);
-        participant.record_decisions();
         let (evidence, ahead) = self.new_evidence(i);
         self.contexts.push(SimContext {
             participant,
@@ -833,8 +832,7 @@ impl World {
             ..self.env.config.clone()
         };
         let version = self.contexts[i].participant.version();
-        let mut participant = Participant::with_version(&format!("ctx{i}"), config, version);
-        participant.record_decisions();
+        let participant = Participant::with_version(&format!("ctx{i}"), config, version);
         self.contexts[i].participant = participant;
         self.contexts[i].wake = wake_of(transport);
     }

@@ -26,22 +26,22 @@ pub(super) enum RequestState {
 /// One of this context's requests (spec 4.1 step 3's request), by its JS id.
 #[derive(Clone, Debug)]
 pub(super) struct LocalRequest {
-    pub name: Rc<str>,
-    pub options: LockOptions,
-    pub state: RequestState,
+    pub(super) name: Rc<str>,
+    pub(super) options: LockOptions,
+    pub(super) state: RequestState,
     /// Its place among this context's calls (a query sees the requests made before it).
-    pub call: u64,
+    pub(super) call: u64,
 }
 
 /// A `query()` waiting for the replica to include every request this context made before it.
 #[derive(Clone, Debug)]
-pub(super) struct PendingQuery {
-    pub id: u64,
+struct PendingQuery {
+    id: u64,
     /// The sequence number of this context's last message queued before the query, once every request
     /// made before the query has been queued; the query is answered once that message is applied.
-    pub watermark: Option<u64>,
+    watermark: Option<u64>,
     /// Its place among this context's calls.
-    pub call: u64,
+    call: u64,
 }
 
 /// The earlier of two optional deadlines (`None`: no deadline).
@@ -71,9 +71,6 @@ pub(super) struct Core {
     /// Another member's request was applied since this context last had anything to do: if it is
     /// idle, it makes way.
     saw_request: bool,
-    /// The messages decided alone without queueing them (the lone member), kept only when asked
-    /// (the simulation's observer must apply them too; nothing else reads them).
-    decided: Option<Vec<Message>>,
     /// Messages queued since the last `Transmit`.
     outbox: Vec<Message>,
     out: VecDeque<Effect>,
@@ -86,7 +83,7 @@ pub(super) struct Core {
 }
 
 impl Core {
-    pub fn new(client: &str, config: Config, version: u32) -> Core {
+    pub(super) fn new(client: &str, config: Config, version: u32) -> Core {
         Core {
             config,
             version,
@@ -99,7 +96,6 @@ impl Core {
             calls: 0,
             queried_at: None,
             saw_request: false,
-            decided: None,
             outbox: Vec::new(),
             out: VecDeque::new(),
             deadline: None,
@@ -108,57 +104,57 @@ impl Core {
         }
     }
 
-    pub fn config(&self) -> &Config {
+    pub(super) fn config(&self) -> &Config {
         &self.config
     }
 
     /// The protocol version this context speaks.
-    pub fn version(&self) -> u32 {
+    pub(super) fn version(&self) -> u32 {
         self.version
     }
 
-    pub fn client(&self) -> &Rc<str> {
+    pub(super) fn client(&self) -> &Rc<str> {
         &self.client
     }
 
-    pub fn incarnation(&self) -> u32 {
+    pub(super) fn incarnation(&self) -> u32 {
         self.incarnation
     }
 
     /// Sequence number of the last message queued.
-    pub fn seq(&self) -> u64 {
+    pub(super) fn seq(&self) -> u64 {
         self.seq
     }
 
     /// Sequence number of the last own message seen back in the order.
-    pub fn echoed_seq(&self) -> u64 {
+    pub(super) fn echoed_seq(&self) -> u64 {
         self.echoed_seq
     }
 
     /// Every message this context queued has come back in the order.
-    pub fn all_echoed(&self) -> bool {
+    pub(super) fn all_echoed(&self) -> bool {
         self.echoed_seq == self.seq
     }
 
     /// Own message `seq`, come back in the order, came past an earlier one of this context's that has
     /// not come back: that one was lost.
-    pub fn echo_skips(&self, seq: u64) -> bool {
+    pub(super) fn echo_skips(&self, seq: u64) -> bool {
         seq > self.echoed_seq + 1 && seq <= self.seq
     }
 
     /// Own message `seq` came back in the order.
-    pub fn echoed(&mut self, seq: u64) {
+    pub(super) fn echoed(&mut self, seq: u64) {
         self.echoed_seq = self.echoed_seq.max(seq);
     }
 
     /// The context left the protocol: the messages it sent will not come back on its closed channels.
-    pub fn forget_echoes(&mut self) {
+    pub(super) fn forget_echoes(&mut self) {
         self.echoed_seq = self.seq;
     }
 
     /// A new incarnation: queues its `Join`, announcing this context's liveness database, and returns
     /// the Join's sequence number.
-    pub fn send_join(&mut self) -> u64 {
+    pub(super) fn send_join(&mut self) -> u64 {
         self.incarnation += 1;
         self.send(Body::Join { watch: self.watch });
         self.seq
@@ -167,12 +163,12 @@ impl Core {
     // ---- the liveness database ----------------------------------------------------------------------
 
     /// The key of this context's open liveness database, 0 while it has none.
-    pub fn watch(&self) -> u64 {
+    pub(super) fn watch(&self) -> u64 {
         self.watch
     }
 
     /// Asks the edge to open this context's liveness database, unless it is already being opened.
-    pub fn open_alive(&mut self) {
+    pub(super) fn open_alive(&mut self) {
         if !self.opening_alive {
             self.opening_alive = true;
             self.emit(Effect::OpenAlive);
@@ -181,7 +177,7 @@ impl Core {
 
     /// The liveness database is open under key `watch`. False (and ignored) if none was asked for:
     /// it was closed meanwhile.
-    pub fn alive_opened(&mut self, watch: u64) -> bool {
+    pub(super) fn alive_opened(&mut self, watch: u64) -> bool {
         if !self.opening_alive {
             return false;
         }
@@ -191,7 +187,7 @@ impl Core {
     }
 
     /// Closes this context's liveness database, if it has one or one is being opened.
-    pub fn close_alive(&mut self) {
+    pub(super) fn close_alive(&mut self) {
         if self.watch != 0 || self.opening_alive {
             self.watch = 0;
             self.opening_alive = false;
@@ -201,14 +197,14 @@ impl Core {
 
     /// The context ends: whatever liveness database its edge keeps for it goes, even one the edge
     /// opened ahead before this context asked for it.
-    pub fn end_alive(&mut self) {
+    pub(super) fn end_alive(&mut self) {
         self.watch = 0;
         self.opening_alive = false;
         self.emit(Effect::EndAlive);
     }
 
     /// The browser closed this context's liveness database. Returns false if it had none open.
-    pub fn alive_lost(&mut self) -> bool {
+    pub(super) fn alive_lost(&mut self) -> bool {
         let had = self.watch != 0;
         self.watch = 0;
         had
@@ -217,28 +213,28 @@ impl Core {
     // ---- the requests and queries ----------------------------------------------------------------------
 
     /// Nothing held, pending or queried here.
-    pub fn is_idle(&self) -> bool {
+    pub(super) fn is_idle(&self) -> bool {
         self.requests.is_empty() && self.queries.is_empty()
     }
 
-    pub fn has_queries(&self) -> bool {
+    pub(super) fn has_queries(&self) -> bool {
         !self.queries.is_empty()
     }
 
-    pub fn requests(&self) -> impl Iterator<Item = &LocalRequest> {
+    pub(super) fn requests(&self) -> impl Iterator<Item = &LocalRequest> {
         self.requests.values()
     }
 
-    pub fn request_count(&self) -> usize {
+    pub(super) fn request_count(&self) -> usize {
         self.requests.len()
     }
 
-    pub fn request_state(&self, id: u64) -> Option<RequestState> {
+    pub(super) fn request_state(&self, id: u64) -> Option<RequestState> {
         self.requests.get(&id).map(|r| r.state)
     }
 
     /// Keeps new request `id` (a new call), queued until sent.
-    pub fn add_request(&mut self, id: u64, name: &str, options: LockOptions) {
+    pub(super) fn add_request(&mut self, id: u64, name: &str, options: LockOptions) {
         debug_assert!(!self.requests.contains_key(&id), "request {id} again");
         let call = self.next_call();
         self.requests.insert(
@@ -253,12 +249,12 @@ impl Core {
     }
 
     /// Forgets request `id` (released, aborted or decided).
-    pub fn forget_request(&mut self, id: u64) {
+    pub(super) fn forget_request(&mut self, id: u64) {
         self.requests.remove(&id);
     }
 
     /// Request `id`, if it is queued, is posted now: returns the `Request` that sends it.
-    pub fn post_request(&mut self, id: u64) -> Option<Body> {
+    pub(super) fn post_request(&mut self, id: u64) -> Option<Body> {
         let r = self
             .requests
             .get_mut(&id)
@@ -272,7 +268,7 @@ impl Core {
     }
 
     /// The queued requests as (call, id), in call order.
-    pub fn queued_in_call_order(&self) -> Vec<(u64, u64)> {
+    pub(super) fn queued_in_call_order(&self) -> Vec<(u64, u64)> {
         let mut queued: Vec<(u64, u64)> = Vec::new();
         for (id, r) in self.requests.iter() {
             if r.state == RequestState::Queued {
@@ -284,7 +280,7 @@ impl Core {
     }
 
     /// A retired context grants nothing: every `ifAvailable` request it still has is not available.
-    pub fn refuse_if_available(&mut self) {
+    pub(super) fn refuse_if_available(&mut self) {
         for id in self.request_ids(|r| r.options.if_available) {
             self.requests.remove(&id);
             self.emit(Effect::NotAvailable(id));
@@ -292,7 +288,7 @@ impl Core {
     }
 
     /// A new `query()` call, `query`, at `now`: it waits for a watermark.
-    pub fn add_query(&mut self, now: u64, query: u64) {
+    pub(super) fn add_query(&mut self, now: u64, query: u64) {
         let call = self.next_call();
         self.queried_at = Some(now);
         self.queries.push(PendingQuery {
@@ -303,18 +299,18 @@ impl Core {
     }
 
     /// Until when the last `query()` keeps this context in the protocol (`query_linger` after it).
-    pub fn query_linger_end(&self) -> Option<u64> {
+    pub(super) fn query_linger_end(&self) -> Option<u64> {
         self.queried_at.map(|t| t + self.config.query_linger)
     }
 
     /// Answers query `query` with what this context alone knows.
-    pub fn answer_locally(&mut self, query: u64) {
+    pub(super) fn answer_locally(&mut self, query: u64) {
         let snapshot = self.local_snapshot();
         self.emit(Effect::Snapshot { query, snapshot });
     }
 
     /// Answers every query with what this context alone knows (it can no longer see the origin's).
-    pub fn answer_all_locally(&mut self) {
+    pub(super) fn answer_all_locally(&mut self) {
         for q in std::mem::take(&mut self.queries) {
             self.answer_locally(q.id);
         }
@@ -322,7 +318,7 @@ impl Core {
 
     /// Answers, with `snapshot`, the queries whose earlier calls are all applied: those with a watermark
     /// at or below `applied` (the last own message applied).
-    pub fn answer_queries(&mut self, applied: u64, snapshot: impl Fn() -> Snapshot) {
+    pub(super) fn answer_queries(&mut self, applied: u64, snapshot: impl Fn() -> Snapshot) {
         self.settle_watermarks();
         let mut waiting = Vec::new();
         for q in std::mem::take(&mut self.queries) {
@@ -339,38 +335,38 @@ impl Core {
     }
 
     /// Another member's request was applied: if this context is idle, it may make way.
-    pub fn saw_request(&mut self) {
+    pub(super) fn saw_request(&mut self) {
         self.saw_request |= self.is_idle();
     }
 
     /// Whether another member's request was applied while this context was idle, since the last call.
-    pub fn take_saw_request(&mut self) -> bool {
+    pub(super) fn take_saw_request(&mut self) -> bool {
         std::mem::take(&mut self.saw_request)
     }
 
-    pub fn member_key(&self) -> MemberKey {
+    pub(super) fn member_key(&self) -> MemberKey {
         MemberKey {
             client: self.client.clone(),
             incarnation: self.incarnation,
         }
     }
 
-    pub fn emit(&mut self, effect: Effect) {
+    pub(super) fn emit(&mut self, effect: Effect) {
         self.out.push_back(effect);
     }
 
-    pub fn next_effect(&mut self) -> Option<Effect> {
+    pub(super) fn next_effect(&mut self) -> Option<Effect> {
         self.out.pop_front()
     }
 
     /// A new call of this context (a request or a query): its place among the others.
-    pub fn next_call(&mut self) -> u64 {
+    fn next_call(&mut self) -> u64 {
         self.calls += 1;
         self.calls
     }
 
     /// This context's next message: `body` with the next sequence number.
-    pub fn next_message(&mut self, body: Body) -> Message {
+    pub(super) fn next_message(&mut self, body: Body) -> Message {
         self.seq += 1;
         Message {
             sender: self.member_key(),
@@ -381,7 +377,7 @@ impl Core {
 
     /// `body` as a message decided alone and never sent: it takes no place in the order, so the
     /// sequence number does not move.
-    pub fn unsent_message(&self, body: Body) -> Message {
+    pub(super) fn unsent_message(&self, body: Body) -> Message {
         Message {
             sender: self.member_key(),
             seq: self.seq,
@@ -390,13 +386,13 @@ impl Core {
     }
 
     /// Queues `body` for the channel as this context's next message.
-    pub fn send(&mut self, body: Body) {
+    pub(super) fn send(&mut self, body: Body) {
         let message = self.next_message(body);
         self.queue(message);
     }
 
     /// Queues `message` (this context's, or another's it appends for it) for the channel.
-    pub fn queue(&mut self, message: Message) {
+    pub(super) fn queue(&mut self, message: Message) {
         if self.outbox.is_empty() {
             self.emit(Effect::FlushSoon);
         }
@@ -405,7 +401,7 @@ impl Core {
 
     /// The queued messages go out: as one `Transmit`, or several in order where one would be over the
     /// cap of what a context decodes (see [`wire::split_transmit`]).
-    pub fn flush(&mut self) {
+    pub(super) fn flush(&mut self) {
         if !self.outbox.is_empty() {
             let messages = std::mem::take(&mut self.outbox);
             for post in wire::split_transmit(messages, self.version) {
@@ -414,49 +410,31 @@ impl Core {
         }
     }
 
-    pub fn record_decisions(&mut self) {
-        self.decided.get_or_insert_with(Vec::new);
-    }
-
-    pub fn take_decided(&mut self) -> Vec<Message> {
-        self.decided
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default()
-    }
-
-    /// A message this context decided alone without queueing it (the lone member).
-    pub fn decided(&mut self, message: Message) {
-        if let Some(decided) = &mut self.decided {
-            decided.push(message);
-        }
-    }
-
     /// The next deadline is `at` (`None`: none): see [`super::Participant::poll_timeout`].
-    pub fn set_deadline(&mut self, at: Option<u64>) {
+    pub(super) fn set_deadline(&mut self, at: Option<u64>) {
         self.deadline = at;
     }
 
-    pub fn next_deadline(&self) -> Option<u64> {
+    pub(super) fn next_deadline(&self) -> Option<u64> {
         self.deadline
     }
 
-    pub fn deadline_reached(&mut self) {
+    pub(super) fn deadline_reached(&mut self) {
         self.deadline = None;
     }
 
     /// Nothing held, pending, queued or queried here, and no deadline set.
-    pub fn is_quiet(&self) -> bool {
+    pub(super) fn is_quiet(&self) -> bool {
         self.requests.is_empty() && self.queries.is_empty() && self.deadline.is_none()
     }
 
-    pub fn has_interest(&self) -> bool {
+    pub(super) fn has_interest(&self) -> bool {
         !self.requests.is_empty()
     }
 
     /// Whether this context holds a lock on `name` that a request in `mode` conflicts with and has not
     /// released it. Costs a pass over this context's requests, only for `ifAvailable` calls.
-    pub fn holds_conflicting(&self, name: &str, mode: LockMode) -> bool {
+    pub(super) fn holds_conflicting(&self, name: &str, mode: LockMode) -> bool {
         self.requests.values().any(|r| {
             r.state == RequestState::Held
                 && *r.name == *name
@@ -465,7 +443,7 @@ impl Core {
     }
 
     /// The ids of this context's requests that `pick` selects, in id order.
-    pub fn request_ids(&self, pick: fn(&LocalRequest) -> bool) -> Vec<u64> {
+    fn request_ids(&self, pick: fn(&LocalRequest) -> bool) -> Vec<u64> {
         let mut ids = Vec::new();
         for (id, r) in self.requests.iter() {
             if pick(r) {
@@ -476,7 +454,7 @@ impl Core {
     }
 
     /// Turns the replica's outcomes of one applied message for this incarnation's requests into effects.
-    pub fn handle_outcomes(&mut self, outcomes: Vec<Outcome>) {
+    pub(super) fn handle_outcomes(&mut self, outcomes: Vec<Outcome>) {
         let me = self.member_key();
         for o in &outcomes {
             let (member, local_id) = match o {
@@ -519,7 +497,7 @@ impl Core {
     /// This context's membership is gone (for `reason`): every lock it holds is gone too (forgotten,
     /// and JS told, as after a steal), and its other requests go back to the queue, to be sent again
     /// once it is an active member again (and the queries wait for them to be sent again).
-    pub fn lose_membership(&mut self, reason: LossReason) {
+    pub(super) fn lose_membership(&mut self, reason: LossReason) {
         for id in self.request_ids(|r| r.state == RequestState::Held) {
             self.requests.remove(&id);
             self.emit(Effect::Stolen { id, reason });
@@ -531,7 +509,7 @@ impl Core {
     }
 
     /// The queries wait for the requests made before them to be sent (again).
-    pub fn reset_watermarks(&mut self) {
+    pub(super) fn reset_watermarks(&mut self) {
         for q in &mut self.queries {
             q.watermark = None;
         }
@@ -539,7 +517,7 @@ impl Core {
 
     /// Gives a watermark to each query that no unsent request of this context precedes: the snapshot
     /// must include exactly this context's calls made before the query, not those made after it.
-    pub fn settle_watermarks(&mut self) {
+    fn settle_watermarks(&mut self) {
         if self.queries.iter().all(|q| q.watermark.is_some()) {
             return;
         }
@@ -553,7 +531,7 @@ impl Core {
     }
 
     /// [`Core::settle_watermarks`] given the call of the first request still queued.
-    pub fn settle_watermarks_before(&mut self, first_queued: Option<u64>) {
+    pub(super) fn settle_watermarks_before(&mut self, first_queued: Option<u64>) {
         let seq = self.seq;
         for q in &mut self.queries {
             if q.watermark.is_none() && first_queued.is_none_or(|c| c > q.call) {
@@ -563,7 +541,7 @@ impl Core {
     }
 
     /// What this context alone knows (used once it can no longer see the origin's state).
-    pub fn local_snapshot(&self) -> Snapshot {
+    fn local_snapshot(&self) -> Snapshot {
         let mut snapshot = Snapshot {
             held: Vec::new(),
             pending: Vec::new(),

@@ -20,6 +20,12 @@ pub enum Effect {
     /// log): `wire::encode` for one, `wire::encode_batch` for several. Each receiver applies them in
     /// order, as if posted one after the other, which the transport's order allows.
     Transmit(Vec<Message>),
+    /// A message of this context's own that it decided alone and never sent (the lone member,
+    /// docs/PROTOCOL.md §5): it took effect here, after the messages of the order applied so far and
+    /// before the next, and its outcomes follow as effects. Nothing to carry out: no other context needs
+    /// it, as a `State` carries it to any joiner. An edge that keeps its own record of the order (the
+    /// simulation's observer) places it there.
+    Decided(Message),
     /// The context enters the protocol: open its channels if they are closed (the receiving
     /// BroadcastChannel object first; over the log, its log object), and over the log start reading it
     /// (find its last key and answer with [`super::Participant::handle_log_started`]). Carried out

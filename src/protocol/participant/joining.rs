@@ -129,7 +129,7 @@ impl Joining {
                 || self
                     .replica
                     .members()
-                    .any(|(k, m)| k.client == *client && m.watch == *watch)
+                    .any(|(k, m)| k.client == *client && m.state.watch == *watch)
         }))
     }
 
@@ -196,7 +196,7 @@ impl Joining {
                 last,
             };
         }
-        if self.echoed && self.replica.member(&me).is_none_or(|m| m.tainted) {
+        if self.echoed && self.replica.member(&me).is_none_or(|m| m.state.tainted) {
             self.tainted_at.get_or_insert(now);
         }
         Joined::Waiting
@@ -269,7 +269,7 @@ impl Joining {
         let clean = self
             .replica
             .member(&me)
-            .is_some_and(|m| m.pending && !m.tainted);
+            .is_some_and(|m| m.state.pending && !m.state.tainted);
         if clean {
             if self.genesis_sent {
                 return None; // its echo decides

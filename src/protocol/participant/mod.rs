@@ -174,19 +174,6 @@ impl Participant {
         self.core.next_deadline()
     }
 
-    /// From now on, keep every message this context decides alone without sending it (see
-    /// [`Participant::poll_decided`]). For observers that must see every decision (the simulation).
-    pub fn record_decisions(&mut self) {
-        self.core.record_decisions();
-    }
-
-    /// The messages decided alone, unsent, since the last call, in order (empty unless
-    /// [`Participant::record_decisions`] was called). Each took effect where this context applied it:
-    /// between the messages of the order it had applied and the next one.
-    pub fn poll_decided(&mut self) -> Vec<Message> {
-        self.core.take_decided()
-    }
-
     pub fn client_id(&self) -> &str {
         self.core.client()
     }

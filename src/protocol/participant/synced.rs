@@ -49,17 +49,15 @@ struct Liveness {
     answered: bool,
 }
 
-/// How the lone member takes one of its own lock messages (docs/PROTOCOL.md §5, "the lone member").
+/// Where one of this context's own lock messages takes effect, as [`Synced::place_own`] decides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Alone {
-    /// Not alone: the message is queued and applied when it comes back, as every member's.
-    No,
-    /// Applied now and queued: some of this context's messages are still to come back, so this one
-    /// takes its place after them; its echo only advances the position.
-    Ahead,
-    /// Decided now and never sent: no other context can be told of it before a `State`, which this
-    /// context sends after applying it.
-    Unsent,
+enum OwnPlace {
+    /// At its place in the order: it is queued and applied when it comes back, as every member's.
+    InOrder,
+    /// Here, and queued: applied now, and its echo only advances the position.
+    HereAndSent,
+    /// Here, and never sent: it takes no place in the order.
+    HereUnsent,
 }
 
 /// Whether this context is still a member of the history it follows.
@@ -79,15 +77,6 @@ pub(super) enum MakeWay {
     Stay { look_again: Option<u64> },
     /// It leaves the protocol.
     Leave,
-}
-
-/// The messages a lone member may apply before (or instead of) their place in the order: its own lock
-/// requests, releases and aborts.
-fn decided_by_its_sender(body: &Body) -> bool {
-    matches!(
-        body,
-        Body::Request { .. } | Body::Release { .. } | Body::Abort { .. }
-    )
 }
 
 impl Synced {
@@ -116,28 +105,26 @@ impl Synced {
         self.active
     }
 
-    /// Sends one of this context's own lock messages (`Request`, `Release`, `Abort`, `Leave`); the lone
-    /// member applies its `Request`, `Release` and `Abort` at once, and may decide them alone without
-    /// sending them (docs/PROTOCOL.md, "the lone member": nobody else can be told anything a later
-    /// `State` would not tell them).
+    /// Sends one of this context's own lock messages (`Request`, `Release`, `Abort`, `Leave`), taking
+    /// effect where [`Synced::place_own`] puts it.
     pub fn send_lock_message(&mut self, core: &mut Core, body: Body) {
-        let alone = self.applies_alone(core, &body);
-        let message = if alone == Alone::Unsent {
+        let place = self.place_own(core, &body);
+        if place == OwnPlace::InOrder {
+            core.send(body);
+            return;
+        }
+        let message = if place == OwnPlace::HereUnsent {
             // No place in the order: the sequence number does not move.
             core.unsent_message(body)
         } else {
             core.next_message(body)
         };
         let mut outcomes = Vec::new();
-        if alone != Alone::No {
-            self.replica.apply_ahead(&message, &mut outcomes);
-            if alone == Alone::Ahead {
-                self.applied_ahead = message.seq;
-            }
-        }
-        if alone == Alone::Unsent {
-            core.decided(message);
+        self.replica.apply_ahead(&message, &mut outcomes);
+        if place == OwnPlace::HereUnsent {
+            core.emit(Effect::Decided(message));
         } else {
+            self.applied_ahead = message.seq;
             core.queue(message);
         }
         core.handle_outcomes(outcomes);
@@ -225,8 +212,8 @@ impl Synced {
         let mut pending = false;
         if self.active {
             for (k, m) in self.replica.members() {
-                others |= *k != me && !m.pending;
-                pending |= m.pending;
+                others |= *k != me && !m.state.pending;
+                pending |= m.state.pending;
             }
         }
         if saw_request && others {
@@ -298,20 +285,36 @@ impl Synced {
         self.replica.is_sole_member(&core.member_key())
     }
 
-    /// How the lone member takes `body`, one of its own messages: while this context is the only member
-    /// of the history, active, with nobody pending, over a transport that tells it everything within a
-    /// hop, its own `Request`, `Release` and `Abort` are applied as it sends them, provided every message
-    /// it queued before is applied already (so its messages keep their order).
-    fn applies_alone(&self, core: &Core, body: &Body) -> Alone {
-        let lone = decided_by_its_sender(body)
-            && core.config().transport.prompt()
+    /// Where `body`, one of this context's own lock messages, takes effect: here, as it is sent, when
+    /// this context is the lone member (docs/PROTOCOL.md §5, "the lone member"), and at its place in the
+    /// order otherwise.
+    ///
+    /// The lone member applies its own `Request`, `Release` or `Abort` here, and its replica then holds
+    /// what the order would hold with the message placed where it applied it (§6, claim 3), because:
+    /// - it is the only member of its history, active, with nobody pending, so every message the order
+    ///   can place before this one comes from a context that is not an active member: such a message
+    ///   changes no lock, or starts a new history in which this decision is void and this context's
+    ///   locks are reported reset;
+    /// - its transport tells it every message within a hop (`Transport::prompt`), so no joiner's `Join`
+    ///   (nor a `Genesis` after it) has gone unheard when it decides; a joiner becomes a member only
+    ///   through a `State`, which this context sends after applying the message, and which carries it;
+    /// - every message it queued before is applied already, so its own keep their order.
+    ///
+    /// It is never sent when every message this context posted has come back as well: a `State` it
+    /// sent earlier (to a joiner that then left) is then placed before the decision it does not
+    /// carry. Otherwise it is sent, and its echo only advances the position.
+    fn place_own(&self, core: &Core, body: &Body) -> OwnPlace {
+        let here = matches!(
+            body,
+            Body::Request { .. } | Body::Release { .. } | Body::Abort { .. }
+        ) && core.config().transport.prompt()
             && self.active
             && core.echoed_seq().max(self.applied_ahead) == core.seq()
             && self.is_sole_member(core);
-        match (lone, core.all_echoed()) {
-            (false, _) => Alone::No,
-            (true, true) => Alone::Unsent,
-            (true, false) => Alone::Ahead,
+        match (here, core.all_echoed()) {
+            (false, _) => OwnPlace::InOrder,
+            (true, true) => OwnPlace::HereUnsent,
+            (true, false) => OwnPlace::HereAndSent,
         }
     }
 
@@ -322,7 +325,7 @@ impl Synced {
         if self
             .replica
             .member(&core.member_key())
-            .is_some_and(|m| !m.pending)
+            .is_some_and(|m| !m.state.pending)
         {
             let just_became = !self.active;
             self.active = true;
@@ -350,7 +353,7 @@ impl Synced {
         // the longest-standing one answers first and the others only if it stays silent.
         let mut unanswered = false;
         for (k, m) in self.replica.members() {
-            if m.pending && *k != me {
+            if m.state.pending && *k != me {
                 unanswered |= !self.liveness.entry(k.clone()).or_default().answered;
             }
         }
@@ -366,11 +369,11 @@ impl Synced {
             let mine = self
                 .replica
                 .member(&me)
-                .filter(|m| !m.pending)
-                .map(|m| (m.join_pos, &me));
+                .filter(|m| !m.state.pending)
+                .map(|m| (m.state.join_pos, &me));
             let mut rank: u64 = 0;
             for (k, m) in self.replica.members() {
-                if !m.pending && mine.is_some_and(|p| (m.join_pos, k) < p) {
+                if !m.state.pending && mine.is_some_and(|p| (m.state.join_pos, k) < p) {
                     rank += 1;
                 }
             }
@@ -378,7 +381,7 @@ impl Synced {
             if now >= at {
                 let transfer = self.replica.export(self.last_applied.clone());
                 for (k, m) in self.replica.members() {
-                    if m.pending {
+                    if m.state.pending {
                         self.liveness.entry(k.clone()).or_default().answered = true;
                     }
                 }
@@ -402,7 +405,7 @@ impl Synced {
         let Some(key) = self
             .replica
             .members()
-            .find(|(k, m)| *k.client == *client && m.watch == watch && watch != 0)
+            .find(|(k, m)| *k.client == *client && m.state.watch == watch && watch != 0)
             .map(|(k, _)| k.clone())
         else {
             return;
@@ -460,7 +463,7 @@ impl Synced {
         // it leaves the history too (and a lone survivor decides alone again).
         let first = self.active && self.replica.is_first_member(&me);
         for (k, m) in self.replica.members() {
-            if *k == me || m.watch == 0 || !(first || blockers.contains(k)) {
+            if *k == me || m.state.watch == 0 || !(first || blockers.contains(k)) {
                 continue;
             }
             let l = self.liveness.entry(k.clone()).or_default();
@@ -468,7 +471,7 @@ impl Synced {
                 l.watched = true;
                 core.emit(Effect::Watch {
                     client: k.client.clone(),
-                    watch: m.watch,
+                    watch: m.state.watch,
                 });
             }
         }

@@ -93,11 +93,11 @@ fn revoked(who: &str, id: u64, reason: RevokeReason) -> Outcome {
 fn a_genesis_from_an_unanswered_joiner_starts_a_history() {
     let mut f = Feed::origin();
     f.send(&key("a"), Body::Join { watch: 0 });
-    assert!(f.r.member(&key("a")).unwrap().pending);
+    assert!(f.r.member(&key("a")).unwrap().state.pending);
     f.send(&key("a"), Body::Genesis);
     assert_eq!(f.r.history(), &f.last_id(&key("a")));
     assert_eq!(f.r.pos(), 0);
-    assert!(!f.r.member(&key("a")).unwrap().pending);
+    assert!(!f.r.member(&key("a")).unwrap().state.pending);
 }
 
 #[test]
@@ -111,7 +111,7 @@ fn the_first_genesis_wins_and_later_ones_are_void() {
     // b joined before a: a's history does not know it; c joined after: it waits for a state transfer.
     assert!(f.r.member(&key("b")).is_none());
     let c = f.r.member(&key("c")).unwrap();
-    assert!(c.pending && c.tainted);
+    assert!(c.state.pending && c.state.tainted);
     f.request("a", 1, "x", LockMode::Exclusive);
     f.send(&key("c"), Body::Genesis);
     f.send(&key("b"), Body::Genesis);
@@ -127,11 +127,11 @@ fn a_genesis_after_a_state_is_void() {
     // A State of the current history admits b; another joiner is only tainted by it.
     f.send(&key("c"), Body::Join { watch: 0 });
     let mut earlier = st.clone();
-    earlier.as_of_pos = f.r.member(&key("b")).unwrap().join_pos;
+    earlier.as_of_pos = f.r.member(&key("b")).unwrap().state.join_pos;
     f.send(&key("a"), Body::State(Box::new(earlier)));
-    assert!(!f.r.member(&key("b")).unwrap().pending);
+    assert!(!f.r.member(&key("b")).unwrap().state.pending);
     let c = f.r.member(&key("c")).unwrap();
-    assert!(c.pending && c.tainted);
+    assert!(c.state.pending && c.state.tainted);
     let history = f.r.history().clone();
     f.send(&key("c"), Body::Genesis);
     assert_eq!(f.r.history(), &history);
@@ -148,7 +148,7 @@ fn a_state_of_another_history_only_taints() {
     };
     f.send(&key("a"), Body::State(Box::new(st)));
     let b = f.r.member(&key("b")).unwrap();
-    assert!(b.pending && b.tainted);
+    assert!(b.state.pending && b.state.tainted);
 }
 
 #[test]
@@ -295,7 +295,7 @@ fn a_leave_releases_at_once_and_a_rejoin_replaces_the_old_incarnation() {
     f.send(&b2, Body::Join { watch: 0 });
     assert!(f.r.member(&key("b")).is_none());
     assert!(
-        f.r.member(&b2).unwrap().pending,
+        f.r.member(&b2).unwrap().state.pending,
         "even a rejoin with a complete replica waits for a State"
     );
     assert!(f.r.is_idle(), "the old incarnation's lock went with it");
@@ -338,7 +338,7 @@ fn a_partial_replica_knows_only_later_joiners() {
     // A Genesis from a context that joined before me: I cannot judge it, it only taints me.
     r.apply(&msg("earlier", 2, Body::Genesis), &mut out);
     assert!(!r.is_complete());
-    assert!(r.member(&key("me")).unwrap().tainted);
+    assert!(r.member(&key("me")).unwrap().state.tainted);
     // A later joiner's Genesis is judged like everyone else judges it (void: tainted too).
     r.apply(&msg("later", 2, Body::Genesis), &mut out);
     assert!(!r.is_complete());
@@ -413,11 +413,11 @@ fn an_inconsistent_state_transfer_is_refused() {
     s.pending[0].gid = s.next_gid;
     bad.push(s);
     let mut s = good.clone();
-    s.members[1].pending = true;
+    s.members[1].state.pending = true;
     bad.push(s);
     // A member joined after the state's position, or twice.
     let mut s = good.clone();
-    s.members[0].join_pos = s.as_of_pos + 1;
+    s.members[0].state.join_pos = s.as_of_pos + 1;
     bad.push(s);
     let mut s = good.clone();
     s.members.push(s.members[0].clone());

@@ -42,7 +42,7 @@ impl World {
     }
 
     /// Runs `entry` of the edge loop for context `i`, then, unless inside an `Action::Batch`, every
-    /// microtask the context queued. Observes first what the participant decided alone.
+    /// microtask the context queued.
     pub(super) fn edge(&mut self, i: usize, entry: Entry) {
         self.edge_entry(i, entry);
         if self.in_task {
@@ -55,10 +55,6 @@ impl World {
     }
 
     fn edge_entry(&mut self, i: usize, entry: Entry) {
-        let mut decided = Vec::new();
-        for m in self.contexts[i].participant.poll_decided() {
-            decided.extend(self.observe_decided(i, &m));
-        }
         let host = &mut SimHost { world: self, i };
         match entry {
             Entry::Effects => edge::carry_out(host),
@@ -68,9 +64,6 @@ impl World {
             Entry::Log(event) => edge::log_event(host, event),
         }
         self.found_checks(i);
-        for (inc, id, expect) in decided {
-            self.confirm(i, inc, id, expect, None);
-        }
         if std::mem::take(&mut self.contexts[i].refusing) {
             self.refuse_from_now(i);
         }
@@ -128,6 +121,12 @@ impl Host for SimHost<'_> {
     fn carrying_out(&mut self, effect: &Effect) {
         if self.world.recording {
             self.world.contexts[self.i].recorded.push(effect.clone());
+        }
+        // What it decided alone is observed at its place among the effects, before those that report
+        // its outcomes; they are checked once the entry's effects are carried out (`found_checks`).
+        if let Effect::Decided(m) = effect {
+            let decided = self.world.observe_decided(self.i, m);
+            self.world.contexts[self.i].decided.extend(decided);
         }
     }
 

@@ -45,11 +45,6 @@ impl World {
     /// entries it applied (its position in the log moved past them); the outcomes they decided are
     /// checked once its effects are carried out.
     pub(super) fn after_found(&mut self, i: usize) {
-        // What it decided alone in that call is observed before its effects report it.
-        for m in self.contexts[i].participant.poll_decided() {
-            let decided = self.observe_decided(i, &m);
-            self.contexts[i].decided.extend(decided);
-        }
         let before = self.contexts[i].log_checked;
         let after = self.contexts[i].participant.log_position();
         let (Some(b), Some(a)) = (before, after) else {
