@@ -38,7 +38,7 @@ test('SSR: import in Node, locks work within the process, the process exits by i
   const elapsed = Date.now() - started;
 
   assert.equal(report.resolved, 'js/index_node.js', 'Node takes the `node` export condition');
-  assert.deepEqual(report.exports, ['Lock', 'LockManager', 'clientId', 'install', 'locks', 'ready']);
+  assert.deepEqual(report.exports, ['Lock', 'LockManager', 'clientId', 'close', 'install', 'locks', 'ready']);
   assert.equal(report.leasesResolved, 'js/leases_entry_node.js');
   assert.deepEqual(report.leasesExports, ['LockError', 'createLeases', 'leases', 'serverLeaseStore']);
   // Exclusive (FIFO, ifAvailable), shared, query, steal and abort within the process.
