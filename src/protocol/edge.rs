@@ -205,14 +205,8 @@ fn deliver_log<H: Host>(host: &mut H, found: Found) {
     let now = host.now();
     host.log_found(&found);
     match found {
-        Found::Identity(log) => host.participant(|p| p.handle_log_identity(log)),
-        Found::Started(last) => host.participant(|p| p.handle_log_started(now, last)),
-        Found::Entry(key, data) => host.participant(|p| p.handle_log_entry(now, key, &data)),
-        Found::Read(floor) => host.participant(|p| p.handle_log_read(now, floor)),
-        Found::Carried(data) => host.participant(|p| p.handle_carried(now, &data)),
-        Found::Poke => host.participant(|p| p.handle_log_poke(now)),
-        Found::Gap => host.participant(|p| p.handle_missed_messages(now)),
         Found::Unreachable => host.log_unreachable(),
+        found => host.participant(|p| p.handle_log(now, found)),
     }
     host.log_found_taken();
 }

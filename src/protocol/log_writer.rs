@@ -152,21 +152,21 @@ pub enum LogEvent {
     Poked { object: u32 },
 }
 
-/// What the writer tells the participant, in order.
+/// What the writer tells the participant, in order: the one input of the log transport
+/// ([`crate::protocol::Participant::handle_log`]).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Found {
-    /// The identity of the log this context reads ([`crate::protocol::Participant::handle_log_identity`]).
+    /// The identity of the log this context reads.
     Identity(u64),
-    /// The last key before this object's first append ([`crate::protocol::Participant::handle_log_started`]).
+    /// The last key before this object's first append.
     Started(u64),
-    /// A committed entry ([`crate::protocol::Participant::handle_log_entry`]); no data where it did not
-    /// decode.
+    /// A committed entry; no data where it did not decode.
     Entry(u64, Rc<Vec<Value>>),
-    /// A read ended with this floor ([`crate::protocol::Participant::handle_log_read`]).
+    /// A read ended with this floor.
     Read(u64),
-    /// A message for the participant to take in ([`crate::protocol::Participant::handle_carried`]).
+    /// A message for the participant to take in.
     Carried(Vec<Value>),
-    /// Another document appended ([`crate::protocol::Participant::handle_log_poke`]).
+    /// Another document appended.
     Poke,
     /// Messages were lost ([`crate::protocol::Participant::handle_missed_messages`]).
     Gap,

@@ -28,7 +28,8 @@ pub enum Effect {
     Decided(Message),
     /// The context enters the protocol: open its channels if they are closed (the receiving
     /// BroadcastChannel object first; over the log, its log object), and over the log start reading it
-    /// (find its last key and answer with [`super::Participant::handle_log_started`]). Carried out
+    /// (find its last key and answer with [`Found::Started`](crate::protocol::log_writer::Found) through
+    /// [`super::Participant::handle_log`]). Carried out
     /// before the `Transmit` that follows it (its `Join`), so that the channels receive that `Join`.
     OpenChannels,
     /// The context has left the protocol: close its channels once the `Transmit` before this has gone
@@ -40,8 +41,7 @@ pub enum Effect {
     /// to it; over the log, the carrier's (or localStorage's), for the others to append.
     ArmFarewell(Option<Message>),
     /// Log transport: read the entries after key `after`, hand each to
-    /// [`super::Participant::handle_log_entry`] and then call
-    /// [`super::Participant::handle_log_read`] with the log's floor.
+    /// [`super::Participant::handle_log`] (`Found::Entry`) and then the log's floor (`Found::Read`).
     ReadLog { after: u64 },
     /// Log transport: delete the log's entries up to key `upto`, which no member of the history needs
     /// any more, and raise the floor to it (ignore failures: the log is only longer).
