@@ -307,7 +307,7 @@ for (const { label, launch, recorded } of BROWSERS) {
   const newcomerQuery = label === 'WebKit' ? {} : { bc: 'none' };
   const newcomerRecords = label === 'WebKit' ? recorded : 'log-bare';
 
-  test(`${label}: logout code deletes every database while a page holds a lock: weblocks' own wait for the holder alone, and a page opened meanwhile on another transport is granted, on its own, once the holder is gone`, async () => {
+  test(`${label}: logout code deletes every database while a page holds a lock: weblocks' own wait for the holder alone, and a page opened meanwhile on another transport is granted, on its own, once the holder is gone, or refuses where the holder's worker recorded its transport first`, async () => {
     await withBrowser(launch, async (browser) => {
       await forgetTransportOf(browser);
       const name = `logout-${++runs}`;
@@ -345,8 +345,14 @@ for (const { label, launch, recorded } of BROWSERS) {
           // contexts start on the origin anew.
           await holder.close();
           closed = true;
-          assert.equal(await settledWithin(granted, 10_000), 'held', 'the newcomer is granted once the holder is gone');
-          assert.equal(await recordOf(newcomer), newcomerRecords, 'the newcomer recorded its own transport');
+          // The holder's worker asked the record again behind the deletion, before the newcomer did: where
+          // the browser still runs that read as the page goes (Chromium may), the worker records its own
+          // transport first, and the newcomer, on another, refuses. Either way one transport runs.
+          const outcome = await settledWithin(granted, 10_000);
+          const record = await recordOf(newcomer);
+          if (outcome === 'OperationError' && record === recorded) return;
+          assert.equal(outcome, 'held', `the newcomer is granted once the holder is gone (record ${record})`);
+          assert.equal(record, newcomerRecords, 'the newcomer recorded its own transport');
           assert.equal(await run(newcomer, 'worker', 'probe', name), 'taken', "the newcomer's worker shares its manager");
           assert.equal(await run(newcomer, 'page', 'release', name), true);
         });
