@@ -13,7 +13,7 @@
 // (DELETION_WAITS): the core decides when this context gives its connections up (`release`: the
 // transport record's and the log's go by the `onRelease` hook, whose answer comes back as `agreed()`).
 //
-// The edge (src/wasm/evidence.rs) calls `open`, `close`, `delete`, `write` and `read` with the handles and
+// The edge (src/wasm/evidence.rs) calls `open`, `close`, `delete`, `write`, `read` and `list` with the handles and
 // transactions the core numbers; each answers with events `{ type, key, data }` in a microtask of its
 // own, never within the call (`key`: the handle, or the transaction). `prepare` makes, while the wasm
 // loads, the operations the core takes as made before it existed (`Evidence::prepared`): this context's
@@ -35,6 +35,7 @@ const PAGE_HIDDEN = 9;
 const PAGE_SHOWN = 10;
 const DELETION_WAITS = 11;
 const RECORD_AGREED = 12;
+const DATABASES = 13;
 /** The kinds of the register's entries. */
 const MEMBER = 1;
 const AHEAD = 2;
@@ -49,6 +50,12 @@ export function makeLivenessStorage(globalObject = theGlobal, scope) {
   const prefix = scope === undefined ? 'weblocks-alive:' : 'weblocks-alive:' + scope + ':';
   const nameOf = (client, key) => (client === undefined ? prefix : prefix + client + ':' + key);
   const entryName = (kind, client, key) => (kind === AHEAD ? '~' : '') + nameOf(client, key);
+  // `number`, then the client id and key of a liveness database's name without its prefix, onto `data`.
+  const pushName = (data, number, rest) => {
+    const parts = rest.split(':');
+    const key = Number(parts[1]);
+    if (parts.length === 2 && key > 0 && Number.isSafeInteger(key)) data.push(number, parts[0], key);
+  };
   // Events wait for `listen`; each then comes in a microtask of its own.
   let handler = null;
   const early = [];
@@ -253,12 +260,28 @@ export function makeLivenessStorage(globalObject = theGlobal, scope) {
           const data = [];
           for (const name of names) {
             const kind = typeof name !== 'string' ? 0 : name.startsWith(prefix) ? MEMBER : name.startsWith('~' + prefix) ? AHEAD : 0;
-            const parts = kind === 0 ? [] : name.slice(prefix.length + kind - 1).split(':');
-            const key = Number(parts[1]);
-            if (parts.length === 2 && key > 0 && Number.isSafeInteger(key)) data.push(kind, parts[0], key);
+            if (kind !== 0) pushName(data, kind, name.slice(prefix.length + kind - 1));
           }
           emit(LISTED, tx, data);
         },
+      );
+    },
+    /** The origin's liveness databases with their versions (`indexedDB.databases()`, where there is one). */
+    list() {
+      const answer = (data) => emit(DATABASES, 0, data);
+      let listing;
+      try {
+        listing = indexedDB.databases();
+      } catch (e) {
+        return answer(null);
+      }
+      Promise.resolve(listing).then(
+        (all) => {
+          const data = [];
+          for (const { name, version } of all) if (typeof name === 'string' && name.startsWith(prefix)) pushName(data, version, name.slice(prefix.length));
+          answer(data);
+        },
+        () => answer(null),
       );
     },
   };

@@ -23,7 +23,7 @@ import { bindgenAndOptimize, cargoBuildWasm } from '../build.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The classic script's budget, gzip -9 (docs/SIZE.md). */
-export const CLASSIC_BUDGET_GZIP = 51_500;
+export const CLASSIC_BUDGET_GZIP = 52_000;
 /** The budget of the classic script's leases' add-on, gzip -9 (docs/SIZE.md). */
 export const LEASES_ADDON_BUDGET_GZIP = 14_000;
 /** The classic files' budgets, which `--check` enforces. */

@@ -27,6 +27,17 @@
 //!   reads the register when it starts and when it joins, watches each entry, and deletes the database
 //!   and its entry once the owner is gone. The cost is bounded: one watch per listed database, removed
 //!   once it completes.
+//! - **Nor what no entry names.** A watch of a database that does not exist makes one at version 0
+//!   and aborts its upgrade, which leaves it there in WebKit (as the standard allows), and in Gecko
+//!   where the browser is killed meanwhile; a collector killed between taking an entry out and
+//!   deleting its database leaves that. A watch that finds missing a database whose owner is known
+//!   gone deletes what its open made. And a context starting lists
+//!   the origin's databases ([`StorageOp::List`]) and only then reads the register: a liveness database
+//!   the listing found that no entry of that read names is collected (deleted at version 0, else
+//!   watched). This never touches a live owner's: an owner writes its entry before it makes its
+//!   database, so one made before the listing was listed before the read began, and an entry goes only
+//!   once its owner ended, or (one opened ahead) once its database stayed missing for
+//!   [`COLLECT_AFTER_MS`].
 //! - **No transaction on the register while the page is in the back/forward cache.** Between
 //!   [`StorageEvent::PageHidden`] and [`StorageEvent::PageShown`] the register's transactions wait
 //!   (WebKitGTK leaves one begun in the `pagehide` that enters the cache unfinished, even once the page
@@ -59,6 +70,8 @@ pub const WATCH_TRIES: usize = 60;
 /// entries are so taken out, which nobody waits for: the wait decides when garbage goes, never who is
 /// gone, and no timer is armed for it.
 pub const COLLECT_AFTER_MS: u64 = 60_000;
+/// How many of the databases this context collected it remembers ([`Evidence`]'s `collected`).
+const COLLECTED_KEPT: usize = 8;
 /// How long the register may take to open before the context says why it waits: an open of it waits
 /// behind a page's deletion of it, which waits for every context that has it open.
 pub const REGISTER_WAIT_MS: u64 = 2000;
@@ -109,6 +122,11 @@ impl Entry {
         let (Entry::Member { client, .. } | Entry::Ahead { client, .. }) = self;
         client
     }
+
+    fn key(&self) -> u64 {
+        let (Entry::Member { key, .. } | Entry::Ahead { key, .. }) = self;
+        *key
+    }
 }
 
 /// One storage operation for the edge to carry out. Each answers with [`StorageEvent`]s of its handle or
@@ -132,6 +150,8 @@ pub enum StorageOp {
     Close { handle: u32 },
     /// Delete `database` (no answer: it completes once every connection to it is closed).
     Delete { database: Database },
+    /// List the origin's databases (`indexedDB.databases()`). Answers `Databases`.
+    List,
     /// On the register's connection `handle`, one read/write transaction: delete `remove`, then put
     /// `put`. Answers `Written`.
     Write {
@@ -187,6 +207,10 @@ pub enum StorageEvent {
     DeletionWaits,
     /// After `ReleaseRecord`: the record, read again, names the transport this context uses.
     RecordAgreed,
+    /// The answer to `List`: each liveness database of the origin by its owner's client id, its key
+    /// and its version (0: made by an open whose upgrade did not complete); `None` where the listing
+    /// failed, or the engine has none.
+    Databases(Option<Vec<(Rc<str>, u64, u32)>>),
 }
 
 /// What the evidence tells the participant.
@@ -273,8 +297,13 @@ enum Job {
         remove: Option<Entry>,
         put: Option<Entry>,
     },
-    /// A census for the participant (`true`), or a look for databases to collect.
-    Read { census: bool },
+    /// A census for the participant (`true`), or a look for databases to collect. `found`: the liveness
+    /// databases a listing made before this read found (owner, key, version), collected unless an
+    /// entry names them.
+    Read {
+        census: bool,
+        found: Vec<(Rc<str>, u64, u32)>,
+    },
 }
 
 /// A watch of another context's database.
@@ -318,6 +347,9 @@ pub struct Evidence {
     /// Entries opened ahead whose database a watch found missing, and since when: taken out by a read
     /// of the register once missing for [`COLLECT_AFTER_MS`]. Only entries still listed are kept.
     missing: Vec<(Entry, u64)>,
+    /// The last [`COLLECTED_KEPT`] databases whose owner this context found gone, by owner and key: a
+    /// watch of one of them made since (of its other entry) that finds it missing deletes it again.
+    collected: Vec<(Rc<str>, u64)>,
     /// The browser closed a connection of this context's that was open (the register, or its own
     /// database): see [`Evidence::storage_lost`].
     lost: bool,
@@ -329,8 +361,8 @@ pub struct Evidence {
 
 impl Evidence {
     /// The evidence of context `client`, its keys drawn from `seed`, once the edge has made the
-    /// operations of [`Evidence::prepared`] (a window does while its wasm loads). Its first job, once
-    /// the register is open, is to read it for databases to collect.
+    /// operations of [`Evidence::prepared`] (a window does while its wasm loads). Its first job is to
+    /// list the origin's databases and then read the register for databases to collect.
     pub fn new(client: &str, seed: u64, ahead: Option<u64>) -> Evidence {
         let mut evidence = Evidence {
             client: client.into(),
@@ -345,12 +377,13 @@ impl Evidence {
             register: Register::Opening(1),
             register_since: None,
             register_told: false,
-            queued: vec![(2, Job::Read { census: false })],
+            queued: Vec::new(),
             running: Vec::new(),
             watches: Vec::new(),
             missing: Vec::new(),
+            collected: Vec::new(),
             lost: false,
-            ops: VecDeque::new(),
+            ops: VecDeque::from([StorageOp::List]),
             findings: VecDeque::new(),
             sweep: sweep::Sweep::default(),
         };
@@ -522,7 +555,10 @@ impl Evidence {
     /// `Effect::Census`: read the register ([`Finding::Census`]) and watch every database it lists.
     pub fn census(&mut self, now: u64) {
         self.note_time(now);
-        self.run(Job::Read { census: true });
+        self.run(Job::Read {
+            census: true,
+            found: Vec::new(),
+        });
     }
 
     /// `Effect::Watch`: watch member `client`'s database `key` ([`Finding::Gone`] once it is gone).
@@ -566,6 +602,14 @@ impl Evidence {
             StorageEvent::Listed { tx, entries } => self.listed(tx, entries, now),
             StorageEvent::DeletionWaits => self.deletion_waits(),
             StorageEvent::RecordAgreed => self.record_agreed(),
+            StorageEvent::Databases(found) => {
+                let mut found = found.unwrap_or_default();
+                found.retain(|(client, _, _)| *client != self.client);
+                self.run(Job::Read {
+                    census: false,
+                    found,
+                });
+            }
         }
     }
 
@@ -987,12 +1031,31 @@ impl Evidence {
     }
 
     fn listed(&mut self, tx: u32, entries: Option<Vec<Entry>>, now: u64) {
-        let Some(Job::Read { census }) = self.take_job(tx) else {
+        let Some(Job::Read { census, found }) = self.take_job(tx) else {
             return;
         };
         let Some(entries) = entries else {
             return; // no census: the participant asks again
         };
+        // What the listing before this read found and no entry names: a version 0 one holds no
+        // connection and nothing (deleted); another is watched as one opened ahead would be, which
+        // collects it once it has no connection and tells the participant nothing.
+        for (client, key, version) in found {
+            if entries
+                .iter()
+                .any(|e| *e.owner() == client && e.key() == key)
+            {
+                continue;
+            }
+            let entry = Entry::Ahead { client, key };
+            if version == 0 {
+                self.ops.push_back(StorageOp::Delete {
+                    database: entry.database(),
+                });
+            } else {
+                self.watch_entry(entry);
+            }
+        }
         let mut members = Vec::new();
         let mut missing = Vec::new();
         for entry in entries {
@@ -1068,6 +1131,10 @@ impl Evidence {
     /// closed it. For one opened ahead it is none: its owner writes the entry before it opens the
     /// database, and may not have opened it yet: nothing is told, and the entry goes only once a read of
     /// the register finds it still listed after it has been missing for [`COLLECT_AFTER_MS`].
+    /// The watch's open made the database at version 0 and aborted its upgrade, which WebKit keeps
+    /// (as the standard allows): where the owner is known gone (a member's, or one this context
+    /// collected), it is deleted again; else the next context to start collects it once no entry
+    /// names it.
     fn missing(&mut self, w: usize, now: u64) {
         let watch = &mut self.watches[w];
         if watch.told {
@@ -1075,7 +1142,14 @@ impl Evidence {
         }
         watch.told = true;
         let entry = watch.entry.clone();
-        if matches!(entry, Entry::Member { .. }) {
+        let (client, key) = (entry.owner(), entry.key());
+        let member = matches!(entry, Entry::Member { .. });
+        if member || self.collected.iter().any(|(c, k)| c == client && *k == key) {
+            self.ops.push_back(StorageOp::Delete {
+                database: entry.database(),
+            });
+        }
+        if member {
             return self.collect(entry);
         }
         // No timer: a later read of the register (this context's census, or its next start) takes
@@ -1092,6 +1166,10 @@ impl Evidence {
         if member {
             self.findings.push_back(Finding::Gone(client.clone(), key));
         }
+        if self.collected.len() == COLLECTED_KEPT {
+            self.collected.remove(0);
+        }
+        self.collected.push((client.clone(), key));
         // Its entry as a member's, and as one opened ahead: which one the register holds now, this
         // watch cannot tell.
         self.run(Job::Write {

@@ -56,6 +56,9 @@ extern "C" {
     /// On the register's connection `handle`, reads every entry in transaction `tx`.
     #[wasm_bindgen(method)]
     fn read(this: &LivenessStorage, handle: u32, tx: u32);
+    /// Lists the origin's liveness databases with their versions.
+    #[wasm_bindgen(method)]
+    fn list(this: &LivenessStorage);
     /// Gives up the context's other weblocks connections (the transport record, the log's database)
     /// for a deletion, and asks the record again behind it.
     #[wasm_bindgen(method)]
@@ -82,6 +85,9 @@ const PAGE_SHOWN: u32 = 10;
 const DELETION_WAITS: u32 = 11;
 /// The record, asked again after `release`, names the transport this context uses.
 const RECORD_AGREED: u32 = 12;
+/// `data`: version, client id and key of each liveness database one after the other, or null if the
+/// listing failed.
+const DATABASES: u32 = 13;
 
 /// The kinds of the register's entries, as `js/liveness.js` numbers them.
 const MEMBER: u32 = 1;
@@ -118,6 +124,7 @@ pub(super) fn carry_out(storage: &LivenessStorage, op: StorageOp) {
             storage.write(handle, tx, rk, rc, rkey, pk, pc, pkey);
         }
         StorageOp::Read { handle, tx } => storage.read(handle, tx),
+        StorageOp::List => storage.list(),
         StorageOp::ReleaseRecord => storage.release(),
     }
 }
@@ -154,33 +161,41 @@ pub(super) fn read_event(event: &JsValue) -> Option<StorageEvent> {
         },
         LISTED => StorageEvent::Listed {
             tx: key,
-            entries: entries(&data),
+            entries: triples(&data).map(entries),
         },
+        DATABASES => StorageEvent::Databases(triples(&data)),
         _ => return None,
     })
 }
 
-/// The entries of a `LISTED` event's data; entries that do not read as one are skipped. A plain loop:
-/// iterator adapters would each add code to the wasm.
-fn entries(data: &JsValue) -> Option<Vec<Entry>> {
-    let values: &Array = data.dyn_ref()?;
+/// A `LISTED` event's triples (kind, client id, key) as entries; those of no kind are skipped.
+fn entries(triples: Vec<(Rc<str>, u64, u32)>) -> Vec<Entry> {
     let mut entries = Vec::new();
-    let mut at = 0;
-    while at + 2 < values.length() {
-        let kind = values.get(at).as_f64();
-        let client = values.get(at + 1).as_string();
-        let key = values.get(at + 2).as_f64();
-        at += 3;
-        let (Some(kind), Some(client), Some(key)) = (kind, client, key) else {
-            continue;
-        };
-        let client: Rc<str> = client.into();
-        let key = key as u64;
-        match kind as u32 {
+    for (client, key, kind) in triples {
+        match kind {
             MEMBER => entries.push(Entry::Member { client, key }),
             AHEAD => entries.push(Entry::Ahead { client, key }),
             _ => {}
         }
     }
-    Some(entries)
+    entries
+}
+
+/// The triples of a `LISTED` or `DATABASES` event's data (a number, a client id, a key, one after the
+/// other), as (client id, key, number); those that do not read as one are skipped. A plain loop:
+/// iterator adapters would each add code to the wasm.
+fn triples(data: &JsValue) -> Option<Vec<(Rc<str>, u64, u32)>> {
+    let values: &Array = data.dyn_ref()?;
+    let mut triples = Vec::new();
+    let mut at = 0;
+    while at + 2 < values.length() {
+        let number = values.get(at).as_f64();
+        let client = values.get(at + 1).as_string();
+        let key = values.get(at + 2).as_f64();
+        at += 3;
+        if let (Some(number), Some(client), Some(key)) = (number, client, key) {
+            triples.push((client.into(), key as u64, number as u32));
+        }
+    }
+    Some(triples)
 }

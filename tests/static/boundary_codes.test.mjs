@@ -47,7 +47,7 @@ const SETS = [
     what: "the liveness storage object's events",
     rust: 'src/wasm/evidence.rs',
     js: 'js/liveness.js',
-    names: ['UPGRADING', 'OPENED', 'OPEN_FAILED', 'CLOSED', 'HIDDEN', 'WRITTEN', 'LISTED', 'MISSING', 'PAGE_HIDDEN', 'PAGE_SHOWN', 'DELETION_WAITS', 'RECORD_AGREED'].map((n) => [n, n]),
+    names: ['UPGRADING', 'OPENED', 'OPEN_FAILED', 'CLOSED', 'HIDDEN', 'WRITTEN', 'LISTED', 'MISSING', 'PAGE_HIDDEN', 'PAGE_SHOWN', 'DELETION_WAITS', 'RECORD_AGREED', 'DATABASES'].map((n) => [n, n]),
   },
   {
     what: "the log storage object's events",

@@ -69,6 +69,7 @@ impl TestHost {
                 entries: Some(Vec::new()),
             }],
             StorageOp::ReleaseRecord => vec![StorageEvent::RecordAgreed],
+            StorageOp::List => vec![StorageEvent::Databases(Some(Vec::new()))],
             StorageOp::Close { .. } | StorageOp::Delete { .. } => Vec::new(),
         };
         for event in events {

@@ -5,14 +5,16 @@ use super::*;
 
 fn machine(ahead: Option<u64>) -> Evidence {
     let mut e = Evidence::new("me", 1, ahead);
-    // The register the edge opened ahead (handle 1) opens; its first job, the look for databases to
-    // collect, finds nothing.
+    // Its first job, the look for databases to collect: the origin's databases are listed, then the
+    // register the edge opened ahead (handle 1) opens and is read; both find nothing.
+    assert_eq!(ops(&mut e), [StorageOp::List]);
+    e.handle_storage(0, StorageEvent::Databases(Some(Vec::new())));
     e.handle_storage(0, StorageEvent::Opened { handle: 1 });
-    assert_eq!(ops(&mut e), [StorageOp::Read { handle: 1, tx: 2 }]);
+    assert_eq!(ops(&mut e), [StorageOp::Read { handle: 1, tx: 3 }]);
     e.handle_storage(
         0,
         StorageEvent::Listed {
-            tx: 2,
+            tx: 3,
             entries: Some(Vec::new()),
         },
     );
@@ -199,7 +201,7 @@ fn a_context_that_ends_closes_deletes_and_unlists_its_database() {
             },
             StorageOp::Write {
                 handle: 1,
-                tx: 5,
+                tx: 6,
                 remove: Some(member("me", key)),
                 put: None
             },
@@ -424,7 +426,7 @@ fn a_register_that_does_not_open_is_said_once_to_wait() {
     e.handle_storage(9_000, StorageEvent::Opened { handle: 1 });
     assert!(matches!(
         ops(&mut e).as_slice(),
-        [StorageOp::Read { .. }, StorageOp::Read { .. }]
+        [StorageOp::List, StorageOp::Read { .. }]
     ));
 }
 
@@ -611,5 +613,129 @@ fn a_watch_whose_opens_keep_failing_is_given_up_after_its_tries_without_a_findin
     assert!(
         matches!(ops(&mut e).as_slice(), [StorageOp::Open { .. }]),
         "watched again when listed"
+    );
+}
+
+/// A context that starts, whose listing answers `databases`: its register opens, and the read that
+/// follows the listing is under way. Returns it and that read's transaction.
+fn started(databases: Option<Vec<(Rc<str>, u64, u32)>>) -> (Evidence, u32) {
+    let mut e = Evidence::new("me", 1, None);
+    assert_eq!(ops(&mut e), [StorageOp::List]);
+    e.handle_storage(0, StorageEvent::Databases(databases));
+    e.handle_storage(0, StorageEvent::Opened { handle: 1 });
+    let tx = match ops(&mut e).as_slice() {
+        [StorageOp::Read { handle: 1, tx }] => *tx,
+        other => panic!("the register read after the listing: {other:?}"),
+    };
+    (e, tx)
+}
+
+#[test]
+fn a_database_no_entry_names_is_collected_by_a_context_that_starts_deleted_at_version_0_else_watched()
+ {
+    // A browser killed as a watch aborted its upgrade leaves a database at version 0; one killed as it
+    // collected leaves one without its entry. Both are found by the listing a starting context makes
+    // before it reads the register; what an entry of that read names is left to the entries' rules.
+    let (mut e, tx) = started(Some(vec![
+        ("left".into(), 1, 0),
+        ("unlisted".into(), 2, 2),
+        ("owner".into(), 3, 0),
+        ("member".into(), 4, 1),
+        ("me".into(), 5, 0),
+    ]));
+    e.handle_storage(
+        0,
+        StorageEvent::Listed {
+            tx,
+            entries: Some(vec![ahead("owner", 3), member("member", 4)]),
+        },
+    );
+    let ops = ops(&mut e);
+    let database = |client: &str, key| Database::Alive {
+        client: client.into(),
+        key,
+    };
+    assert!(ops.contains(&StorageOp::Delete {
+        database: database("left", 1)
+    }));
+    let watched: Vec<_> = ops
+        .iter()
+        .filter_map(|op| match op {
+            StorageOp::Open {
+                database,
+                version: 2,
+                ..
+            } => Some(database.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        watched,
+        [
+            database("unlisted", 2),
+            database("owner", 3),
+            database("member", 4)
+        ],
+        "the unlisted one, and every entry as always"
+    );
+    let deleted = ops
+        .iter()
+        .filter(|op| matches!(op, StorageOp::Delete { .. }));
+    assert_eq!(
+        deleted.count(),
+        1,
+        "what an entry names, and its own, are not deleted: {ops:?}"
+    );
+}
+
+#[test]
+fn a_listing_that_fails_collects_only_what_the_register_lists() {
+    let (mut e, tx) = started(None);
+    e.handle_storage(
+        0,
+        StorageEvent::Listed {
+            tx,
+            entries: Some(vec![member("member", 4)]),
+        },
+    );
+    let watched = ops(&mut e);
+    let [StorageOp::Open { version: 2, .. }] = watched.as_slice() else {
+        panic!("the listed member watched, nothing else: {watched:?}");
+    };
+}
+
+#[test]
+fn a_watch_that_finds_missing_a_database_whose_owner_is_gone_deletes_what_its_open_made() {
+    // WebKit keeps the database an aborted upgrade made, at version 0. A member's entry: its owner
+    // is gone. One opened ahead: only once this context found the owner gone (its member's watch);
+    // before that the owner may be about to make it.
+    let mut e = machine(None);
+    let watch = |e: &mut Evidence, entry: Entry| {
+        e.watch_entry(entry);
+        match ops(e).as_slice() {
+            [StorageOp::Open { handle, .. }] => *handle,
+            other => panic!("{other:?}"),
+        }
+    };
+    let deletes = |ops: &[StorageOp]| {
+        ops.iter()
+            .filter(|op| matches!(op, StorageOp::Delete { .. }))
+            .count()
+    };
+    let early = watch(&mut e, ahead("slow", 1));
+    e.handle_storage(0, StorageEvent::Missing { handle: early });
+    assert_eq!(deletes(&ops(&mut e)), 0, "the owner may make it yet");
+    let gone = watch(&mut e, member("ended", 2));
+    e.handle_storage(0, StorageEvent::Missing { handle: gone });
+    assert_eq!(deletes(&ops(&mut e)), 1, "a member's: its owner is gone");
+    let collected = watch(&mut e, member("crashed", 3));
+    e.handle_storage(0, StorageEvent::Upgrading { handle: collected });
+    assert_eq!(deletes(&ops(&mut e)), 1, "collected as gone");
+    let other = watch(&mut e, ahead("crashed", 3));
+    e.handle_storage(0, StorageEvent::Missing { handle: other });
+    assert_eq!(
+        deletes(&ops(&mut e)),
+        1,
+        "its other entry, whose owner it found gone"
     );
 }

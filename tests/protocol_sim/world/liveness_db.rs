@@ -7,8 +7,12 @@
 //!   higher version than the database's, and a deletion, wait until no other connection to it is left
 //!   (every connection ignores `versionchange`, as the edge's do); the upgrade then starts
 //!   (`Upgrading`, for an open at version 2) and the open succeeds. An open at a lower version fails.
-//!   A watch of a database that does not exist makes none: the edge aborts its upgrade (it fails,
-//!   after `Missing`).
+//!   A watch of a database that does not exist makes one at version 0 and the edge aborts its upgrade
+//!   (it fails, after `Missing`). Half the time that takes the database away again (Blink, Gecko); else
+//!   it is left at version 0 (WebKit, as the standard says). It is left too where the watcher's
+//!   process goes before the abort (a browser killed). Such a database holds nothing and no
+//!   connection, and an open at version 2 of it finds it missing, as of one that does not exist.
+//! - The origin's databases are listed (`indexedDB.databases()`) with their versions, after a delay.
 //! - The backend closes every connection of a context that ends (crashed, killed, closed), and drops
 //!   its opens not yet run; the opens then unblocked complete after its notice of the end (tens of ms).
 //! - The register's transactions run one at a time, in the order they were made, each after a delay.
@@ -39,8 +43,10 @@ pub(super) type EntryKey = (bool, Rc<str>, u64);
 /// One database, as the backend keeps it.
 #[derive(Debug, Default)]
 pub(super) struct SimDb {
-    /// 0: it does not exist.
+    /// 0: it does not exist, or (`made`) exists at version 0.
     pub(super) version: u32,
+    /// It exists at version 0: left by a watch whose process went as it aborted the upgrade.
+    made: bool,
     /// Its open connections: (context, handle, closed by the edge as its page enters the cache).
     pub(super) conns: Vec<(usize, u32, bool)>,
     /// Opens and deletions waiting for their turn, in the order they were made.
@@ -97,6 +103,10 @@ pub(super) struct LivenessStorage {
     /// When the answer to each open that succeeded reaches its context, by (context, handle): a
     /// connection the browser closes gets its `close` event after it.
     opened_at: BTreeMap<(usize, u32), u64>,
+    /// The watches aborting the upgrade of a database that did not exist, by database and context,
+    /// until their `Missing` reaches the context: a database whose watcher's process goes meanwhile
+    /// is left at version 0.
+    aborting: Vec<(DbName, usize, u64)>,
 }
 
 /// A transaction on the register, as the backend runs it.
@@ -194,6 +204,7 @@ impl World {
                     }
                 }
                 StorageOp::Delete { .. } => {}
+                StorageOp::List => self.storage_answer(i, StorageEvent::Databases(None), (0, 3)),
             };
         }
         match op {
@@ -257,6 +268,19 @@ impl World {
             } => self.register_tx(i, handle, RegisterTx::Write { tx, remove, put }),
             StorageOp::Read { handle, tx } => self.register_tx(i, handle, RegisterTx::Read { tx }),
             StorageOp::ReleaseRecord => self.sweep_release_record(i),
+            StorageOp::List => {
+                let found = self
+                    .storage
+                    .dbs
+                    .iter()
+                    .filter(|(_, db)| db.version > 0 || db.made)
+                    .filter_map(|(name, db)| {
+                        let (client, key) = name.clone()?;
+                        Some((client, key, db.version))
+                    })
+                    .collect();
+                self.storage_answer(i, StorageEvent::Databases(Some(found)), (0, 3));
+            }
         }
     }
 
@@ -380,15 +404,22 @@ impl World {
                     }
                     if version > 1 && db.version == 0 {
                         // A watch of a database that does not exist (its owner deleted it, or never
-                        // made it): the edge aborts the upgrade, so none is made.
+                        // made it): the edge aborts the upgrade, so none is made, unless the
+                        // watcher's process goes before it has.
                         db.queue.pop_front();
+                        if !db.made && self.rng.range(0, 2) == 0 {
+                            db.made = true;
+                            self.bump("databases left at version 0 by an aborted upgrade");
+                        }
                         let at = self.now + self.storage_delay(delay);
+                        self.storage.aborting.push((name.clone(), ctx, at));
                         self.schedule(at, ctx, Ev::Storage(StorageEvent::Missing { handle }));
                         self.schedule(at, ctx, Ev::Storage(StorageEvent::OpenFailed { handle }));
                         continue;
                     }
                     let upgrades = version > db.version;
                     db.version = version;
+                    db.made = false;
                     db.conns.push((ctx, handle, hides));
                     db.queue.pop_front();
                     let at = self.now + self.storage_delay(delay);
@@ -414,6 +445,7 @@ impl World {
                     }
                     db.queue.pop_front();
                     db.version = 0;
+                    db.made = false;
                     if name.is_none() {
                         self.storage.entries.clear();
                     }
@@ -427,6 +459,7 @@ impl World {
         }
         if let Some(db) = self.storage.dbs.get(name)
             && db.version == 0
+            && !db.made
             && db.conns.is_empty()
             && db.queue.is_empty()
         {
@@ -474,6 +507,26 @@ impl World {
             .map(|(n, _)| n.clone())
             .collect();
         let crashed = self.contexts[i].status == Status::Crashed;
+        // A watch of its that was aborting an upgrade leaves the database it made, at version 0, if
+        // its process went (a crash: the browser killed, say) before the abort reached it.
+        let now = self.now;
+        let left: Vec<DbName> = self
+            .storage
+            .aborting
+            .iter()
+            .filter(|(_, ctx, until)| crashed && *ctx == i && *until > now)
+            .map(|(name, _, _)| name.clone())
+            .collect();
+        self.storage
+            .aborting
+            .retain(|(_, ctx, until)| *ctx != i && *until > now);
+        for name in left {
+            let db = self.storage.dbs.entry(name).or_default();
+            if db.version == 0 {
+                db.made = true;
+                self.bump("databases left at version 0 by a watch whose process went");
+            }
+        }
         for name in names {
             let db = self.storage.dbs.get_mut(&name).expect("listed");
             db.conns.retain(|c| c.0 != i);
@@ -628,7 +681,8 @@ impl World {
     }
 
     /// Nothing left behind: once the origin is quiet, a new window starts and looks around (its
-    /// evidence reads the register and watches every entry); then no database or entry of a context
+    /// evidence lists the databases, reads the register and watches every entry), and later another;
+    /// then no database or entry of a context
     /// that is gone may be left, and no context may watch more than the entries the databases there
     /// are can have (a member's and one opened ahead each).
     pub fn check_collected(&mut self) {
@@ -642,6 +696,13 @@ impl World {
         self.client_at(later, window, super::Action::Query);
         if !self.run_until(later + 10_000) {
             return self.violation("not quiet after a new window looked around".into());
+        }
+        // A database at version 0 that an entry then still named (a watch's, killed as it aborted
+        // the upgrade, of a database never made) is no entry's now: the next window to start
+        // collects it.
+        self.add_context(self.now, version, 0);
+        if !self.run_until(self.now + 10_000) {
+            return self.violation("not quiet after a second new window looked around".into());
         }
         let left = self.uncollected();
         if !left.is_empty() {
