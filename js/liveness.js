@@ -275,14 +275,14 @@ export function makeLivenessStorage(globalObject = theGlobal, scope) {
       } catch (e) {
         return answer(null);
       }
-      Promise.resolve(listing).then(
-        (all) => {
+      // A listing that rejects, or answers what does not read as one, answers null: never nothing.
+      Promise.resolve(listing)
+        .then((all) => {
           const data = [];
           for (const { name, version } of all) if (typeof name === 'string' && name.startsWith(prefix)) pushName(data, version, name.slice(prefix.length));
           answer(data);
-        },
-        () => answer(null),
-      );
+        })
+        .catch(() => answer(null));
     },
   };
   return self;

@@ -412,6 +412,8 @@ impl World {
                             self.bump("databases left at version 0 by an aborted upgrade");
                         }
                         let at = self.now + self.storage_delay(delay);
+                        let now = self.now;
+                        self.storage.aborting.retain(|(_, _, until)| *until > now);
                         self.storage.aborting.push((name.clone(), ctx, at));
                         self.schedule(at, ctx, Ev::Storage(StorageEvent::Missing { handle }));
                         self.schedule(at, ctx, Ev::Storage(StorageEvent::OpenFailed { handle }));
