@@ -46,18 +46,27 @@ export WASM_BINDGEN_TEST_TIMEOUT=120  # the runner's budget for a whole test bin
 # The ponyfill's browser tests (tests/web.rs), through wasm-bindgen's own runner (wasm-bindgen-cli installs
 # it): cargo runs each wasm test binary with it, and it drives the browser whose driver is set (one per run).
 # A browser whose page never reported (the runner's "Failed to detect test as having been run": its page did not
-# load, as headless Chromium does now and then on a fresh machine) is given one more try, and says so; a test
-# that ran and failed is not.
+# load, as headless Chromium does now and then on a fresh machine), or whose driver hung before any test ran (the
+# runner's own timeout bounds the tests, not the driver's start or session: one CI run waited 856 s there), is
+# given one more try, and says so; a test that ran and failed is not. The binary is built first, outside the
+# bound, so that a cold compile is not mistaken for a hang.
 wasm_browser_tests() {
-  local out rc
+  local out rc try
+  local cmd=(env "$@" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner cargo test --target wasm32-unknown-unknown --test web)
+  "${cmd[@]}" --no-run || return 1
   out=$(mktemp)
-  env "$@" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner cargo test --target wasm32-unknown-unknown --test web 2>&1 | tee "$out"
-  rc=${PIPESTATUS[0]}
-  if [ "$rc" -ne 0 ] && grep -q 'Failed to detect test as having been run' "$out"; then
-    echo "wasm browser tests: the browser's page never ran them; once more"
-    env "$@" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner cargo test --target wasm32-unknown-unknown --test web
-    rc=$?
-  fi
+  for try in 1 2; do
+    timeout --kill-after=15 300 "${cmd[@]}" 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    [ "$rc" -ne 0 ] && [ "$try" -eq 1 ] || break
+    if grep -q 'Failed to detect test as having been run' "$out"; then
+      echo "wasm browser tests: the browser's page never ran them; once more"
+    elif { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && ! grep -q '^test .* \.\.\. ' "$out"; then
+      echo "wasm browser tests: the browser or its driver hung for 300 s before any test reported; once more"
+    else
+      break
+    fi
+  done
   rm -f "$out"
   return "$rc"
 }
