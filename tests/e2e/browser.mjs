@@ -58,18 +58,18 @@ export async function openPage(browser) {
 
 /**
  * For a test file whose tests share one server of the repository and one Chromium: starts both before
- * the file's tests, closes both after them, and hands them to `use(server, browser)`.
+ * the file's tests, closes both after them. The object returned holds them as `server` and `browser` from
+ * the file's `before` hook on (undefined until then: read them inside tests, not at the file's top level).
  */
-export function shareServerAndChromium(use) {
-  let server;
-  let browser;
+export function shareServerAndChromium() {
+  const shared = { server: undefined, browser: undefined };
   before(async () => {
-    server = await startServer();
-    browser = await launchChromium();
-    use(server, browser);
+    shared.server = await startServer();
+    shared.browser = await launchChromium();
   });
   after(async () => {
-    await browser?.close();
-    await server?.close();
+    await shared.browser?.close();
+    await shared.server?.close();
   });
+  return shared;
 }

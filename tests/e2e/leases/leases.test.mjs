@@ -10,12 +10,7 @@ import { race } from '../fixtures/leases_race_run.mjs';
 const FIXTURE = 'tests/e2e/fixtures/leases.html';
 const RACE_ROUNDS = 300;
 
-let server;
-let browser;
-shareServerAndChromium((s, b) => {
-  server = s;
-  browser = b;
-});
+const shared = shareServerAndChromium();
 
 /** A new tab on the fixture, with page errors collected; `context` shares storage between its tabs. */
 async function openTab(context) {
@@ -23,7 +18,7 @@ async function openTab(context) {
   page.errors = [];
   page.on('pageerror', (e) => page.errors.push(`pageerror: ${e.message}`));
   page.on('console', (m) => m.type() === 'error' && page.errors.push(`console.error: ${m.text()}`));
-  await page.goto(server.url + FIXTURE);
+  await page.goto(shared.server.url + FIXTURE);
   assert.equal(await page.evaluate(() => window.fixtureReady), true);
   return page;
 }
@@ -51,7 +46,7 @@ async function fails(page, code, method, ...args) {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function withContext(body) {
-  const context = await browser.newContext();
+  const context = await shared.browser.newContext();
   try {
     return await body(context);
   } finally {
@@ -349,7 +344,7 @@ test('a dedicated worker (no window, no localStorage) uses the same leases', () 
 test('the classic leases add-on, loaded after the classic script, exposes weblocks.leases and weblocks.LockError', () =>
   withContext(async (context) => {
     const page = await context.newPage();
-    const blank = server.url + 'blank-for-classic.html'; // a page of the origin without the ESM entry
+    const blank = shared.server.url + 'blank-for-classic.html'; // a page of the origin without the ESM entry
     await page.route(blank, (route) => route.fulfill({ contentType: 'text/html', body: '<!doctype html><title>classic</title>' }));
     await page.goto(blank);
     await page.addScriptTag({ url: '/dist/weblocks.polyfill.js' });
@@ -380,7 +375,7 @@ test('the classic leases add-on without the classic script says to load that fir
     const page = await context.newPage();
     const errors = [];
     page.on('pageerror', (e) => errors.push(e.message));
-    const blank = server.url + 'blank-for-classic.html';
+    const blank = shared.server.url + 'blank-for-classic.html';
     await page.route(blank, (route) => route.fulfill({ contentType: 'text/html', body: '<!doctype html><title>classic</title>' }));
     await page.goto(blank);
     await page.addScriptTag({ url: '/dist/weblocks.leases.js' });

@@ -9,22 +9,17 @@ import { startServer } from '../server.mjs';
 import { launchChromium, shareServerAndChromium } from '../browser.mjs';
 import { openForm as openFormAt, waitForState } from '../edit_form.mjs';
 
-let server;
-let browser;
-shareServerAndChromium((s, b) => {
-  server = s;
-  browser = b;
-});
+const shared = shareServerAndChromium();
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const openForm = (context, query) => openFormAt(server.url, context, query);
+const openForm = (context, query) => openFormAt(shared.server.url, context, query);
 
 const state = (page) => page.getAttribute('#status', 'data-state');
 const storedArticle = (page, id) => page.evaluate((id) => JSON.parse(localStorage.getItem(`weblocks-demo:article:${id}`)), id);
 
 test('two tabs: the second waits while the first edits, and edits once the closed first one\'s lease expires', async () => {
-  const context = await browser.newContext();
+  const context = await shared.browser.newContext();
   try {
     const query = 'article=10&ttl=1500&every=300&retry=200';
     const first = await openForm(context, query);
@@ -67,7 +62,7 @@ test('two tabs: the second waits while the first edits, and edits once the close
 });
 
 test('a save after the lease expired fails with a clear message, overwrites nothing, and keeps the text as a draft', async () => {
-  const context = await browser.newContext();
+  const context = await shared.browser.newContext();
   try {
     // A ttl well above the page's deadline margin (250 ms + 0.1 %) and a loaded machine's transactions.
     const query = 'article=11&ttl=1500&every=300&retry=200';

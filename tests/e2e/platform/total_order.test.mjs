@@ -11,12 +11,7 @@ import { compareRecordings, runTotalOrder } from '../fixtures/xctx_order_run.mjs
 
 const MESSAGES = 300;
 
-let server;
-let browser;
-shareServerAndChromium((s, b) => {
-  server = s;
-  browser = b;
-});
+const shared = shareServerAndChromium();
 
 test('the comparison catches a reordering, a missing message and polite turn-taking (so the tests below can fail)', () => {
   const a = ['go', 'x:0', 'y:0', 'x:1', 'y:1'];
@@ -30,12 +25,12 @@ test('the comparison catches a reordering, a missing message and polite turn-tak
 
 for (const seed of [1, 2, 3]) {
   test(`Chromium: 4 tabs + a worker + an iframe see one total order of interleaved bursts (seed ${seed})`, async () => {
-    const context = await browser.newContext();
+    const context = await shared.browser.newContext();
     try {
       const tabs = [];
       for (let i = 0; i < 4; i++) {
         const page = await context.newPage();
-        await page.goto(server.url + 'tests/e2e/fixtures/xctx_order.html');
+        await page.goto(shared.server.url + 'tests/e2e/fixtures/xctx_order.html');
         tabs.push(page);
       }
       const recordings = await runTotalOrder(tabs, { channel: `order-${seed}`, messages: MESSAGES, maxBurst: 12, seed: seed * 100 });

@@ -24,17 +24,12 @@ import {
   withOrigin as withOriginOf,
 } from '../fixtures/xctx_harness.mjs';
 
-let server;
-let browser;
-shareServerAndChromium((s, b) => {
-  server = s;
-  browser = b;
-});
+const shared = shareServerAndChromium();
 
 /** Run `body(context)` in a fresh browser context; fails on any page error in its tabs. */
-const withOrigin = (body) => withOriginOf(browser, body);
+const withOrigin = (body) => withOriginOf(shared.browser, body);
 
-const tabs = (context, ...labels) => Promise.all(labels.map((l) => openTab(context, server, l)));
+const tabs = (context, ...labels) => Promise.all(labels.map((l) => openTab(context, shared.server, l)));
 
 test('the fixture tests weblocks: native navigator.locks removed, the ponyfill in use, distinct client ids', async () => {
   await withOrigin(async (context) => {
@@ -229,7 +224,7 @@ test('one name contended by a tab, its same-origin iframe and a dedicated worker
 
 test('the classic script in one tab and the ponyfill in another share the origin\'s lock manager', async () => {
   await withOrigin(async (context) => {
-    const classic = await openTab(context, server, 'classic', { api: 'classic' });
+    const classic = await openTab(context, shared.server, 'classic', { api: 'classic' });
     const [pony] = await tabs(context, 'pony');
     assert.equal(classic.kind, 'classic');
     await call(classic, 'request', 'c', 'interop');

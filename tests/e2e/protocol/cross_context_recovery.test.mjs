@@ -31,14 +31,9 @@ const CLOSE_BOUND_MS = 100;
 const CRASH_BOUND_MS = 500;
 const LOADED_MACHINE_MARGIN_MS = 150;
 
-let server;
-let browser;
-shareServerAndChromium((s, b) => {
-  server = s;
-  browser = b;
-});
+const shared = shareServerAndChromium();
 
-const withOrigin = (body) => withOriginOf(browser, body);
+const withOrigin = (body) => withOriginOf(shared.browser, body);
 
 const summary = (label, times) =>
   console.log(`# ${label}: ${times.map((t) => t.toFixed(0)).join(', ')} ms (p50 ${percentile(times, 50).toFixed(0)}, max ${Math.max(...times).toFixed(0)})`);
@@ -47,7 +42,7 @@ test(`holder tab closed: the waiter in another tab is granted within ${CLOSE_BOU
   const times = [];
   for (let i = 0; i < 5; i++) {
     await withOrigin(async (context) => {
-      const { holder, waiter } = await holderAndWaiter(context, server, 'closed');
+      const { holder, waiter } = await holderAndWaiter(context, shared.server, 'closed');
       const start = Date.now();
       await holder.close();
       const granted = await expectEvent(waiter, 'w', 'granted', 3000);
@@ -64,13 +59,13 @@ test(`holder tab navigated away (same origin and cross origin): the waiter is gr
   const fromPagehide = [];
   for (const target of ['tests/e2e/fixtures/build_smoke.html', 'about:blank', 'tests/e2e/fixtures/build_smoke.html']) {
     await withOrigin(async (context) => {
-      const { holder, waiter } = await holderAndWaiter(context, server, 'navigated');
+      const { holder, waiter } = await holderAndWaiter(context, shared.server, 'navigated');
       // The old document's pagehide only fires once the new one's response has arrived: time it too.
       await holder.evaluate(() =>
         addEventListener('pagehide', () => localStorage.setItem('xctx-pagehide', String(performance.timeOrigin + performance.now()))),
       );
       const start = Date.now();
-      const navigation = holder.goto(target.startsWith('about:') ? target : server.url + target);
+      const navigation = holder.goto(target.startsWith('about:') ? target : shared.server.url + target);
       const granted = await expectEvent(waiter, 'w', 'granted', 3000);
       await navigation;
       const pagehide = await waiter.waitForFunction(() => Number(localStorage.getItem('xctx-pagehide')) || null);
@@ -93,7 +88,7 @@ const PAGES = [
 /** A holder tab and a waiter tab on a lock manager of their own (`scope`). */
 async function scopedHolderAndWaiter(context, scope) {
   const query = { scope };
-  const [holder, waiter] = await Promise.all([openTab(context, server, 'holder', query), openTab(context, server, 'waiter', query)]);
+  const [holder, waiter] = await Promise.all([openTab(context, shared.server, 'holder', query), openTab(context, shared.server, 'waiter', query)]);
   await call(holder, 'request', 'h', 'x');
   await expectEvent(holder, 'h', 'granted');
   await call(waiter, 'request', 'w', 'x');
@@ -108,7 +103,7 @@ test(`holder tab crashed (CDP Page.crash): the waiter is granted within ${CRASH_
       await withOrigin(async (context) => {
         const { holder, waiter } = page.scoped
           ? await scopedHolderAndWaiter(context, `crash-${i}`)
-          : await holderAndWaiter(context, server, 'crashed');
+          : await holderAndWaiter(context, shared.server, 'crashed');
         // As a holder that has held for a while.
         await sleep(300);
         const start = Date.now();
@@ -134,10 +129,10 @@ test('a holder tab busy in a 2.5 s long task while a waiter waits keeps its lock
 test('the oldest member crashes: the others go on (a handoff between them is not held up), its locks are freed', async () => {
   await withOrigin(async (context) => {
     // The oldest joins first and is a member with a held lock and a pending request when it crashes.
-    const oldest = await openTab(context, server, 'oldest');
+    const oldest = await openTab(context, shared.server, 'oldest');
     await call(oldest, 'request', 'own', 'oldest-own');
     await expectEvent(oldest, 'own', 'granted');
-    const [b, c] = await Promise.all([openTab(context, server, 'b'), openTab(context, server, 'c')]);
+    const [b, c] = await Promise.all([openTab(context, shared.server, 'b'), openTab(context, shared.server, 'c')]);
     await call(b, 'request', 'h', 'busy');
     await expectEvent(b, 'h', 'granted');
     // The queue on 'busy' is c then the oldest: the handoff from b to c must not wait for the dead one.
@@ -171,7 +166,7 @@ test('the oldest member crashes: the others go on (a handoff between them is not
 
 test('a dedicated worker terminated while holding: the waiter in another tab is granted (its connections are closed)', async () => {
   await withOrigin(async (context) => {
-    const [page, other] = await Promise.all([openTab(context, server, 'page'), openTab(context, server, 'other')]);
+    const [page, other] = await Promise.all([openTab(context, shared.server, 'page'), openTab(context, shared.server, 'other')]);
     const worker = await spawnWorker(page, 'worker');
     await call(worker, 'request', 'h', 'in-worker');
     await expectEvent(worker, 'h', 'granted');

@@ -23,20 +23,15 @@ import {
 const TABS = 8;
 const CYCLES = Number(process.env.XCTX_STRESS_CYCLES ?? 200);
 
-let server;
-let browser;
-shareServerAndChromium((s, b) => {
-  server = s;
-  browser = b;
-});
+const shared = shareServerAndChromium();
 
-const withOrigin = (body) => withOriginOf(browser, body);
+const withOrigin = (body) => withOriginOf(shared.browser, body);
 
 /** `tabs` tabs run `cycles` lock cycles each at once; returns the overlaps, the final counter and timings. */
 async function stress(context, { tabs, cycles, scopePerTab = false, name = 'stress' }) {
   const db = `xctx-${name}`;
   const pages = await Promise.all(
-    Array.from({ length: tabs }, (_, i) => openTab(context, server, `tab${i}`, scopePerTab ? { scope: `tab${i}` } : {})),
+    Array.from({ length: tabs }, (_, i) => openTab(context, shared.server, `tab${i}`, scopePerTab ? { scope: `tab${i}` } : {})),
   );
   return runCycles(pages, { name, count: cycles, db });
 }
@@ -72,7 +67,7 @@ test('ten tabs opened at once (session restore), each requesting the same name o
       const pages = await Promise.all(
         Array.from({ length: 10 }, async (_, i) => {
           const page = watchErrors(await context.newPage());
-          await page.goto(fixtureUrl(server, `restored${i}`, { autostart: 'restore', db, count }));
+          await page.goto(fixtureUrl(shared.server, `restored${i}`, { autostart: 'restore', db, count }));
           return page;
         }),
       );
@@ -87,7 +82,7 @@ test('ten tabs opened at once (session restore), each requesting the same name o
 
 test('handoff latency between two tabs (ping-pong on one name), reported as p50/p95', async () => {
   await withOrigin(async (context) => {
-    const tabs = await Promise.all([openTab(context, server, 'a'), openTab(context, server, 'b')]);
+    const tabs = await Promise.all([openTab(context, shared.server, 'a'), openTab(context, shared.server, 'b')]);
     const rounds = 100;
     const { handoffs, overlaps } = await measureHandoffs(tabs, { rounds, name: 'pingpong' });
     assert.deepEqual(overlaps, [], 'grants that began before the previous holder had finished');

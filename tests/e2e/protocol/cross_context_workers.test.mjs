@@ -8,12 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openPage, shareServerAndChromium } from '../browser.mjs';
 
-let server;
-let browser;
-shareServerAndChromium((s, b) => {
-  server = s;
-  browser = b;
-});
+const shared = shareServerAndChromium();
 
 const fixtures = '/tests/e2e/fixtures/';
 const agentUrl = (label, query = {}) =>
@@ -35,9 +30,9 @@ function addAgent(page, label, query) {
  */
 async function startOrigin(query = {}) {
   // One browser context: Playwright's browser.newPage() would give each tab its own storage partition.
-  const context = await browser.newContext();
+  const context = await shared.browser.newContext();
   const control = await openPage(context);
-  await control.goto(server.url + fixtures.slice(1) + 'xctx_classic_page.html');
+  await control.goto(shared.server.url + fixtures.slice(1) + 'xctx_classic_page.html');
   // The control page records every report; commands go out on the command channel.
   await control.evaluate(() => {
     window.reports = [];
@@ -46,7 +41,7 @@ async function startOrigin(query = {}) {
   });
   await addAgent(control, 'a', query);
   const other = await openPage(context);
-  await other.goto(server.url + fixtures.slice(1) + 'xctx_classic_page.html');
+  await other.goto(shared.server.url + fixtures.slice(1) + 'xctx_classic_page.html');
   await addAgent(other, 'b', query);
   await control.evaluate(async (urls) => {
     window.dedicated = new Worker(urls.dedicated);

@@ -9,12 +9,7 @@ import assert from 'node:assert/strict';
 import { call, crash, openTab, sleep, withOrigin as withOriginOf } from '../fixtures/xctx_harness.mjs';
 import { shareServerAndChromium } from '../browser.mjs';
 
-let server;
-let browser;
-shareServerAndChromium((s, b) => {
-  server = s;
-  browser = b;
-});
+const shared = shareServerAndChromium();
 
 /** The names of the origin's weblocks databases, as `tab` lists them. */
 const weblocksDatabases = (tab) =>
@@ -31,16 +26,16 @@ const weblocksDatabases = (tab) =>
  * databases the newcomer sees once nothing changes for a second (at most 10 s).
  */
 async function afterCrashes(crashes) {
-  return withOriginOf(browser, async (context) => {
-    const stays = await openTab(context, server, 'stays');
+  return withOriginOf(shared.browser, async (context) => {
+    const stays = await openTab(context, shared.server, 'stays');
     await call(stays, 'request', 's', 'held-by-stays');
     for (let k = 0; k < crashes; k++) {
-      const doomed = await openTab(context, server, `doomed${k}`);
+      const doomed = await openTab(context, shared.server, `doomed${k}`);
       if (k % 2 === 0) await call(doomed, 'request', 'd', `held-${k}`);
       await sleep(100);
       await crash(doomed);
     }
-    const newcomer = await openTab(context, server, 'newcomer');
+    const newcomer = await openTab(context, shared.server, 'newcomer');
     await call(newcomer, 'request', 'n', 'held-by-stays', { ifAvailable: true });
     let seen = await weblocksDatabases(newcomer);
     for (let waited = 0, stable = 0; waited < 10_000 && stable < 1000; waited += 250) {

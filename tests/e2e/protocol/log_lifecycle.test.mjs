@@ -9,20 +9,15 @@ import { shareServerAndChromium } from '../browser.mjs';
 import { call, expectEvent, expectNoEvent, openTab, untilSnapshot, withOrigin as withOriginOf } from '../fixtures/xctx_harness.mjs';
 import { checkRemadeLog, inspectLog } from '../fixtures/log_lifecycle_run.mjs';
 
-let server;
-let browser;
-shareServerAndChromium((s, b) => {
-  server = s;
-  browser = b;
-});
+const shared = shareServerAndChromium();
 
-const withOrigin = (body) => withOriginOf(browser, body);
+const withOrigin = (body) => withOriginOf(shared.browser, body);
 
 test("carried log: the database deleted and made anew while frames of the old log are replayed; one lock manager after", async () => {
   const scope = 'remade';
   const query = { transport: 'carried', scope };
   await withOrigin(async (context) => {
-    const [a, b] = await Promise.all(['a', 'b'].map((label) => openTab(context, server, label, query)));
+    const [a, b] = await Promise.all(['a', 'b'].map((label) => openTab(context, shared.server, label, query)));
     await checkRemadeLog([a, b], scope);
   });
 });
@@ -31,7 +26,7 @@ test('carried log: 150 memberships that come and go beside a busy context leave 
   const scope = 'churn';
   const query = { transport: 'carried', scope };
   await withOrigin(async (context) => {
-    const [busy, v1, v2] = await Promise.all(['busy', 'v1', 'v2'].map((label) => openTab(context, server, label, query)));
+    const [busy, v1, v2] = await Promise.all(['busy', 'v1', 'v2'].map((label) => openTab(context, shared.server, label, query)));
     // The busy context holds y for a moment every few ms for the whole test; each visitor takes x once and
     // goes idle: on the busy one's next request it makes way and leaves the protocol, and joins again for
     // its next lock. Every visit is a membership of its own, none lives long.
@@ -71,7 +66,7 @@ test('carried log: an append that finds the quota full is tried again later, and
   const scope = 'quota';
   const query = { transport: 'carried', scope };
   await withOrigin(async (context) => {
-    const [a, b] = await Promise.all(['a', 'b'].map((label) => openTab(context, server, label, query)));
+    const [a, b] = await Promise.all(['a', 'b'].map((label) => openTab(context, shared.server, label, query)));
     await call(a, 'request', 'x', 'x');
     await expectEvent(a, 'x', 'granted');
     await call(b, 'request', 'z', 'z');

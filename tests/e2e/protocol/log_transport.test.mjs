@@ -26,15 +26,10 @@ import {
 
 const LOG = { transport: 'log' };
 
-let server;
-let browser;
-shareServerAndChromium((s, b) => {
-  server = s;
-  browser = b;
-});
+const shared = shareServerAndChromium();
 
-const withOrigin = (body) => withOriginOf(browser, body);
-const tabs = (context, ...labels) => Promise.all(labels.map((l) => openTab(context, server, l, LOG)));
+const withOrigin = (body) => withOriginOf(shared.browser, body);
+const tabs = (context, ...labels) => Promise.all(labels.map((l) => openTab(context, shared.server, l, LOG)));
 
 test('log transport: no BroadcastChannel in the fixture, and exclusion with FIFO across three tabs', async () => {
   await withOrigin(async (context) => {
@@ -88,7 +83,7 @@ test('log transport: a closed holder tab and a crashed one free the lock for the
   const times = { close: [], crash: [] };
   for (const how of ['close', 'close', 'crash']) {
     await withOrigin(async (context) => {
-      const { holder, waiter } = await holderAndWaiter(context, server, how, LOG);
+      const { holder, waiter } = await holderAndWaiter(context, shared.server, how, LOG);
       const start = Date.now();
       await (how === 'close' ? holder.close() : crash(holder));
       const granted = await expectEvent(waiter, 'w', 'granted', 5000);
