@@ -47,7 +47,7 @@ export WASM_BINDGEN_TEST_TIMEOUT=120  # the runner's budget for a whole test bin
 # it): cargo runs each wasm test binary with it, and it drives the browser whose driver is set (one per run).
 # A browser whose page never reported (the runner's "Failed to detect test as having been run": its page did not
 # load, as headless Chromium does now and then on a fresh machine), or whose driver hung before any test ran (the
-# runner's own timeout bounds the tests, not the driver's start or session: one CI run waited 856 s there), is
+# runner bounds the driver's start and the tests, not its WebDriver calls, such as a navigation that never loads), is
 # given one more try, and says so; a test that ran and failed is not. The binary is built first, outside the
 # bound, so that a cold compile is not mistaken for a hang.
 wasm_browser_tests() {
